@@ -1,0 +1,3 @@
+from kraftwire.cli.main import main
+
+raise SystemExit(main())

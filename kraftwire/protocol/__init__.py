@@ -1,0 +1,1 @@
+"""Kafka wire protocol: framing, generated message codecs, record batches, error codes."""

@@ -1,0 +1,99 @@
+"""Interfaces the Raft core is given: the replicated log and the quorum-state store.
+
+The core never touches files or sockets; it calls these. ``kraftwire.raft.memory`` has in-memory
+implementations for the simulator and unit tests; ``kraftwire.storage`` has durable ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kraftwire.protocol.records import Record, RecordBatch
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class OffsetAndEpoch:
+    """A log position: an offset and the leader epoch it belongs to (order: offset first)."""
+
+    offset: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotId:
+    """A snapshot covers every offset below ``end_offset``; ``epoch`` is the epoch of the last one."""
+
+    end_offset: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionState:
+    """What ``quorum-state`` holds: the epoch and, within it, the known leader or the granted vote."""
+
+    epoch: int
+    leader_id: int | None = None
+    voted_id: int | None = None
+    voters: frozenset[int] = frozenset()
+
+
+class LogTruncationError(Exception):
+    """Asked to remove offsets that are known committed (below the high watermark)."""
+
+
+class ReplicatedLog(Protocol):
+    """The metadata log as the Raft core sees it. Offsets are contiguous from ``start_offset``."""
+
+    @property
+    def start_offset(self) -> int:
+        """First offset still held in the log (the latest snapshot's end offset after cleaning)."""
+
+    @property
+    def end_offset(self) -> int:
+        """The log end offset (LEO): the offset the next appended record gets."""
+
+    @property
+    def flushed_offset(self) -> int:
+        """Every offset below this is durable and survives a crash."""
+
+    def last_epoch(self) -> int:
+        """Epoch of the last batch, else of the latest snapshot, else 0."""
+
+    def append_as_leader(self, records: Sequence[Record], epoch: int, *, control: bool = False,
+                         timestamp_ms: int = 0) -> RecordBatch:
+        """Append one batch at ``end_offset`` in ``epoch`` and return it with its offsets assigned."""
+
+    def append_as_follower(self, batches: Sequence[RecordBatch]) -> None:
+        """Append batches copied from the leader; the first must start at ``end_offset``."""
+
+    def read(self, start_offset: int, max_bytes: int) -> list[RecordBatch]:
+        """Whole batches from the one containing ``start_offset``; at least one if any exists."""
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every record at or above ``offset`` (and the epoch entries that start there)."""
+
+    def flush(self) -> None:
+        """Make everything appended so far durable (``flushed_offset`` becomes ``end_offset``)."""
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        """Largest epoch <= ``epoch`` held here and the offset where it ends (Kafka's semantics).
+
+        Returns ``OffsetAndEpoch(end_offset, epoch)`` of that epoch: the first offset of the next
+        larger epoch, or the LEO if it is the last. If no such epoch exists, ``(start_offset or 0, 0)``
+        per the snapshot, matching Kafka's ``endOffsetForEpoch``.
+        """
+
+    def latest_snapshot_id(self) -> SnapshotId | None:
+        """The newest snapshot held, if any."""
+
+
+class QuorumStateStore(Protocol):
+    """Durable election state. ``write`` returns only once the state is durable."""
+
+    def read(self) -> ElectionState | None:
+        """The last written state, or None on a fresh node."""
+
+    def write(self, state: ElectionState) -> None:
+        """Persist ``state`` atomically."""

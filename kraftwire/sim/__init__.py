@@ -1,0 +1,1 @@
+"""kraftwire.sim."""
