@@ -196,5 +196,9 @@ class UnsupportedVersionError(KafkaProtocolError):
     """An API key or version we do not implement, or a value a version cannot carry."""
 
 
+class EncodeError(KafkaProtocolError):
+    """A value that cannot be encoded (out of range for its type, wrong type, too long)."""
+
+
 class CorruptRecordError(DecodeError):
     """A record batch failed validation (CRC, lengths, magic, varints)."""

@@ -1,0 +1,144 @@
+"""Helpers the generated codecs in ``kraftwire.protocol.messages`` call (varints, JSON views, errors)."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import struct
+import uuid
+from typing import Any
+
+from kraftwire.protocol.errors import DecodeError, EncodeError, UnsupportedVersionError
+
+ZERO_UUID = uuid.UUID(int=0)
+_UUID = uuid.UUID
+_new = object.__new__
+
+__all__ = ["DecodeError", "EncodeError", "UnsupportedVersionError", "ZERO_UUID", "read_uvarint", "uvarint", "make_uuid"]
+
+
+def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    """An unsigned LEB128 varint of at most 5 bytes (Kafka's int32 range) at ``pos``."""
+    result = 0
+    shift = 0
+    while True:
+        if pos >= len(buf):
+            raise DecodeError("truncated unsigned varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 28:
+            raise DecodeError("unsigned varint longer than 5 bytes")
+
+
+def uvarint(n: int) -> bytes:
+    """Encode ``n`` (0 <= n < 2**32) as an unsigned varint."""
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def make_uuid(raw: bytes) -> uuid.UUID:
+    """A UUID from 16 raw bytes without ``UUID.__init__``'s argument checking (hot path)."""
+    u = _new(_UUID)
+    object.__setattr__(u, "int", int.from_bytes(raw, "big"))
+    object.__setattr__(u, "is_safe", uuid.SafeUUID.unknown)
+    return u
+
+
+def truncated(what: str) -> DecodeError:
+    return DecodeError(f"truncated {what}")
+
+
+def bad_length(what: str, n: int) -> DecodeError:
+    return DecodeError(f"invalid length {n} for {what}")
+
+
+def not_nullable(what: str, version: int) -> UnsupportedVersionError:
+    return UnsupportedVersionError(f"{what} is null but not nullable in version {version}")
+
+
+def not_in_version(what: str, version: int) -> UnsupportedVersionError:
+    return UnsupportedVersionError(f"{what} has a non-default value but version {version} cannot carry it")
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON views: generated classes carry ``_SPEC`` = ((attr, kind, struct_class | None), ...),
+# where kind is a schema type such as "int32", "string", "[]int32", "[]struct", "struct".
+
+
+def to_json(obj: Any) -> Any:
+    """A JSON-ready view of a generated message (bytes as base64, UUIDs as Kafka's base64 form too)."""
+    if dataclasses.is_dataclass(obj):
+        out: dict[str, Any] = {}
+        for attr, _kind, _cls in type(obj)._SPEC:
+            out[attr] = to_json(getattr(obj, attr))
+        unknown = getattr(obj, "unknown_tagged_fields", None)
+        if unknown:
+            out["unknown_tagged_fields"] = {str(t): base64.b64encode(v).decode() for t, v in unknown}
+        return out
+    if isinstance(obj, list):
+        return [to_json(v) for v in obj]
+    if isinstance(obj, uuid.UUID):
+        return str(obj)
+    if isinstance(obj, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(obj)).decode()
+    return obj
+
+
+def from_json(cls: type, data: dict[str, Any]) -> Any:
+    """Build a generated message from ``to_json``'s form; missing keys take the schema defaults."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{cls.__name__}: expected an object, got {type(data).__name__}")
+    known = {attr: (kind, sub) for attr, kind, sub in cls._SPEC}
+    extra = set(data) - set(known) - {"unknown_tagged_fields"}
+    if extra:
+        raise ValueError(f"{cls.__name__}: unknown fields {sorted(extra)}")
+    kwargs: dict[str, Any] = {}
+    for attr, value in data.items():
+        if attr == "unknown_tagged_fields":
+            kwargs[attr] = [(int(t), base64.b64decode(v)) for t, v in sorted(value.items(), key=lambda kv: int(kv[0]))]
+            continue
+        kind, sub = known[attr]
+        kwargs[attr] = _value_from_json(kind, sub, value)
+    return cls(**kwargs)
+
+
+def _value_from_json(kind: str, sub: type | None, value: Any) -> Any:
+    if value is None:
+        return None
+    if kind.startswith("[]"):
+        return [_value_from_json(kind[2:], sub, v) for v in value]
+    if kind == "struct":
+        assert sub is not None
+        return from_json(sub, value)
+    if kind == "uuid":
+        return uuid.UUID(value)
+    if kind in ("bytes", "records"):
+        return base64.b64decode(value)
+    return value
+
+
+INT_RANGES = {
+    "int8": (-(1 << 7), (1 << 7) - 1), "int16": (-(1 << 15), (1 << 15) - 1), "uint16": (0, (1 << 16) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
+}
+
+pack_error = struct.error
+
+
+def write_tags(out: bytearray, tagged: list[tuple[int, bytes | bytearray]]) -> None:
+    """A tagged-field section: count, then (tag, size, data) in ascending tag order."""
+    out += uvarint(len(tagged))
+    for tag, data in tagged:
+        out += uvarint(tag)
+        out += uvarint(len(data))
+        out += data
