@@ -1,0 +1,277 @@
+"""Kafka-style ``server.properties`` for kraftwire nodes.
+
+Keys and defaults follow Kafka's names so an operator's habits carry over. Unknown keys are
+reported as warnings; a bad value raises ``ConfigError`` naming the key.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing or invalid; the message names the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One listener: ``NAME://host:port``."""
+
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Voter:
+    node_id: int
+    host: str
+    port: int
+
+
+def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], int]:
+    def parse(key: str, text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ConfigError(f"{key}: expected an integer, got {text!r}") from None
+        if lo is not None and value < lo:
+            raise ConfigError(f"{key}: must be >= {lo}, got {value}")
+        if hi is not None and value > hi:
+            raise ConfigError(f"{key}: must be <= {hi}, got {value}")
+        return value
+
+    return parse
+
+
+def _str(key: str, text: str) -> str:
+    return text.strip()
+
+
+def _list(key: str, text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def _roles(key: str, text: str) -> list[str]:
+    roles = _list(key, text)
+    bad = [r for r in roles if r not in ("broker", "controller")]
+    if bad or not roles:
+        raise ConfigError(f"{key}: expected a comma-separated subset of broker,controller, got {text!r}")
+    return roles
+
+
+def _host_port(key: str, text: str) -> tuple[str, int]:
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"{key}: expected host:port, got {text!r}")
+    host = host.strip("[]")
+    if not 0 <= int(port) <= 65535:
+        raise ConfigError(f"{key}: port out of range in {text!r}")
+    return host, int(port)
+
+
+def _voters(key: str, text: str) -> list[Voter]:
+    voters = []
+    for item in _list(key, text):
+        node, sep, addr = item.partition("@")
+        if not sep or not node.strip().isdigit():
+            raise ConfigError(f"{key}: expected id@host:port entries, got {item!r}")
+        host, port = _host_port(key, addr)
+        voters.append(Voter(int(node), host, port))
+    ids = [v.node_id for v in voters]
+    if len(ids) != len(set(ids)):
+        raise ConfigError(f"{key}: duplicate voter ids in {text!r}")
+    return voters
+
+
+def _endpoints(key: str, text: str) -> list[Endpoint]:
+    out = []
+    for item in _list(key, text):
+        name, sep, rest = item.partition("://")
+        if not sep or not name:
+            raise ConfigError(f"{key}: expected NAME://host:port entries, got {item!r}")
+        host, port = _host_port(key, rest)
+        out.append(Endpoint(name.upper(), host, port))
+    names = [e.name for e in out]
+    if len(names) != len(set(names)):
+        raise ConfigError(f"{key}: listener names must be unique in {text!r}")
+    return out
+
+
+def _protocol_map(key: str, text: str) -> dict[str, str]:
+    out = {}
+    for item in _list(key, text):
+        name, sep, proto = item.partition(":")
+        if not sep:
+            raise ConfigError(f"{key}: expected NAME:PROTOCOL entries, got {item!r}")
+        proto = proto.strip().upper()
+        if proto not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+            raise ConfigError(f"{key}: unknown security protocol {proto!r}")
+        out[name.strip().upper()] = proto
+    return out
+
+
+# key -> (parser, default text or None when required/absent)
+SPEC: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
+    "node.id": (_int(0), None),
+    "process.roles": (_roles, None),
+    "controller.quorum.voters": (_voters, ""),
+    "controller.quorum.bootstrap.servers": (_list, ""),
+    "listeners": (_endpoints, None),
+    "advertised.listeners": (_endpoints, ""),
+    "controller.listener.names": (_list, "CONTROLLER"),
+    "inter.broker.listener.name": (_str, ""),
+    "listener.security.protocol.map": (
+        _protocol_map,
+        "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+    ),
+    "log.dirs": (_list, ""),
+    "log.dir": (_str, "/tmp/kraft-combined-logs"),
+    "metadata.log.dir": (_str, ""),
+    "metadata.log.segment.bytes": (_int(12), str(1 << 30)),
+    "metadata.log.segment.ms": (_int(1), str(7 * 24 * 3600 * 1000)),
+    "metadata.max.retention.bytes": (_int(-1), str(100 << 20)),
+    "metadata.log.max.record.bytes.between.snapshots": (_int(1), str(20 << 20)),
+    "metadata.log.max.snapshot.interval.ms": (_int(0), "3600000"),
+    "controller.quorum.election.timeout.ms": (_int(1), "1000"),
+    "controller.quorum.fetch.timeout.ms": (_int(1), "2000"),
+    "controller.quorum.election.backoff.max.ms": (_int(1), "1000"),
+    "controller.quorum.request.timeout.ms": (_int(1), "2000"),
+    "controller.quorum.retry.backoff.ms": (_int(0), "20"),
+    "controller.quorum.append.linger.ms": (_int(0), "25"),
+    "socket.request.max.bytes": (_int(1), str(100 << 20)),
+    "connections.max.idle.ms": (_int(1), "600000"),
+    "broker.session.timeout.ms": (_int(1), "9000"),
+    "broker.heartbeat.interval.ms": (_int(1), "2000"),
+    "num.partitions": (_int(1), "1"),
+    "default.replication.factor": (_int(1), "1"),
+    "super.users": (_str, ""),
+    "broker.rack": (_str, ""),
+    "cluster.id": (_str, ""),
+    # kraftwire's own: Prometheus metrics HTTP port (0 = off).
+    "kraftwire.metrics.port": (_int(0, 65535), "0"),
+    "kraftwire.metrics.host": (_str, "127.0.0.1"),
+}
+
+# Kafka keys an operator may carry over that we accept and ignore without a warning.
+IGNORED = {"num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
+           "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
+           "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+           "log.retention.hours", "log.segment.bytes", "log.retention.check.interval.ms",
+           "group.initial.rebalance.delay.ms", "share.coordinator.state.topic.replication.factor",
+           "share.coordinator.state.topic.min.isr"}
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """A validated node configuration. ``values`` holds every key parsed (defaults included)."""
+
+    values: dict[str, Any]
+    unknown: list[str] = field(default_factory=list)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def node_id(self) -> int:
+        return self.values["node.id"]
+
+    @property
+    def roles(self) -> list[str]:
+        return self.values["process.roles"]
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    @property
+    def voters(self) -> list[Voter]:
+        return self.values["controller.quorum.voters"]
+
+    @property
+    def listeners(self) -> list[Endpoint]:
+        return self.values["listeners"]
+
+    @property
+    def controller_listener(self) -> str:
+        return self.values["controller.listener.names"][0]
+
+    @property
+    def metadata_log_dir(self) -> Path:
+        d = self.values["metadata.log.dir"] or (self.values["log.dirs"] or [self.values["log.dir"]])[0]
+        return Path(d)
+
+    def advertised(self) -> list[Endpoint]:
+        return self.values["advertised.listeners"] or self.listeners
+
+    def security_protocol(self, listener: str) -> str:
+        return self.values["listener.security.protocol.map"].get(listener, "PLAINTEXT")
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java-properties subset: ``key=value`` or ``key: value`` lines, ``#``/``!`` comments, ``\\`` joins."""
+    out: dict[str, str] = {}
+    pending = ""
+    for raw in text.splitlines():
+        line = pending + raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        for i, ch in enumerate(line):
+            if ch in "=:":
+                out[line[:i].strip()] = line[i + 1:].strip()
+                break
+        else:
+            out[line] = ""
+    return out
+
+
+def load_config(source: Path | str | Mapping[str, str], overrides: Mapping[str, str] | None = None) -> NodeConfig:
+    """Parse and validate a properties file (or mapping); raises ConfigError naming the bad key."""
+    raw = dict(source) if isinstance(source, Mapping) else parse_properties(Path(source).read_text())
+    raw.update(overrides or {})
+    values: dict[str, Any] = {}
+    for key, (parse, default) in SPEC.items():
+        if key in raw:
+            values[key] = parse(key, raw[key])
+        elif default is None:
+            if key == "listeners":
+                raise ConfigError("listeners: required (e.g. CONTROLLER://127.0.0.1:9093)")
+            raise ConfigError(f"{key}: required")
+        else:
+            values[key] = parse(key, default)
+    unknown = sorted(k for k in raw if k not in SPEC and k not in IGNORED)
+    for key in unknown:
+        log.warning("unknown configuration key %s (ignored)", key)
+    cfg = NodeConfig(values, unknown)
+    _validate(cfg)
+    return cfg
+
+
+def _validate(cfg: NodeConfig) -> None:
+    names = {e.name for e in cfg.listeners}
+    if cfg.is_controller:
+        if not any(n in names for n in cfg.values["controller.listener.names"]):
+            raise ConfigError("controller.listener.names: none of "
+                              f"{cfg.values['controller.listener.names']} is in listeners")
+        if not cfg.voters and not cfg.values["controller.quorum.bootstrap.servers"]:
+            raise ConfigError("controller.quorum.voters: required for a controller (id@host:port,...)")
+        if cfg.voters and cfg.node_id not in {v.node_id for v in cfg.voters}:
+            raise ConfigError(f"controller.quorum.voters: node.id {cfg.node_id} is a controller but not a voter")
+    elif not cfg.voters and not cfg.values["controller.quorum.bootstrap.servers"]:
+        raise ConfigError("controller.quorum.bootstrap.servers: a broker needs the controllers' addresses")
+    for name in names:
+        if name not in cfg.values["listener.security.protocol.map"]:
+            raise ConfigError(f"listener.security.protocol.map: no protocol for listener {name}")
