@@ -1,0 +1,42 @@
+"""Raft timing configuration, named after Kafka's ``controller.quorum.*`` settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+KNOWN_BUGS = frozenset({"double_vote", "observer_counts_for_hw", "no_own_epoch_hw_rule",
+                        "no_truncate_on_diverge"})
+
+
+@dataclass(frozen=True, slots=True)
+class RaftConfig:
+    """Defaults are Kafka 3.9's.
+
+    ``fetch_timeout_jitter`` is ours: a follower's fetch timeout is drawn uniformly from
+    ``[fetch_timeout_ms * (1 - jitter), fetch_timeout_ms]`` on every successful fetch, so followers
+    of a dead leader notice at different moments (0.0 reproduces Kafka's fixed timeout).
+
+    ``_bugs`` is TEST-ONLY: names from ``KNOWN_BUGS`` switch the core into deliberately broken
+    behaviour so mutation tests can show the simulator's invariants catch it. Never set it elsewhere.
+    """
+
+    election_timeout_ms: int = 1000          # controller.quorum.election.timeout.ms
+    fetch_timeout_ms: int = 2000             # controller.quorum.fetch.timeout.ms
+    election_backoff_max_ms: int = 1000      # controller.quorum.election.backoff.max.ms
+    request_timeout_ms: int = 2000           # controller.quorum.request.timeout.ms
+    retry_backoff_ms: int = 20               # controller.quorum.retry.backoff.ms
+    append_linger_ms: int = 25               # controller.quorum.append.linger.ms
+    fetch_max_wait_ms: int = 500             # Kafka's hard-coded KRaft fetch MaxWaitMs
+    fetch_max_bytes: int = 8 * 1024 * 1024   # Kafka's KRaft fetch max bytes
+    max_batch_records: int = 1000            # records per leader batch before draining early
+    election_backoff_base_ms: int = 100      # Kafka's RETRY_BACKOFF_BASE_MS for election backoff
+    check_quorum_factor: float = 1.5         # Kafka's CHECK_QUORUM_TIMEOUT_FACTOR
+    fetch_timeout_jitter: float = 0.5
+    _bugs: frozenset[str] = field(default=frozenset())
+
+    def __post_init__(self) -> None:
+        unknown = set(self._bugs) - KNOWN_BUGS
+        if unknown:
+            raise ValueError(f"unknown test bug flags: {sorted(unknown)}")
+        if not 0.0 <= self.fetch_timeout_jitter < 1.0:
+            raise ValueError("fetch_timeout_jitter must be in [0, 1)")

@@ -1,0 +1,787 @@
+"""``RaftCore``: the sans-I/O KIP-595 state machine (Kafka 3.9 behaviour, see docs/raft.md).
+
+The shell feeds events in (``handle_request``, ``handle_response``, ``handle_request_failed``,
+``tick``) with the current time in ms and performs the returned outputs (``SendRequest`` /
+``SendResponse``). It calls ``tick`` no later than ``next_deadline()``. The core owns the ids of the
+requests it sends; the shell owns the ids of inbound requests. Committed data batches and leader
+changes are reported synchronously to the optional ``listener`` during these calls.
+
+Durability: everything the core relies on (votes, appended batches) is made durable *before* an
+output that depends on it is returned: the quorum-state store before a vote is granted, the log
+(``flush``) before a Fetch announces its offset and before the leader counts its own end offset.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kraftwire.protocol.control import leader_change_record
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.raft import messages as m
+from kraftwire.raft.config import RaftConfig
+from kraftwire.raft.log import (
+    ElectionState,
+    LogTruncationError,
+    OffsetAndEpoch,
+    QuorumStateStore,
+    ReplicatedLog,
+)
+from kraftwire.raft.state import (
+    Candidate,
+    Follower,
+    Leader,
+    Observer,
+    ParkedFetch,
+    ReplicaProgress,
+    Resigned,
+    State,
+    Unattached,
+    Voted,
+)
+
+NONE = int(Errors.NONE)
+_LEADERLESS = (Unattached, Voted, Candidate, Observer)
+
+
+class NotLeaderError(Exception):
+    """``append`` on a replica that is not the leader."""
+
+
+class RaftFatalError(Exception):
+    """The replica cannot continue safely (e.g. a leader of another cluster)."""
+
+
+class RaftListener(Protocol):
+    def handle_commit(self, batches: list[RecordBatch]) -> None:
+        """Committed data batches (never control batches), in offset order, each exactly once."""
+
+    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        """The known leader or epoch changed (``leader_id`` None while unknown)."""
+
+
+@dataclass(slots=True)
+class _Inflight:
+    dest: int
+    kind: str          # vote | bqe | eqe | fetch | probe
+    epoch: int
+    fetch_offset: int = -1
+
+
+@dataclass(slots=True)
+class _Rejoin:
+    """A voter restarted on a wiped disk: it neither votes nor stands until this completes."""
+
+    unprobed: set[int]
+    floor_epoch: int | None = None
+    target_hw: int | None = None
+
+
+class RaftCore:
+    """One replica of the metadata quorum. ``node_id`` not in ``voters`` (or None) is an observer."""
+
+    def __init__(self, node_id: int | None, voters: Iterable[int], config: RaftConfig, log: ReplicatedLog,
+                 store: QuorumStateStore, rng: random.Random, cluster_id: str | None, now_ms: int,
+                 listener: RaftListener | None = None, *, rejoining: bool = False) -> None:
+        self.node_id = -1 if node_id is None else node_id
+        self.voters: tuple[int, ...] = tuple(sorted(set(voters)))
+        self.is_voter = self.node_id in self.voters
+        self.config = config
+        self.log = log
+        self.store = store
+        self.rng = rng
+        self.cluster_id = cluster_id
+        self.listener = listener
+        self._bugs = config._bugs
+        self.majority = len(self.voters) // 2 + 1
+        self.hw: int | None = None            # this replica's high watermark (exclusive); None = unknown
+        self._applied = 0                      # commits reported up to here
+        self._next_id = 1
+        self._inflight: dict[int, _Inflight] = {}
+        self._busy: dict[int, int] = {}       # dest -> request id in flight
+        self._backoff: dict[int, int] = {}    # dest -> no request before this time
+        self._out: list[m.Output] = []
+        self._persisted: ElectionState | None = store.read()
+        self._reported_leader: tuple[int | None, int] | None = None
+        self._rejoin: _Rejoin | None = None
+        if rejoining and self.is_voter:
+            self._rejoin = _Rejoin(unprobed=set(self.voters) - {self.node_id})
+        self.state: State = self._initial_state(now_ms)
+        self._persist()
+        self._poll(now_ms)
+        self._out.clear()  # initial sends are produced on the first tick
+
+    # ------------------------------------------------------------------------------ properties
+    @property
+    def epoch(self) -> int:
+        return self.state.epoch
+
+    @property
+    def leader_id(self) -> int | None:
+        st = self.state
+        if isinstance(st, Leader | Resigned):
+            return self.node_id
+        if isinstance(st, Follower):
+            return st.leader_id
+        return None
+
+    @property
+    def is_leader(self) -> bool:
+        return isinstance(self.state, Leader)
+
+    @property
+    def state_name(self) -> str:
+        return self.state.name
+
+    @property
+    def rejoining(self) -> bool:
+        return self._rejoin is not None
+
+    @property
+    def can_elect(self) -> bool:
+        """May vote and stand for election (a voter that is not re-joining after a wipe)."""
+        return self.is_voter and self._rejoin is None
+
+    def voted_for(self) -> int | None:
+        st = self.state
+        if isinstance(st, Voted):
+            return st.voted_id
+        if isinstance(st, Candidate | Leader | Resigned):
+            return self.node_id
+        return self._persisted.voted_id if self._persisted and self._persisted.epoch == st.epoch else None
+
+    # ------------------------------------------------------------------------------ events in
+    def tick(self, now: int) -> list[m.Output]:
+        self._poll(now)
+        return self._drain()
+
+    def handle_request(self, now: int, request_id: int, source_id: int, msg: m.Request) -> list[m.Output]:
+        if isinstance(msg, m.VoteRequest):
+            self._on_vote_request(now, request_id, msg)
+        elif isinstance(msg, m.FetchRequest):
+            self._on_fetch_request(now, request_id, source_id, msg)
+        elif isinstance(msg, m.BeginQuorumEpochRequest):
+            self._on_begin_epoch_request(now, request_id, msg)
+        elif isinstance(msg, m.EndQuorumEpochRequest):
+            self._on_end_epoch_request(now, request_id, msg)
+        elif isinstance(msg, m.DescribeQuorumRequest):
+            self._respond(request_id, self.describe_quorum(now))
+        else:
+            raise TypeError(f"not a raft request: {msg!r}")
+        self._poll(now)
+        return self._drain()
+
+    def handle_response(self, now: int, request_id: int, msg: m.Response) -> list[m.Output]:
+        req = self._inflight.pop(request_id, None)
+        if req is not None:
+            if self._busy.get(req.dest) == request_id:
+                del self._busy[req.dest]
+            if isinstance(msg, m.VoteResponse):
+                self._on_vote_response(now, req, msg)
+            elif isinstance(msg, m.FetchResponse):
+                self._on_fetch_response(now, req, msg)
+            elif isinstance(msg, m.BeginQuorumEpochResponse | m.EndQuorumEpochResponse):
+                self._on_epoch_response(now, req, msg)
+        self._poll(now)
+        return self._drain()
+
+    def handle_request_failed(self, now: int, request_id: int) -> list[m.Output]:
+        req = self._inflight.pop(request_id, None)
+        if req is not None:
+            if self._busy.get(req.dest) == request_id:
+                del self._busy[req.dest]
+            self._backoff[req.dest] = now + self.config.retry_backoff_ms
+            st = self.state
+            if req.kind == "fetch" and isinstance(st, Observer) and st.epoch == req.epoch:
+                st.next_index += 1
+        self._poll(now)
+        return self._drain()
+
+    def append(self, now: int, records: Sequence[Record]) -> list[int]:
+        """Queue ``records`` for the leader's next batch; returns their offsets (committed once HW > offset)."""
+        st = self.state
+        if not isinstance(st, Leader):
+            raise NotLeaderError(f"node {self.node_id} is {st.name} in epoch {st.epoch}")
+        if not records:
+            return []
+        base = self.log.end_offset + len(st.pending)
+        if not st.pending:
+            st.linger_deadline = now + self.config.append_linger_ms
+        st.pending.extend(records)
+        return list(range(base, base + len(records)))
+
+    def resign(self, now: int) -> list[m.Output]:
+        """Graceful shutdown: a leader resigns (EndQuorumEpoch to voters) and stays resigned."""
+        st = self.state
+        if isinstance(st, Leader):
+            self._to_resigned(now, shutting_down=True)
+        elif isinstance(st, Resigned):
+            st.shutting_down = True
+        self._poll(now)
+        return self._drain()
+
+    def next_deadline(self) -> int | None:
+        """The latest time at which ``tick`` must next be called (None: only on events)."""
+        st = self.state
+        times: list[int] = []
+        if isinstance(st, Unattached | Voted):
+            if self.can_elect:
+                times.append(st.election_deadline)
+        elif isinstance(st, Candidate):
+            times.append(st.backoff_until if st.backoff_until is not None else st.election_deadline)
+        elif isinstance(st, Follower):
+            times.append(st.fetch_deadline)
+        elif isinstance(st, Resigned):
+            if not st.shutting_down:
+                times.append(st.election_deadline)
+        elif isinstance(st, Leader):
+            if len(self.voters) > 1:
+                times.append(st.check_quorum_deadline)
+            if st.linger_deadline is not None:
+                times.append(st.linger_deadline)
+            if st.unendorsed:
+                times.append(st.bqe_next_ms)
+            times.extend(p.deadline for p in st.parked.values())
+        times.extend(t for d, t in self._backoff.items() if d not in self._busy)
+        return min(times) if times else None
+
+    # ------------------------------------------------------------------------------ plumbing
+    def _drain(self) -> list[m.Output]:
+        self._flush()
+        out, self._out = self._out, []
+        return out
+
+    def _flush(self) -> None:
+        if self.log.flushed_offset < self.log.end_offset:
+            self.log.flush()
+
+    def _respond(self, request_id: int, msg: m.Response) -> None:
+        self._out.append(m.SendResponse(request_id, msg))
+
+    def _can_send(self, dest: int, now: int) -> bool:
+        return dest not in self._busy and self._backoff.get(dest, 0) <= now
+
+    def _send(self, now: int, dest: int, kind: str, msg: m.Request, fetch_offset: int = -1) -> None:
+        rid = self._next_id
+        self._next_id += 1
+        self._inflight[rid] = _Inflight(dest, kind, self.state.epoch, fetch_offset)
+        self._busy[dest] = rid
+        self._backoff.pop(dest, None)
+        self._out.append(m.SendRequest(rid, dest, msg))
+
+    def _election_timeout(self) -> int:
+        t = self.config.election_timeout_ms
+        return t + self.rng.randint(0, t - 1) if t > 0 else 0
+
+    def _fetch_timeout(self) -> int:
+        f = self.config.fetch_timeout_ms
+        spread = int(f * self.config.fetch_timeout_jitter)
+        return f - self.rng.randint(0, spread) if spread > 0 else f
+
+    def _persist(self) -> None:
+        st = self.state
+        leader = self.leader_id
+        voted = self.voted_for()
+        new = ElectionState(epoch=st.epoch, leader_id=leader, voted_id=voted, voters=frozenset(self.voters))
+        if new != self._persisted:
+            self.store.write(new)
+            self._persisted = new
+        key = (leader, st.epoch)
+        if key != self._reported_leader:
+            self._reported_leader = key
+            if self.listener is not None:
+                self.listener.handle_leader_change(leader, st.epoch)
+
+    def _reset_connections(self) -> None:
+        self._busy.clear()
+        self._backoff.clear()
+
+    # ------------------------------------------------------------------------------ transitions
+    def _initial_state(self, now: int) -> State:
+        saved = self._persisted
+        log_epoch = self.log.last_epoch()
+        if saved is None or saved.epoch < log_epoch:
+            return self._leaderless(now, max(log_epoch, saved.epoch if saved else 0))
+        if saved.leader_id == self.node_id and self.is_voter:
+            # Never lead the old epoch again: come back resigned in it (Kafka 3.9).
+            return Resigned(saved.epoch, now + self._election_timeout(), (), set())
+        if saved.voted_id == self.node_id and saved.leader_id is None and self.is_voter and self._rejoin is None:
+            return Candidate(saved.epoch, 1, now + self._election_timeout(), granted={self.node_id})
+        if saved.leader_id is not None and saved.leader_id >= 0:
+            return Follower(saved.epoch, saved.leader_id, now + self._fetch_timeout())
+        if saved.voted_id is not None and self.is_voter:
+            return Voted(saved.epoch, saved.voted_id, now + self._election_timeout())
+        return self._leaderless(now, saved.epoch)
+
+    def _leaderless(self, now: int, epoch: int) -> Unattached | Observer:
+        if self.can_elect:
+            return Unattached(epoch, now + self._election_timeout())
+        return Observer(epoch)
+
+    def _set_state(self, st: State) -> None:
+        old = self.state
+        if isinstance(old, Leader) and not isinstance(st, Leader):
+            for parked in old.parked.values():
+                self._respond(parked.request_id, self._fetch_error(Errors.NOT_LEADER_OR_FOLLOWER, st))
+            old.parked.clear()
+        self.state = st
+        self._reset_connections()
+        self._persist()
+
+    def _to_unattached(self, now: int, epoch: int) -> None:
+        self._set_state(self._leaderless(now, epoch))
+
+    def _to_follower(self, now: int, epoch: int, leader_id: int) -> None:
+        self._set_state(Follower(epoch, leader_id, now + self._fetch_timeout()))
+
+    def _to_candidate(self, now: int) -> None:
+        old = self.state
+        retries = old.retries + 1 if isinstance(old, Candidate) else 1
+        self._flush()  # the offsets a Vote request claims must be durable
+        self._set_state(Candidate(old.epoch + 1, retries, now + self._election_timeout(), granted={self.node_id}))
+        self._maybe_win(now)
+
+    def _maybe_win(self, now: int) -> None:
+        st = self.state
+        if isinstance(st, Candidate) and len(st.granted) >= self.majority:
+            self._to_leader(now)
+
+    def _to_leader(self, now: int) -> None:
+        epoch = self.state.epoch
+        st = self.state
+        granted = sorted(st.granted) if isinstance(st, Candidate) else [self.node_id]
+        start = self.log.end_offset
+        voters = {v: ReplicaProgress() for v in self.voters}
+        leader = Leader(epoch, start, voters, {}, set(self.voters) - {self.node_id},
+                        now + int(self.config.fetch_timeout_ms * self.config.check_quorum_factor), bqe_next_ms=now)
+        self._set_state(leader)
+        self.log.append_as_leader([leader_change_record(self.node_id, self.voters, granted)], epoch,
+                                  control=True, timestamp_ms=now)
+        self._flush()
+        self._leader_progress(now, leader)
+
+    def _to_resigned(self, now: int, *, shutting_down: bool = False) -> None:
+        st = self.state
+        assert isinstance(st, Leader)
+        others = [v for v in self.voters if v != self.node_id]
+        # Preferred successors: most replicated first (ties by id for determinism).
+        others.sort(key=lambda v: (-(st.voters[v].end_offset if st.voters[v].end_offset is not None else -1), v))
+        self._set_state(Resigned(st.epoch, now + self._election_timeout(), tuple(others), set(others),
+                                 shutting_down=shutting_down))
+
+    def _observe_leader(self, now: int, leader_id: int, epoch: int) -> None:
+        """Adopt what a peer says about the leader/epoch if it is news (``maybeTransition``)."""
+        st = self.state
+        if epoch > st.epoch:
+            if leader_id >= 0 and leader_id != self.node_id:
+                self._to_follower(now, epoch, leader_id)
+            else:
+                self._to_unattached(now, epoch)
+        elif (epoch == st.epoch and leader_id >= 0 and leader_id != self.node_id
+              and isinstance(st, _LEADERLESS)):
+            self._to_follower(now, epoch, leader_id)
+
+    # ------------------------------------------------------------------------------ poll
+    def _poll(self, now: int) -> None:
+        st = self.state
+        if isinstance(st, Leader):
+            self._poll_leader(now, st)
+        elif isinstance(st, Candidate):
+            self._poll_candidate(now, st)
+        elif isinstance(st, Follower):
+            self._poll_follower(now, st)
+        elif isinstance(st, Unattached | Voted):
+            if self.can_elect and (now >= st.election_deadline or len(self.voters) == 1):
+                self._to_candidate(now)
+        elif isinstance(st, Observer):
+            self._poll_observer(now, st)
+        elif isinstance(st, Resigned):
+            self._poll_resigned(now, st)
+        if self._rejoin is not None and self._rejoin.unprobed:
+            self._send_probes(now)
+        self._deliver_commits()
+
+    def _poll_leader(self, now: int, st: Leader) -> None:
+        if len(self.voters) > 1 and now >= st.check_quorum_deadline:
+            self._to_resigned(now)
+            self._poll(now)
+            return
+        if st.pending and (st.linger_deadline is None or now >= st.linger_deadline
+                           or len(st.pending) >= self.config.max_batch_records):
+            records, st.pending, st.linger_deadline = st.pending, [], None
+            self.log.append_as_leader(records, st.epoch, timestamp_ms=now)
+            self._flush()
+            self._leader_progress(now, st)
+        if st.unendorsed and now >= st.bqe_next_ms:
+            for v in sorted(st.unendorsed):
+                if self._can_send(v, now):
+                    self._send(now, v, "bqe", m.BeginQuorumEpochRequest(self.cluster_id, self.node_id, st.epoch, v))
+            st.bqe_next_ms = now + self.config.fetch_timeout_ms // 2
+        for parked in list(st.parked.values()):
+            if (now >= parked.deadline or self.log.end_offset > parked.fetch_offset
+                    or st.hw != parked.hw_at_park):
+                del st.parked[parked.request_id]
+                self._respond(parked.request_id, self._fetch_data(st, parked.fetch_offset, parked.max_bytes))
+
+    def _poll_candidate(self, now: int, st: Candidate) -> None:
+        if len(st.granted) >= self.majority:
+            self._to_leader(now)
+            return
+        if st.backoff_until is not None:
+            if now >= st.backoff_until:
+                self._to_candidate(now)
+            return
+        if now >= st.election_deadline:
+            self._start_backoff(now, st)
+            return
+        req = m.VoteRequest(self.cluster_id, st.epoch, self.node_id, self.log.last_epoch(), self.log.end_offset)
+        for v in self.voters:
+            if v not in st.granted and v not in st.rejected and self._can_send(v, now):
+                self._send(now, v, "vote", req)
+
+    def _start_backoff(self, now: int, st: Candidate) -> None:
+        cap = min(self.config.election_backoff_max_ms,
+                  self.config.election_backoff_base_ms << min(20, st.retries))
+        st.backoff_until = now + self.rng.randint(0, cap)
+
+    def _poll_follower(self, now: int, st: Follower) -> None:
+        if now >= st.fetch_deadline:
+            if self.can_elect:
+                self._to_candidate(now)
+            else:
+                self._set_state(Observer(st.epoch, next_index=self.rng.randrange(len(self.voters))))
+                self._poll(now)
+            return
+        if self._can_send(st.leader_id, now):
+            self._send_fetch(now, st.leader_id, st.epoch, self.config.fetch_max_wait_ms, "fetch")
+
+    def _poll_observer(self, now: int, st: Observer) -> None:
+        if not self.voters or self._busy:
+            return
+        for i in range(len(self.voters)):
+            dest = self.voters[(st.next_index + i) % len(self.voters)]
+            if dest != self.node_id and self._can_send(dest, now):
+                st.next_index += i
+                self._send_fetch(now, dest, st.epoch, 0, "fetch")
+                return
+
+    def _poll_resigned(self, now: int, st: Resigned) -> None:
+        for v in sorted(st.unacked):
+            if self._can_send(v, now):
+                self._send(now, v, "eqe", m.EndQuorumEpochRequest(self.cluster_id, self.node_id, st.epoch,
+                                                                  st.preferred_successors))
+        if not st.shutting_down and now >= st.election_deadline:
+            if self.can_elect:
+                self._to_candidate(now)
+            else:
+                self._to_unattached(now, st.epoch + 1)
+
+    def _send_fetch(self, now: int, dest: int, epoch: int, max_wait: int, kind: str) -> None:
+        self._flush()  # the leader counts our fetch offset as replicated: it must be durable
+        offset = self.log.end_offset
+        req = m.FetchRequest(self.cluster_id, self.node_id, max_wait, offset, self.log.last_epoch(), epoch,
+                             self.log.start_offset, self.config.fetch_max_bytes)
+        self._send(now, dest, kind, req, offset)
+
+    def _send_probes(self, now: int) -> None:
+        rj = self._rejoin
+        assert rj is not None
+        for v in sorted(rj.unprobed):
+            if self._can_send(v, now):
+                self._send_fetch(now, v, self.state.epoch, 0, "probe")
+
+    # ------------------------------------------------------------------------------ Vote
+    def _on_vote_request(self, now: int, rid: int, req: m.VoteRequest) -> None:
+        if req.cluster_id is not None and self.cluster_id is not None and req.cluster_id != self.cluster_id:
+            self._respond(rid, m.VoteResponse(int(Errors.INCONSISTENT_CLUSTER_ID)))
+            return
+        if req.last_offset_epoch < 0 or req.last_offset < 0 or req.last_offset_epoch > req.candidate_epoch:
+            self._respond(rid, m.VoteResponse(int(Errors.INVALID_REQUEST)))
+            return
+        if req.candidate_epoch < self.state.epoch:
+            self._respond(rid, self._vote_response(Errors.FENCED_LEADER_EPOCH, False))
+            return
+        if req.candidate_epoch > self.state.epoch:
+            self._to_unattached(now, req.candidate_epoch)
+        granted = self._can_grant(req)
+        if granted and isinstance(self.state, Unattached | Voted):
+            if not isinstance(self.state, Voted) or self.state.voted_id != req.candidate_id:
+                self._set_state(Voted(self.state.epoch, req.candidate_id, now + self._election_timeout()))
+        self._respond(rid, self._vote_response(Errors.NONE, granted))
+
+    def _can_grant(self, req: m.VoteRequest) -> bool:
+        st = self.state
+        if not self.can_elect or req.candidate_id not in self.voters:
+            return False
+        up_to_date = (req.last_offset_epoch, req.last_offset) >= (self.log.last_epoch(), self.log.end_offset)
+        if isinstance(st, Unattached):
+            return up_to_date
+        if isinstance(st, Voted):
+            if st.voted_id == req.candidate_id:
+                return True
+            return "double_vote" in self._bugs and up_to_date
+        if isinstance(st, Candidate):
+            return req.candidate_id == self.node_id
+        return False
+
+    def _vote_response(self, err: Errors, granted: bool) -> m.VoteResponse:
+        leader = self.leader_id
+        return m.VoteResponse(NONE, m.VotePartition(int(err), -1 if leader is None else leader,
+                                                    self.state.epoch, granted))
+
+    def _on_vote_response(self, now: int, req: _Inflight, resp: m.VoteResponse) -> None:
+        if resp.error_code != NONE or resp.partition is None:
+            self._backoff[req.dest] = now + self.config.retry_backoff_ms
+            return
+        p = resp.partition
+        self._observe_leader(now, p.leader_id, p.leader_epoch)
+        st = self.state
+        if p.error_code != NONE:
+            self._backoff[req.dest] = now + self.config.retry_backoff_ms
+            return
+        if not isinstance(st, Candidate) or p.leader_epoch != st.epoch or req.epoch != st.epoch:
+            return
+        if p.vote_granted:
+            st.granted.add(req.dest)
+            self._maybe_win(now)
+        else:
+            st.rejected.add(req.dest)
+            if len(self.voters) - len(st.rejected) < self.majority and st.backoff_until is None:
+                self._start_backoff(now, st)
+
+    # ------------------------------------------------------------------------------ Begin/EndQuorumEpoch
+    def _epoch_partition(self, err: Errors) -> m.QuorumEpochPartition:
+        leader = self.leader_id
+        return m.QuorumEpochPartition(int(err), -1 if leader is None else leader, self.state.epoch)
+
+    def _on_begin_epoch_request(self, now: int, rid: int, req: m.BeginQuorumEpochRequest) -> None:
+        if req.cluster_id is not None and self.cluster_id is not None and req.cluster_id != self.cluster_id:
+            self._respond(rid, m.BeginQuorumEpochResponse(int(Errors.INCONSISTENT_CLUSTER_ID)))
+            return
+        if req.leader_epoch < self.state.epoch:
+            self._respond(rid, m.BeginQuorumEpochResponse(NONE, self._epoch_partition(Errors.FENCED_LEADER_EPOCH)))
+            return
+        self._observe_leader(now, req.leader_id, req.leader_epoch)
+        err = Errors.NONE if self.leader_id == req.leader_id else Errors.INVALID_REQUEST
+        self._respond(rid, m.BeginQuorumEpochResponse(NONE, self._epoch_partition(err)))
+
+    def _on_end_epoch_request(self, now: int, rid: int, req: m.EndQuorumEpochRequest) -> None:
+        if req.cluster_id is not None and self.cluster_id is not None and req.cluster_id != self.cluster_id:
+            self._respond(rid, m.EndQuorumEpochResponse(int(Errors.INCONSISTENT_CLUSTER_ID)))
+            return
+        if req.leader_epoch < self.state.epoch:
+            self._respond(rid, m.EndQuorumEpochResponse(NONE, self._epoch_partition(Errors.FENCED_LEADER_EPOCH)))
+            return
+        self._observe_leader(now, req.leader_id, req.leader_epoch)
+        st = self.state
+        if isinstance(st, Follower) and st.leader_id == req.leader_id and self.can_elect:
+            st.fetch_deadline = min(st.fetch_deadline, now + self._successor_backoff(req.preferred_successors))
+        self._respond(rid, m.EndQuorumEpochResponse(NONE, self._epoch_partition(Errors.NONE)))
+
+    def _successor_backoff(self, successors: Sequence[int]) -> int:
+        """Kafka 3.9's strict exponential delay for our position in the preferred successors."""
+        cap = self.config.election_backoff_max_ms
+        n = len(successors)
+        pos = successors.index(self.node_id) if self.node_id in successors else n
+        if pos == 0:
+            return 0
+        if pos >= n:
+            return cap
+        return min(cap, (cap >> (n - 1)) << (pos - 1))
+
+    def _on_epoch_response(self, now: int, req: _Inflight,
+                           resp: m.BeginQuorumEpochResponse | m.EndQuorumEpochResponse) -> None:
+        if resp.error_code != NONE or resp.partition is None:
+            self._backoff[req.dest] = now + self.config.retry_backoff_ms
+            return
+        p = resp.partition
+        self._observe_leader(now, p.leader_id, p.leader_epoch)
+        st = self.state
+        if p.error_code != NONE or req.epoch != st.epoch:
+            return
+        if req.kind == "bqe" and isinstance(st, Leader):
+            st.unendorsed.discard(req.dest)
+        elif req.kind == "eqe" and isinstance(st, Resigned):
+            st.unacked.discard(req.dest)
+
+    # ------------------------------------------------------------------------------ Fetch (leader side)
+    def _fetch_error(self, err: Errors, st: State | None = None) -> m.FetchResponse:
+        st = st or self.state
+        leader = self.node_id if isinstance(st, Leader | Resigned) else getattr(st, "leader_id", -1)
+        return m.FetchResponse(NONE, m.FetchPartition(int(err), -1, self.log.start_offset,
+                                                      current_leader=m.LeaderIdAndEpoch(leader, st.epoch)))
+
+    def _fetch_data(self, st: Leader, fetch_offset: int, max_bytes: int,
+                    diverging: OffsetAndEpoch | None = None) -> m.FetchResponse:
+        batches: list[RecordBatch] = []
+        if diverging is None and fetch_offset < self.log.end_offset:
+            batches = self.log.read(fetch_offset, max_bytes)
+        return m.FetchResponse(NONE, m.FetchPartition(
+            NONE, -1 if st.hw is None else st.hw, self.log.start_offset,
+            diverging_epoch=None if diverging is None else m.EpochEndOffset(diverging.epoch, diverging.offset),
+            current_leader=m.LeaderIdAndEpoch(self.node_id, st.epoch), batches=batches))
+
+    def _on_fetch_request(self, now: int, rid: int, source: int, req: m.FetchRequest) -> None:
+        if req.cluster_id is not None and self.cluster_id is not None and req.cluster_id != self.cluster_id:
+            self._respond(rid, m.FetchResponse(int(Errors.INCONSISTENT_CLUSTER_ID)))
+            return
+        if (req.fetch_offset < 0 or req.last_fetched_epoch < 0
+                or req.last_fetched_epoch > req.current_leader_epoch):
+            self._respond(rid, self._fetch_error(Errors.INVALID_REQUEST))
+            return
+        st = self.state
+        if req.current_leader_epoch < st.epoch:
+            self._respond(rid, self._fetch_error(Errors.FENCED_LEADER_EPOCH))
+            return
+        if req.current_leader_epoch > st.epoch:
+            self._respond(rid, self._fetch_error(Errors.UNKNOWN_LEADER_EPOCH))
+            return
+        if not isinstance(st, Leader):
+            self._respond(rid, self._fetch_error(Errors.NOT_LEADER_OR_FOLLOWER))
+            return
+        replica = req.replica_id
+        if replica in st.voters and replica != self.node_id:
+            st.unendorsed.discard(replica)
+            st.fetched_voters.add(replica)
+            if len(st.fetched_voters) >= self.majority - 1:
+                st.fetched_voters.clear()
+                st.check_quorum_deadline = now + int(self.config.fetch_timeout_ms * self.config.check_quorum_factor)
+        diverging = self._divergence(req.fetch_offset, req.last_fetched_epoch)
+        if diverging is not None:
+            self._respond(rid, self._fetch_data(st, req.fetch_offset, req.max_bytes, diverging))
+            return
+        if replica >= 0 and replica != self.node_id:
+            table = st.voters if replica in st.voters else st.observers
+            table.setdefault(replica, ReplicaProgress()).update(req.fetch_offset, now, self.log.end_offset)
+            self._leader_progress(now, st)
+        if req.fetch_offset >= self.log.end_offset and req.max_wait_ms > 0:
+            st.parked[rid] = ParkedFetch(rid, replica, req.fetch_offset, req.max_bytes, now + req.max_wait_ms, st.hw)
+            return
+        self._respond(rid, self._fetch_data(st, req.fetch_offset, req.max_bytes))
+
+    def _divergence(self, fetch_offset: int, last_fetched_epoch: int) -> OffsetAndEpoch | None:
+        """None if (offset, epoch) is a prefix of our log, else the largest common epoch and its end."""
+        if fetch_offset == 0 and last_fetched_epoch == 0:
+            return None
+        end = self.log.end_offset_for_epoch(last_fetched_epoch)
+        if end.epoch != last_fetched_epoch or fetch_offset > end.offset:
+            return end
+        return None
+
+    def _leader_progress(self, now: int, st: Leader) -> None:
+        """Recompute the HW after our log or a replica's fetch offset moved."""
+        own = st.voters.setdefault(self.node_id, ReplicaProgress())
+        own.end_offset = self.log.flushed_offset
+        own.last_fetch_ms = own.last_caught_up_ms = now
+        offsets = [p.end_offset if p.end_offset is not None else -1 for p in st.voters.values()]
+        if "observer_counts_for_hw" in self._bugs:
+            offsets += [p.end_offset if p.end_offset is not None else -1 for p in st.observers.values()]
+        offsets.sort(reverse=True)
+        candidate = offsets[len(self.voters) // 2]
+        if candidate <= st.epoch_start_offset and "no_own_epoch_hw_rule" not in self._bugs:
+            return
+        if st.hw is None or candidate > st.hw:
+            st.hw = candidate
+            self._raise_hw(candidate)
+
+    def _raise_hw(self, value: int) -> None:
+        if self.hw is None or value > self.hw:
+            self.hw = value
+
+    # ------------------------------------------------------------------------------ Fetch (fetcher side)
+    def _on_fetch_response(self, now: int, req: _Inflight, resp: m.FetchResponse) -> None:
+        if resp.error_code == Errors.INCONSISTENT_CLUSTER_ID:
+            raise RaftFatalError(f"node {req.dest} belongs to another cluster than {self.cluster_id!r}")
+        p = resp.partition
+        if resp.error_code != NONE or p is None:
+            self._backoff[req.dest] = now + self.config.retry_backoff_ms
+            return
+        self._observe_leader(now, p.current_leader.leader_id, p.current_leader.leader_epoch)
+        rj = self._rejoin
+        if req.kind == "probe":
+            if rj is not None:
+                rj.unprobed.discard(req.dest)
+                if not rj.unprobed:
+                    rj.floor_epoch = self.state.epoch
+            return
+        st = self.state
+        if p.error_code != NONE:
+            self._backoff[req.dest] = now + self.config.retry_backoff_ms
+            if isinstance(st, Observer):
+                st.next_index += 1
+            return
+        if not isinstance(st, Follower) or st.leader_id != req.dest or st.epoch != req.epoch:
+            return
+        if req.fetch_offset != self.log.end_offset:
+            return  # stale: our log moved since the request was sent
+        st.fetch_deadline = now + self._fetch_timeout()
+        if p.diverging_epoch is not None:
+            if "no_truncate_on_diverge" in self._bugs:
+                return
+            local = self.log.end_offset_for_epoch(p.diverging_epoch.epoch)
+            cut = min(p.diverging_epoch.end_offset, local.offset)
+            if self.hw is not None and cut < self.hw:
+                raise LogTruncationError(
+                    f"node {self.node_id}: leader {req.dest} epoch {st.epoch} asks to truncate to {cut} "
+                    f"below high watermark {self.hw}")
+            self.log.truncate_to(cut)
+        elif p.batches:
+            batches = p.batches
+            if batches[0].base_offset < self.log.end_offset:
+                batches = [b for b in batches if b.base_offset >= self.log.end_offset]
+            if batches and batches[0].base_offset == self.log.end_offset:
+                self.log.append_as_follower(batches)
+        self._flush()
+        if p.high_watermark >= 0 and p.diverging_epoch is None:
+            self._raise_hw(min(self.log.flushed_offset, p.high_watermark))
+        if rj is not None and rj.floor_epoch is not None and st.epoch >= rj.floor_epoch:
+            if rj.target_hw is None and p.high_watermark >= 0:
+                rj.target_hw = p.high_watermark
+            if rj.target_hw is not None and self.hw is not None and self.hw >= rj.target_hw:
+                self._rejoin = None
+                self._persist()
+
+    # ------------------------------------------------------------------------------ commits
+    def _deliver_commits(self) -> None:
+        hw = self.hw
+        if hw is None or hw <= self._applied:
+            return
+        ready: list[RecordBatch] = []
+        offset = self._applied
+        while offset < hw:
+            batches = self.log.read(offset, 1 << 20)
+            progressed = False
+            for b in batches:
+                if b.next_offset > hw:
+                    break
+                if b.base_offset >= offset:
+                    if not b.control:
+                        ready.append(b)
+                    offset = b.next_offset
+                    progressed = True
+            if not progressed:
+                break
+        self._applied = offset
+        if ready and self.listener is not None:
+            self.listener.handle_commit(ready)
+
+    # ------------------------------------------------------------------------------ DescribeQuorum
+    def describe_quorum(self, now: int) -> m.DescribeQuorumResponse:
+        st = self.state
+        if not isinstance(st, Leader):
+            leader = self.leader_id
+            return m.DescribeQuorumResponse(NONE, m.DescribeQuorumPartition(
+                int(Errors.NOT_LEADER_OR_FOLLOWER), -1 if leader is None else leader, st.epoch))
+
+        def rows(table: dict[int, ReplicaProgress]) -> tuple[m.ReplicaStateField, ...]:
+            return tuple(m.ReplicaStateField(rid, -1 if p.end_offset is None else p.end_offset,
+                                             p.last_fetch_ms, p.last_caught_up_ms)
+                         for rid, p in sorted(table.items()))
+
+        voters = tuple(m.ReplicaStateField(self.node_id, self.log.end_offset, now, now) if r.replica_id == self.node_id
+                       else r for r in rows(st.voters))
+        return m.DescribeQuorumResponse(NONE, m.DescribeQuorumPartition(
+            NONE, self.node_id, st.epoch, -1 if st.hw is None else st.hw, voters, rows(st.observers)))

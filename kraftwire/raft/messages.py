@@ -1,0 +1,192 @@
+"""Messages the Raft core exchanges with its shell (one partition, topic nesting flattened).
+
+Field names are Kafka 3.9's wire fields in snake_case so that the network shell maps them 1:1 to
+the JSON schemas (VoteRequest.json, FetchRequest.json, ...). Top-level ``error_code`` is the
+response's top-level error; per-partition fields live in a ``*Partition`` dataclass. The single
+partition is ``__cluster_metadata-0``; the shell fills topic name / partition index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kraftwire.protocol.records import RecordBatch
+
+NO_LEADER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderIdAndEpoch:
+    """``CurrentLeader`` of a FetchResponse partition."""
+
+    leader_id: int = NO_LEADER
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEndOffset:
+    """``DivergingEpoch`` of a FetchResponse partition."""
+
+    epoch: int = -1
+    end_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotIdField:
+    """``SnapshotId`` of a FetchResponse partition."""
+
+    end_offset: int = -1
+    epoch: int = -1
+
+
+# ---------------------------------------------------------------------------------------- Vote
+@dataclass(frozen=True, slots=True)
+class VoteRequest:
+    cluster_id: str | None
+    candidate_epoch: int
+    candidate_id: int
+    last_offset_epoch: int
+    last_offset: int
+    voter_id: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class VotePartition:
+    error_code: int = 0
+    leader_id: int = NO_LEADER
+    leader_epoch: int = -1
+    vote_granted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class VoteResponse:
+    error_code: int = 0
+    partition: VotePartition | None = None
+
+
+# ----------------------------------------------------------------------------- BeginQuorumEpoch
+@dataclass(frozen=True, slots=True)
+class BeginQuorumEpochRequest:
+    cluster_id: str | None
+    leader_id: int
+    leader_epoch: int
+    voter_id: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumEpochPartition:
+    """Partition of BeginQuorumEpoch and EndQuorumEpoch responses (same shape in Kafka)."""
+
+    error_code: int = 0
+    leader_id: int = NO_LEADER
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class BeginQuorumEpochResponse:
+    error_code: int = 0
+    partition: QuorumEpochPartition | None = None
+
+
+# ------------------------------------------------------------------------------- EndQuorumEpoch
+@dataclass(frozen=True, slots=True)
+class EndQuorumEpochRequest:
+    cluster_id: str | None
+    leader_id: int
+    leader_epoch: int
+    preferred_successors: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EndQuorumEpochResponse:
+    error_code: int = 0
+    partition: QuorumEpochPartition | None = None
+
+
+# ---------------------------------------------------------------------------------------- Fetch
+@dataclass(frozen=True, slots=True)
+class FetchRequest:
+    cluster_id: str | None
+    replica_id: int
+    max_wait_ms: int
+    fetch_offset: int
+    last_fetched_epoch: int
+    current_leader_epoch: int
+    log_start_offset: int = 0
+    max_bytes: int = 8 * 1024 * 1024
+    min_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartition:
+    error_code: int = 0
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    diverging_epoch: EpochEndOffset | None = None
+    current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
+    snapshot_id: SnapshotIdField | None = None
+    batches: list[RecordBatch] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResponse:
+    error_code: int = 0
+    partition: FetchPartition | None = None
+
+
+# ------------------------------------------------------------------------------- DescribeQuorum
+@dataclass(frozen=True, slots=True)
+class DescribeQuorumRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaStateField:
+    """``ReplicaState`` of DescribeQuorum; -1 means unknown."""
+
+    replica_id: int
+    log_end_offset: int = -1
+    last_fetch_timestamp: int = -1
+    last_caught_up_timestamp: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeQuorumPartition:
+    error_code: int = 0
+    leader_id: int = NO_LEADER
+    leader_epoch: int = -1
+    high_watermark: int = -1
+    current_voters: tuple[ReplicaStateField, ...] = ()
+    observers: tuple[ReplicaStateField, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeQuorumResponse:
+    error_code: int = 0
+    partition: DescribeQuorumPartition | None = None
+
+
+Request = VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest | DescribeQuorumRequest
+Response = (VoteResponse | BeginQuorumEpochResponse | EndQuorumEpochResponse | FetchResponse
+            | DescribeQuorumResponse)
+
+
+# ---------------------------------------------------------------------------------- core output
+@dataclass(frozen=True, slots=True)
+class SendRequest:
+    """Send ``msg`` to ``dest_id``; answer with ``handle_response(request_id)`` or ``handle_request_failed``."""
+
+    request_id: int
+    dest_id: int
+    msg: Request
+
+
+@dataclass(frozen=True, slots=True)
+class SendResponse:
+    """Answer the inbound request ``request_id`` (the id the shell gave to ``handle_request``)."""
+
+    request_id: int
+    msg: Response
+
+
+Output = SendRequest | SendResponse

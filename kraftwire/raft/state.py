@@ -1,0 +1,123 @@
+"""The roles of a replica: small records of what each role must remember and when it acts next."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kraftwire.protocol.records import Record
+
+
+@dataclass(slots=True)
+class Unattached:
+    """A voter that knows an epoch but neither a leader nor a vote in it."""
+
+    epoch: int
+    election_deadline: int
+    name = "unattached"
+
+
+@dataclass(slots=True)
+class Voted:
+    """A voter that granted its (persisted) vote in ``epoch`` to ``voted_id``."""
+
+    epoch: int
+    voted_id: int
+    election_deadline: int
+    name = "voted"
+
+
+@dataclass(slots=True)
+class Candidate:
+    """Voted for itself in ``epoch``; collects votes, or backs off after losing."""
+
+    epoch: int
+    retries: int
+    election_deadline: int
+    granted: set[int] = field(default_factory=set)
+    rejected: set[int] = field(default_factory=set)
+    backoff_until: int | None = None
+    name = "candidate"
+
+
+@dataclass(slots=True)
+class Follower:
+    """Knows the leader of ``epoch`` and fetches from it (a voter or an observer)."""
+
+    epoch: int
+    leader_id: int
+    fetch_deadline: int
+    name = "follower"
+
+
+@dataclass(slots=True)
+class Observer:
+    """A non-voter (or a wiped voter re-joining) without a known leader: asks voters in turn."""
+
+    epoch: int
+    next_index: int = 0
+    name = "observer"
+
+
+@dataclass(slots=True)
+class Resigned:
+    """A former leader of ``epoch``: it may not vote in it; tells voters (EndQuorumEpoch) and waits."""
+
+    epoch: int
+    election_deadline: int
+    preferred_successors: tuple[int, ...]
+    unacked: set[int]
+    shutting_down: bool = False
+    name = "resigned"
+
+
+@dataclass(slots=True)
+class ReplicaProgress:
+    """What the leader knows of one replica's replication (DescribeQuorum's ReplicaState)."""
+
+    end_offset: int | None = None
+    last_fetch_ms: int = -1
+    last_caught_up_ms: int = -1
+    leader_end_at_last_fetch: int = -1
+
+    def update(self, fetch_offset: int, now: int, leader_end: int) -> None:
+        if fetch_offset >= leader_end:
+            self.last_caught_up_ms = now
+        elif self.leader_end_at_last_fetch >= 0 and fetch_offset >= self.leader_end_at_last_fetch:
+            self.last_caught_up_ms = self.last_fetch_ms
+        self.end_offset = fetch_offset
+        self.last_fetch_ms = now
+        self.leader_end_at_last_fetch = leader_end
+
+
+@dataclass(slots=True)
+class ParkedFetch:
+    """A Fetch the leader holds (long poll) until data, an HW change or ``deadline``."""
+
+    request_id: int
+    source_id: int
+    fetch_offset: int
+    max_bytes: int
+    deadline: int
+    hw_at_park: int | None
+
+
+@dataclass(slots=True)
+class Leader:
+    """Leader of ``epoch``: replication progress, HW, endorsements, check-quorum, pending appends."""
+
+    epoch: int
+    epoch_start_offset: int
+    voters: dict[int, ReplicaProgress]
+    observers: dict[int, ReplicaProgress]
+    unendorsed: set[int]
+    check_quorum_deadline: int
+    bqe_next_ms: int = 0
+    hw: int | None = None
+    fetched_voters: set[int] = field(default_factory=set)
+    pending: list[Record] = field(default_factory=list)
+    linger_deadline: int | None = None
+    parked: dict[int, ParkedFetch] = field(default_factory=dict)
+    name = "leader"
+
+
+State = Unattached | Voted | Candidate | Follower | Observer | Resigned | Leader
