@@ -115,3 +115,12 @@ def bootstrap_records(
         if level:
             out.append(wrap(FeatureLevelRecord(name=name, feature_level=level)))
     return out
+
+#: Levels whose layout differs from the level below (Kafka's didMetadataChange); downgrades across
+#: them could lose information and are refused.
+METADATA_CHANGED: frozenset[int] = frozenset({1, 3, 5, 6, 7, 8, 11, 13, 14, 15, 17})
+
+
+def metadata_changed_between(a: int, b: int) -> bool:
+    lo, hi = sorted((a, b))
+    return any(v in METADATA_CHANGED for v in range(lo + 1, hi + 1))

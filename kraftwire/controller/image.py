@@ -595,19 +595,37 @@ _HANDLERS: dict[type, Callable[[MetadataDelta, Any], None]] = {
 class ImageLoader:
     """Replays a committed record stream into images, honouring metadata transactions (KIP-868).
 
-    Records between BeginTransactionRecord and EndTransactionRecord are held back and applied
-    together at the end; AbortTransactionRecord drops them.
+    Records accumulate in one MetadataDelta that is frozen only when ``image`` is read, so
+    replaying record by record stays linear. Records between BeginTransactionRecord and
+    EndTransactionRecord are held back and applied together at the end; AbortTransactionRecord
+    drops them.
     """
 
     def __init__(self, image: MetadataImage = EMPTY_IMAGE) -> None:
-        self.image = image
+        self._image = image
+        self._delta: MetadataDelta | None = None
         self._txn: list[Any] | None = None
+        #: partition-change hook handed to every delta (see MetadataDelta.on_partition)
+        self.on_partition: Callable[[uuid.UUID, int, Partition | None, Partition | None], None] | None = None
 
     @property
     def in_transaction(self) -> bool:
         return self._txn is not None
 
-    def replay(self, record: Any) -> MetadataImage:
+    @property
+    def image(self) -> MetadataImage:
+        """The image after every record replayed so far (outside an open transaction)."""
+        if self._delta is not None:
+            self._image = self._delta.apply()
+            self._delta = None
+        return self._image
+
+    def _apply(self, msg: Any) -> None:
+        if self._delta is None:
+            self._delta = MetadataDelta(self._image, self.on_partition)
+        self._delta.replay(msg)
+
+    def replay(self, record: Any) -> None:
         msg = record.message if type(record) is MetadataRecord else record
         t = type(msg)
         if t is BeginTransactionRecord:
@@ -618,7 +636,8 @@ class ImageLoader:
             if self._txn is None:
                 raise MetadataReplayError("EndTransactionRecord outside a transaction")
             txn, self._txn = self._txn, None
-            self.image = self.image.replay_all(txn)
+            for m in txn:
+                self._apply(m)
         elif t is AbortTransactionRecord:
             if self._txn is None:
                 raise MetadataReplayError("AbortTransactionRecord outside a transaction")
@@ -628,5 +647,4 @@ class ImageLoader:
                 raise MetadataReplayError(f"cannot replay {t.__name__}")
             self._txn.append(msg)
         else:
-            self.image = self.image.replay(msg)
-        return self.image
+            self._apply(msg)

@@ -1,0 +1,358 @@
+"""Dynamic configs: topic and broker config schemas, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kraftwire.controller.features import wrap
+from kraftwire.controller.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
+from kraftwire.controller.result import CommandError
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.messages import describe_configs_response as dcr
+from kraftwire.protocol.messages import incremental_alter_configs_response as iacr
+from kraftwire.protocol.messages.alter_configs_response import (
+    AlterConfigsResourceResponse,
+    AlterConfigsResponse,
+)
+from kraftwire.protocol.messages.config_record import ConfigRecord
+from kraftwire.protocol.metadata import MetadataRecord
+
+if TYPE_CHECKING:
+    from kraftwire.controller.controller import QuorumController
+
+Records = list[MetadataRecord]
+
+# DescribeConfigs config types and sources (Kafka's numbering).
+TYPE_CODES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7,
+              "class": 8, "password": 9}
+SOURCE_TOPIC, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT_BROKER = 1, 2, 3
+SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 4, 5
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+LONG_MAX = (1 << 63) - 1
+INT_MAX = (1 << 31) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    type: str
+    default: str | None
+    min: float | None = None
+    max: float | None = None
+    choices: frozenset[str] | None = None
+
+    def validate(self, name: str, value: str) -> None:
+        """Raise ValueError when ``value`` is not a legal value of this config."""
+        t = self.type
+        if t == "boolean":
+            if value.strip().lower() not in ("true", "false"):
+                raise ValueError(f"invalid value {value!r} for {name}: expected a boolean")
+            return
+        if t in ("int", "short", "long"):
+            try:
+                n = int(value.strip())
+            except ValueError:
+                raise ValueError(f"invalid value {value!r} for {name}: expected a number") from None
+            hi = {"int": INT_MAX, "short": 32767, "long": LONG_MAX}[t]
+            if not -hi - 1 <= n <= hi:
+                raise ValueError(f"invalid value {value!r} for {name}: out of range for {t}")
+            self._bounds(name, n)
+        elif t == "double":
+            try:
+                self._bounds(name, float(value.strip()))
+            except ValueError as e:
+                if "invalid value" in str(e):
+                    raise
+                raise ValueError(f"invalid value {value!r} for {name}: expected a number") from None
+        elif t == "list":
+            items = [x.strip() for x in value.split(",") if x.strip()]
+            if self.choices is not None:
+                for x in items:
+                    if x not in self.choices:
+                        raise ValueError(f"invalid value {x!r} for {name}: must be one of {sorted(self.choices)}")
+        elif self.choices is not None and value not in self.choices:
+            raise ValueError(f"invalid value {value!r} for {name}: must be one of {sorted(self.choices)}")
+
+    def _bounds(self, name: str, n: float) -> None:
+        if self.min is not None and n < self.min:
+            raise ValueError(f"invalid value {n} for {name}: must be at least {self.min:g}")
+        if self.max is not None and n > self.max:
+            raise ValueError(f"invalid value {n} for {name}: must be at most {self.max:g}")
+
+
+def _c(type_: str, default: str | None, lo: float | None = None, hi: float | None = None,
+       choices: tuple[str, ...] | None = None) -> ConfigDef:
+    return ConfigDef(type_, default, lo, hi, frozenset(choices) if choices else None)
+
+
+_LMAX = str(LONG_MAX)
+TOPIC_CONFIGS: dict[str, ConfigDef] = {
+    "cleanup.policy": _c("list", "delete", choices=("delete", "compact")),
+    "compression.type": _c("string", "producer",
+                           choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    "compression.gzip.level": _c("int", "-1", -1, 9),
+    "compression.lz4.level": _c("int", "9", 1, 17),
+    "compression.zstd.level": _c("int", "3", -131072, 22),
+    "delete.retention.ms": _c("long", "86400000", 0),
+    "file.delete.delay.ms": _c("long", "60000", 0),
+    "flush.messages": _c("long", _LMAX, 1),
+    "flush.ms": _c("long", _LMAX, 0),
+    "follower.replication.throttled.replicas": _c("list", ""),
+    "index.interval.bytes": _c("int", "4096", 0),
+    "leader.replication.throttled.replicas": _c("list", ""),
+    "local.retention.bytes": _c("long", "-2", -2),
+    "local.retention.ms": _c("long", "-2", -2),
+    "max.compaction.lag.ms": _c("long", _LMAX, 1),
+    "max.message.bytes": _c("int", "1048588", 0),
+    "message.downconversion.enable": _c("boolean", "true"),
+    "message.format.version": _c("string", "3.0-IV1"),
+    "message.timestamp.after.max.ms": _c("long", _LMAX, 0),
+    "message.timestamp.before.max.ms": _c("long", _LMAX, 0),
+    "message.timestamp.difference.max.ms": _c("long", _LMAX, 0),
+    "message.timestamp.type": _c("string", "CreateTime", choices=("CreateTime", "LogAppendTime")),
+    "min.cleanable.dirty.ratio": _c("double", "0.5", 0, 1),
+    "min.compaction.lag.ms": _c("long", "0", 0),
+    "min.insync.replicas": _c("int", "1", 1),
+    "preallocate": _c("boolean", "false"),
+    "remote.storage.enable": _c("boolean", "false"),
+    "retention.bytes": _c("long", "-1"),
+    "retention.ms": _c("long", "604800000", -1),
+    "segment.bytes": _c("int", "1073741824", 14),
+    "segment.index.bytes": _c("int", "10485760", 4),
+    "segment.jitter.ms": _c("long", "0", 0),
+    "segment.ms": _c("long", "604800000", 1),
+    "unclean.leader.election.enable": _c("boolean", "false"),
+}
+
+#: Dynamic broker configs the controller type-checks; other broker keys are stored unchecked
+#: (brokers validate their own dynamic configs before forwarding, as in Kafka).
+BROKER_CONFIGS: dict[str, ConfigDef] = {
+    "background.threads": _c("int", "10", 1),
+    "compression.type": _c("string", "producer",
+                           choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    "follower.replication.throttled.rate": _c("long", _LMAX, 0),
+    "leader.replication.throttled.rate": _c("long", _LMAX, 0),
+    "log.cleaner.threads": _c("int", "1", 0),
+    "log.cleanup.policy": _c("list", "delete", choices=("delete", "compact")),
+    "log.flush.interval.messages": _c("long", _LMAX, 1),
+    "log.flush.interval.ms": _c("long", None),
+    "log.message.timestamp.type": _c("string", "CreateTime", choices=("CreateTime", "LogAppendTime")),
+    "log.retention.bytes": _c("long", "-1"),
+    "log.retention.ms": _c("long", None),
+    "log.segment.bytes": _c("int", "1073741824", 14),
+    "max.connections": _c("int", str(INT_MAX), 0),
+    "max.connections.per.ip": _c("int", str(INT_MAX), 0),
+    "message.max.bytes": _c("int", "1048588", 0),
+    "min.insync.replicas": _c("int", "1", 1),
+    "num.io.threads": _c("int", "8", 1),
+    "num.network.threads": _c("int", "3", 1),
+    "num.replica.fetchers": _c("int", "1"),
+    "unclean.leader.election.enable": _c("boolean", "false"),
+}
+
+
+def schema(rtype: int) -> dict[str, ConfigDef]:
+    return TOPIC_CONFIGS if rtype == TOPIC_RESOURCE else BROKER_CONFIGS
+
+
+def validate_topic_config(name: str, value: str | None) -> None:
+    """Raise CommandError(INVALID_CONFIG/INVALID_REQUEST) for a bad topic config entry."""
+    d = TOPIC_CONFIGS.get(name)
+    if d is None:
+        raise CommandError(Errors.INVALID_CONFIG, f"unknown topic config name: {name}")
+    if value is None:
+        raise CommandError(Errors.INVALID_REQUEST, f"null value not supported for topic config {name}")
+    try:
+        d.validate(name, value)
+    except ValueError as e:
+        raise CommandError(Errors.INVALID_CONFIG, str(e)) from None
+
+
+def _check_resource(image: MetadataImage, rtype: int, rname: str) -> None:
+    if rtype == TOPIC_RESOURCE:
+        if not rname:
+            raise CommandError(Errors.INVALID_REQUEST, "default topic resources are not allowed")
+        if rname not in image.topic_ids:
+            raise CommandError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {rname!r} does not exist")
+    elif rtype == BROKER_RESOURCE:
+        if rname and not (rname.isdigit() and int(rname) <= INT_MAX):
+            raise CommandError(Errors.INVALID_REQUEST, f"illegal broker resource name {rname!r}")
+    else:
+        raise CommandError(Errors.INVALID_REQUEST, f"unsupported config resource type {rtype}")
+
+
+def _validate_all(rtype: int, rname: str, configs: dict[str, str]) -> None:
+    sch = schema(rtype)
+    for k, v in configs.items():
+        d = sch.get(k)
+        if d is None:
+            if rtype == TOPIC_RESOURCE:
+                raise CommandError(Errors.INVALID_CONFIG, f"unknown topic config name: {k}")
+            continue
+        try:
+            d.validate(k, v)
+        except ValueError as e:
+            raise CommandError(Errors.INVALID_CONFIG, str(e)) from None
+
+
+def _records_for(rtype: int, rname: str, current: dict[str, str], new: dict[str, str | None]) -> Records:
+    out: Records = []
+    for k, v in new.items():
+        if current.get(k) != v or rtype == BROKER_RESOURCE:
+            out.append(wrap(ConfigRecord(resource_type=rtype, resource_name=rname, name=k, value=v)))
+    return out
+
+
+def _incremental_one(image: MetadataImage, res: Any) -> Records:
+    rtype, rname = res.resource_type, res.resource_name
+    _check_resource(image, rtype, rname)
+    current = image.configs.get((rtype, rname), {})
+    sch = schema(rtype)
+    changes: dict[str, str | None] = {}
+    for c in res.configs:
+        if c.name in changes:
+            raise CommandError(Errors.INVALID_REQUEST, f"duplicate config key {c.name}")
+        value = current.get(c.name)
+        op = c.config_operation
+        if op == SET:
+            if c.value is None:
+                raise CommandError(Errors.INVALID_REQUEST, f"null value not supported for SET of {c.name}")
+            value = c.value
+        elif op == DELETE:
+            value = None
+        elif op in (APPEND, SUBTRACT):
+            d = sch.get(c.name)
+            if d is None or d.type != "list":
+                raise CommandError(Errors.INVALID_CONFIG,
+                                   f"can't {'APPEND' if op == APPEND else 'SUBTRACT'} to key {c.name} "
+                                   "because its type is not LIST")
+            base = value if value is not None else (d.default or "")
+            parts = [x.strip() for x in base.split(",") if x.strip()]
+            for x in (c.value or "").split(","):
+                x = x.strip()
+                if not x:
+                    continue
+                if op == APPEND and x not in parts:
+                    parts.append(x)
+                elif op == SUBTRACT and x in parts:
+                    parts.remove(x)
+            value = ",".join(parts)
+        else:
+            raise CommandError(Errors.INVALID_REQUEST, f"unknown config operation {op}")
+        changes[c.name] = value
+    merged = dict(current)
+    for k, v in changes.items():
+        if v is None:
+            merged.pop(k, None)
+        else:
+            merged[k] = v
+    _validate_all(rtype, rname, {k: v for k, v in merged.items() if k in changes})
+    return _records_for(rtype, rname, current, changes)
+
+
+def _legacy_one(image: MetadataImage, res: Any) -> Records:
+    rtype, rname = res.resource_type, res.resource_name
+    _check_resource(image, rtype, rname)
+    current = image.configs.get((rtype, rname), {})
+    new: dict[str, str] = {}
+    for c in res.configs:
+        if c.value is None:
+            raise CommandError(Errors.INVALID_REQUEST, f"null value not supported for {c.name}")
+        new[c.name] = c.value
+    _validate_all(rtype, rname, new)
+    changes: dict[str, str | None] = dict(new)
+    for k in current:
+        if k not in new:
+            changes[k] = None  # AlterConfigs replaces the whole resource
+    return _records_for(rtype, rname, current, changes)
+
+
+def incremental_alter_configs(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:
+    image = ctl.image
+    out: Records = []
+    resp = iacr.IncrementalAlterConfigsResponse()
+    for res in req.resources:
+        code, msg = Errors.NONE, None
+        try:
+            recs = _incremental_one(image, res)
+            if not req.validate_only:
+                out.extend(recs)
+        except CommandError as e:
+            code, msg = e.code, e.message
+        resp.responses.append(iacr.AlterConfigsResourceResponse(int(code), msg, res.resource_type,
+                                                                res.resource_name))
+    return out, resp
+
+
+def alter_configs(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:
+    image = ctl.image
+    out: Records = []
+    resp = AlterConfigsResponse()
+    for res in req.resources:
+        code, msg = Errors.NONE, None
+        try:
+            recs = _legacy_one(image, res)
+            if not req.validate_only:
+                out.extend(recs)
+        except CommandError as e:
+            code, msg = e.code, e.message
+        resp.responses.append(AlterConfigsResourceResponse(int(code), msg, res.resource_type, res.resource_name))
+    return out, resp
+
+
+def _entry(name: str, value: str | None, source: int, d: ConfigDef | None,
+           include_doc: bool) -> dcr.DescribeConfigsResourceResult:
+    sensitive = d is not None and d.type == "password"
+    return dcr.DescribeConfigsResourceResult(
+        name=name, value=None if sensitive else value, read_only=False,
+        is_default=source == SOURCE_DEFAULT, config_source=source, is_sensitive=sensitive,
+        synonyms=[], config_type=TYPE_CODES.get(d.type, 0) if d else 0,
+        documentation=None,
+    )
+
+
+def describe_resource(ctl: QuorumController, rtype: int, rname: str,
+                      keys: list[str] | None, include_doc: bool = False) -> list[Any]:
+    """Effective configs of one resource, highest-precedence source first (no synonyms)."""
+    image = ctl.image
+    _check_resource(image, rtype, rname)
+    out = []
+    if rtype == TOPIC_RESOURCE:
+        own = image.configs.get((rtype, rname), {})
+        for k, d in TOPIC_CONFIGS.items():
+            if k in own:
+                out.append(_entry(k, own[k], SOURCE_TOPIC, d, include_doc))
+            else:
+                out.append(_entry(k, d.default, SOURCE_DEFAULT, d, include_doc))
+    else:
+        own = image.configs.get((rtype, rname), {}) if rname else {}
+        cluster = image.configs.get((rtype, ""), {})
+        static = ctl.config.static_broker_configs
+        names = sorted(set(BROKER_CONFIGS) | set(own) | set(cluster) | set(static))
+        for k in names:
+            d = BROKER_CONFIGS.get(k)
+            if k in own:
+                out.append(_entry(k, own[k], SOURCE_DYNAMIC_BROKER, d, include_doc))
+            elif k in cluster:
+                out.append(_entry(k, cluster[k], SOURCE_DYNAMIC_DEFAULT_BROKER, d, include_doc))
+            elif k in static:
+                out.append(_entry(k, static[k], SOURCE_STATIC_BROKER, d, include_doc))
+            elif d is not None:
+                out.append(_entry(k, d.default, SOURCE_DEFAULT, d, include_doc))
+    if keys is not None:
+        wanted = set(keys)
+        out = [e for e in out if e.name in wanted]
+    return out
+
+
+def describe_configs(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:
+    resp = dcr.DescribeConfigsResponse()
+    for r in req.resources:
+        try:
+            entries = describe_resource(ctl, r.resource_type, r.resource_name, r.configuration_keys,
+                                        req.include_documentation)
+            resp.results.append(dcr.DescribeConfigsResult(0, None, r.resource_type, r.resource_name, entries))
+        except CommandError as e:
+            resp.results.append(dcr.DescribeConfigsResult(int(e.code), e.message, r.resource_type,
+                                                          r.resource_name, []))
+    return [], resp
