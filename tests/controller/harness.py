@@ -25,6 +25,7 @@ class Harness:
     def __init__(self, mv: int = 21, seed: int = 1, **cfg: Any) -> None:
         cfg.setdefault("cluster_id", "test-cluster")
         cfg.setdefault("auto_leader_rebalance", False)
+        cfg.setdefault("max_idle_interval_ms", 0)
         self.config = ControllerConfig(**cfg)
         self.ctl = QuorumController(self.config, seed=seed)
         self.log: list[tuple[int, MetadataRecord]] = []
