@@ -107,12 +107,10 @@ class RaftCore:
         self._persisted: ElectionState | None = store.read()
         self._reported_leader: tuple[int | None, int] | None = None
         self._rejoin: _Rejoin | None = None
-        if rejoining and self.is_voter:
+        if rejoining and self.is_voter and len(self.voters) > 1:
             self._rejoin = _Rejoin(unprobed=set(self.voters) - {self.node_id})
         self.state: State = self._initial_state(now_ms)
-        self._persist()
-        self._poll(now_ms)
-        self._out.clear()  # initial sends are produced on the first tick
+        self._persist()  # the shell's first ``tick`` produces the initial sends
 
     # ------------------------------------------------------------------------------ properties
     @property
@@ -386,7 +384,18 @@ class RaftCore:
 
     # ------------------------------------------------------------------------------ poll
     def _poll(self, now: int) -> None:
-        st = self.state
+        if self._backoff:
+            self._backoff = {d: t for d, t in self._backoff.items() if t > now}
+        for _ in range(8):  # a transition may enable the new role's first actions at once
+            st = self.state
+            self._poll_state(now, st)
+            if self.state is st:
+                break
+        if self._rejoin is not None and self._rejoin.unprobed:
+            self._send_probes(now)
+        self._deliver_commits()
+
+    def _poll_state(self, now: int, st: State) -> None:
         if isinstance(st, Leader):
             self._poll_leader(now, st)
         elif isinstance(st, Candidate):
@@ -400,14 +409,10 @@ class RaftCore:
             self._poll_observer(now, st)
         elif isinstance(st, Resigned):
             self._poll_resigned(now, st)
-        if self._rejoin is not None and self._rejoin.unprobed:
-            self._send_probes(now)
-        self._deliver_commits()
 
     def _poll_leader(self, now: int, st: Leader) -> None:
         if len(self.voters) > 1 and now >= st.check_quorum_deadline:
             self._to_resigned(now)
-            self._poll(now)
             return
         if st.pending and (st.linger_deadline is None or now >= st.linger_deadline
                            or len(st.pending) >= self.config.max_batch_records):
@@ -453,7 +458,6 @@ class RaftCore:
                 self._to_candidate(now)
             else:
                 self._set_state(Observer(st.epoch, next_index=self.rng.randrange(len(self.voters))))
-                self._poll(now)
             return
         if self._can_send(st.leader_id, now):
             self._send_fetch(now, st.leader_id, st.epoch, self.config.fetch_max_wait_ms, "fetch")
@@ -505,7 +509,16 @@ class RaftCore:
             self._respond(rid, self._vote_response(Errors.FENCED_LEADER_EPOCH, False))
             return
         if req.candidate_epoch > self.state.epoch:
+            # Raft's rule (not Kafka 3.9's): only granting a vote restarts the election timer, so
+            # a candidate that cannot win does not keep postponing the voters that could.
+            old = self.state
             self._to_unattached(now, req.candidate_epoch)
+            st = self.state
+            if isinstance(st, Unattached):
+                if isinstance(old, Unattached | Voted):
+                    st.election_deadline = old.election_deadline
+                elif isinstance(old, Candidate):
+                    st.election_deadline = old.backoff_until if old.backoff_until is not None else old.election_deadline
         granted = self._can_grant(req)
         if granted and isinstance(self.state, Unattached | Voted):
             if not isinstance(self.state, Voted) or self.state.voted_id != req.candidate_id:

@@ -1,0 +1,354 @@
+"""Deterministic discrete-event simulation of a quorum: simulated clock, network, disks and faults.
+
+Single-threaded: one heap of ``(time, seq, kind, payload)`` events and one seeded ``random.Random``
+for everything (network, faults, workload, and each node's own generator derived from it), so a seed
+reproduces a run exactly. Invariants are checked after every event (``kraftwire.sim.invariants``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.raft import messages as m
+from kraftwire.raft.core import RaftCore
+from kraftwire.raft.memory import MemoryLog, MemoryStateStore, SimulatedCrash
+from kraftwire.sim.config import SeedResult, SimConfig
+from kraftwire.sim.invariants import InvariantChecker, Violation
+
+DELIVER_REQ, DELIVER_RESP, REQ_TIMEOUT, TICK, RESTART, APPEND, FAULT, HEAL, END, UNDO = range(10)
+
+
+class _Listener:
+    def __init__(self, sim: Simulation, node_id: int) -> None:
+        self.sim = sim
+        self.node_id = node_id
+
+    def handle_commit(self, batches: list[RecordBatch]) -> None:
+        self.sim.checker.on_commit_callback(self.node_id, batches)
+
+    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        pass
+
+
+@dataclass(slots=True)
+class SimNode:
+    node_id: int
+    is_voter: bool
+    log: MemoryLog = field(default_factory=MemoryLog)
+    store: MemoryStateStore = field(default_factory=MemoryStateStore)
+    core: RaftCore | None = None
+    incarnation: int = 0
+    tick_at: int | None = None
+    rejoining: bool = False
+    slow_extra: int = 0
+    crash_mode: str = "crash"
+    pending: set[int] = field(default_factory=set)   # request ids awaiting a response or timeout
+
+
+class Simulation:
+    def __init__(self, seed: int, cfg: SimConfig) -> None:
+        self.seed = seed
+        self.cfg = cfg
+        self.rng = random.Random(seed)
+        self.raft = replace(cfg.raft, _bugs=frozenset(cfg.bugs)) if cfg.bugs else cfg.raft
+        self.now = 0
+        self._heap: list[tuple[int, int, int, Any]] = []
+        self._seq = 0
+        self.voter_ids = list(range(1, cfg.voters + 1))
+        self.observer_ids = list(range(101, 101 + cfg.observers))
+        self.nodes = {i: SimNode(i, True) for i in self.voter_ids}
+        self.nodes.update({i: SimNode(i, False) for i in self.observer_ids})
+        self.inbound: dict[int, tuple[int, int, int]] = {}  # sim inbound id -> (src, incarnation, rid)
+        self._next_inbound = 1
+        self.blocked: set[tuple[int, int]] = set()
+        self.drop_p = 0.0
+        self.dup_p = 0.0
+        self.extra_delay = 0
+        self.reorder_p = 0.0
+        self.healed = False
+        self.append_counter = 0
+        self.checker = InvariantChecker(self)
+        self.events = 0
+        self.faults = sorted(cfg.faults)
+
+    # ------------------------------------------------------------------------------ scheduling
+    def schedule(self, at: int, kind: int, payload: Any = None) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (at, self._seq, kind, payload))
+
+    def run(self) -> SeedResult:
+        result = SeedResult(self.seed)
+        for nid in self.nodes:
+            self._start(nid, rejoining=False)
+        self.schedule(0, APPEND)
+        if self.faults:
+            self.schedule(self.rng.randint(0, self.cfg.fault_interval_ms), FAULT)
+        self.schedule(self.cfg.heal_at, HEAL)
+        self.schedule(self.cfg.liveness_deadline, END)
+        try:
+            while self._heap:
+                at, _, kind, payload = heapq.heappop(self._heap)
+                self.now = at
+                if kind == END:
+                    self.checker.check_liveness()
+                    break
+                node = self._dispatch(kind, payload)
+                self.events += 1
+                self.checker.after_event(node)
+        except Violation as v:
+            result.violations.append(f"t={self.now} {v}")
+        except Exception as exc:  # noqa: BLE001 - a core exception is a finding, not a crash of the sim
+            result.violations.append(f"t={self.now} {type(exc).__name__}: {exc}")
+        result.events = self.events
+        result.committed = len(self.checker.committed)
+        result.max_epoch = max((n.store.read().epoch for n in self.nodes.values() if n.store.read()), default=0)
+        result.elections = len(self.checker.leaders)
+        return result
+
+    # ------------------------------------------------------------------------------ nodes
+    def _start(self, nid: int, rejoining: bool) -> None:
+        node = self.nodes[nid]
+        node.incarnation += 1
+        node.pending.clear()
+        node.rejoining = rejoining
+        try:
+            node.core = RaftCore(nid, self.voter_ids, self.raft, node.log, node.store,
+                                 random.Random(self.rng.getrandbits(64)), self.cfg.cluster_id, self.now,
+                                 _Listener(self, nid), rejoining=rejoining)
+        except SimulatedCrash:
+            node.log.crash()
+            self.schedule(self.now + self.rng.randint(20, 500), RESTART, (nid, node.incarnation))
+            return
+        self.checker.on_start(node)
+        node.tick_at = None
+        self._run_core(node, lambda c: c.tick(self.now))
+
+    def crash(self, nid: int, mode: str = "crash", restart_after: int | None = None, wipe: bool = False) -> None:
+        node = self.nodes[nid]
+        if node.core is None:
+            return
+        node.core = None
+        node.incarnation += 1
+        node.pending.clear()
+        node.tick_at = None
+        if mode == "torn_write":
+            node.log.tear_last_write()
+        else:
+            node.log.crash()
+        node.store.fail_next = False
+        if wipe:
+            node.log.wipe()
+            node.store.wipe()
+            node.rejoining = node.is_voter
+        self.checker.on_crash(node, wiped=wipe)
+        if restart_after is not None:
+            self.schedule(self.now + restart_after, RESTART, (nid, node.incarnation))
+
+    def _run_core(self, node: SimNode, fn: Any) -> None:
+        core = node.core
+        if core is None:
+            return
+        try:
+            outputs = fn(core)
+        except SimulatedCrash:
+            self.crash(node.node_id, node.crash_mode, restart_after=self.rng.randint(20, 500))
+            return
+        self._route(node, outputs)
+        if node.core is core:
+            node.rejoining = core.rejoining
+            self._schedule_tick(node)
+
+    def _schedule_tick(self, node: SimNode) -> None:
+        assert node.core is not None
+        deadline = node.core.next_deadline()
+        if deadline is None:
+            node.tick_at = None
+            return
+        at = max(deadline, self.now) + node.slow_extra
+        if node.tick_at != at:
+            node.tick_at = at
+            self.schedule(at, TICK, (node.node_id, node.incarnation, at))
+
+    # ------------------------------------------------------------------------------ network
+    def _latency(self, a: int, b: int) -> int:
+        lo, hi = self.cfg.latency_ms
+        d = self.rng.randint(lo, hi) + self.extra_delay
+        if self.reorder_p and self.rng.random() < self.reorder_p:
+            d += self.rng.randint(0, 150)
+        return d + self.nodes[a].slow_extra + self.nodes[b].slow_extra
+
+    def _lost(self, a: int, b: int) -> bool:
+        return (a, b) in self.blocked or (self.drop_p > 0 and self.rng.random() < self.drop_p)
+
+    def _route(self, node: SimNode, outputs: list[m.Output]) -> None:
+        src = node.node_id
+        for out in outputs:
+            if isinstance(out, m.SendRequest):
+                node.pending.add(out.request_id)
+                self.schedule(self.now + self.raft.request_timeout_ms, REQ_TIMEOUT,
+                              (src, node.incarnation, out.request_id))
+                copies = 2 if self.dup_p and self.rng.random() < self.dup_p else 1
+                for _ in range(copies):
+                    if not self._lost(src, out.dest_id):
+                        self.schedule(self.now + self._latency(src, out.dest_id), DELIVER_REQ,
+                                      (src, node.incarnation, out.request_id, out.dest_id, out.msg))
+            else:
+                origin = self.inbound.pop(out.request_id, None)
+                if origin is None:
+                    continue
+                dest, inc, rid = origin
+                copies = 2 if self.dup_p and self.rng.random() < self.dup_p else 1
+                for _ in range(copies):
+                    if not self._lost(src, dest):
+                        self.schedule(self.now + self._latency(src, dest), DELIVER_RESP, (dest, inc, rid, out.msg))
+
+    # ------------------------------------------------------------------------------ dispatch
+    def _dispatch(self, kind: int, payload: Any) -> SimNode | None:
+        now = self.now
+        if kind == DELIVER_REQ:
+            src, inc, rid, dest, msg = payload
+            node = self.nodes[dest]
+            if node.core is None or (src, dest) in self.blocked:
+                return None
+            iid = self._next_inbound
+            self._next_inbound += 1
+            self.inbound[iid] = (src, inc, rid)
+            self._run_core(node, lambda c: c.handle_request(now, iid, src, msg))
+            return node
+        if kind == DELIVER_RESP:
+            dest, inc, rid, msg = payload
+            node = self.nodes[dest]
+            if node.core is None or node.incarnation != inc:
+                return None
+            node.pending.discard(rid)
+            self._run_core(node, lambda c: c.handle_response(now, rid, msg))
+            return node
+        if kind == REQ_TIMEOUT:
+            nid, inc, rid = payload
+            node = self.nodes[nid]
+            if node.core is None or node.incarnation != inc or rid not in node.pending:
+                return None
+            node.pending.discard(rid)
+            self._run_core(node, lambda c: c.handle_request_failed(now, rid))
+            return node
+        if kind == TICK:
+            nid, inc, at = payload
+            node = self.nodes[nid]
+            if node.core is None or node.incarnation != inc or node.tick_at != at:
+                return None
+            node.tick_at = None
+            self._run_core(node, lambda c: c.tick(now))
+            return node
+        if kind == RESTART:
+            nid, inc = payload
+            node = self.nodes[nid]
+            if node.core is None and node.incarnation == inc:
+                self._start(nid, rejoining=node.rejoining)
+            return node
+        if kind == APPEND:
+            return self._append()
+        if kind == FAULT:
+            if not self.healed:
+                self._inject()
+                self.schedule(now + self.rng.randint(1, 2 * self.cfg.fault_interval_ms), FAULT)
+            return None
+        if kind == HEAL:
+            self._heal()
+        elif kind == UNDO:
+            payload()
+        return None
+
+    def _append(self) -> SimNode | None:
+        lo, hi = self.cfg.append_interval_ms
+        self.schedule(self.now + self.rng.randint(lo, hi), APPEND)
+        leaders = [n for n in self.nodes.values() if n.core is not None and n.core.is_leader]
+        if not leaders:
+            return None
+        node = self.rng.choice(leaders)
+        records = []
+        for _ in range(self.rng.randint(1, 4)):
+            self.append_counter += 1
+            records.append(Record(value=b"w%d" % self.append_counter))
+        self._run_core(node, lambda c: (c.append(self.now, records), [])[1])
+        return node
+
+    # ------------------------------------------------------------------------------ faults
+    def _up(self, voters_only: bool = False) -> list[int]:
+        return [i for i, n in self.nodes.items() if n.core is not None and (n.is_voter or not voters_only)]
+
+    def _inject(self) -> None:
+        fault = self.rng.choice(self.faults)
+        r = self.rng
+        ids = list(self.nodes)
+        dur = r.randint(100, 1500)
+        if fault in ("crash", "crash_unflushed", "torn_write"):
+            up = self._up()
+            if not up:
+                return
+            nid = r.choice(up)
+            node = self.nodes[nid]
+            if fault == "crash":
+                self.crash(nid, "crash", restart_after=r.randint(20, 1000))
+            else:
+                # Die inside the next flush / state write: whatever was not yet durable is lost
+                # (torn_write: the unflushed tail partly reached the disk, its last batch torn).
+                node.crash_mode = fault
+                if r.random() < 0.7:
+                    node.log.fail_next = True
+                else:
+                    node.store.fail_next = True
+        elif fault == "wipe":
+            if any(n.rejoining for n in self.nodes.values()):
+                return
+            # A sole voter's disk is the whole quorum: wiping it is data loss no protocol can undo.
+            up = [i for i in self._up() if len(self.voter_ids) > 1 or not self.nodes[i].is_voter]
+            if up:
+                self.crash(r.choice(up), "crash", restart_after=r.randint(50, 1000), wipe=True)
+        elif fault == "partition":
+            if r.random() < 0.5:
+                a = r.choice(ids)
+                pairs = {(a, b) for b in ids if b != a} | {(b, a) for b in ids if b != a}
+            else:
+                side = set(r.sample(ids, r.randint(1, max(1, len(ids) - 1))))
+                pairs = {(a, b) for a in side for b in ids if b not in side}
+                pairs |= {(b, a) for a, b in pairs}
+            self._for(dur, lambda: self.blocked.update(pairs), lambda: self.blocked.difference_update(pairs))
+        elif fault == "asymmetric":
+            a, b = r.sample(ids, 2) if len(ids) > 1 else (ids[0], ids[0])
+            self._for(dur, lambda: self.blocked.add((a, b)), lambda: self.blocked.discard((a, b)))
+        elif fault == "drop":
+            p = r.uniform(0.02, 0.3)
+            self._for(dur, lambda: setattr(self, "drop_p", p), lambda: setattr(self, "drop_p", 0.0))
+        elif fault == "duplicate":
+            p = r.uniform(0.05, 0.5)
+            self._for(dur, lambda: setattr(self, "dup_p", p), lambda: setattr(self, "dup_p", 0.0))
+        elif fault == "delay":
+            d = r.randint(10, 300)
+            self._for(dur, lambda: setattr(self, "extra_delay", d), lambda: setattr(self, "extra_delay", 0))
+        elif fault == "reorder":
+            p = r.uniform(0.1, 0.6)
+            self._for(dur, lambda: setattr(self, "reorder_p", p), lambda: setattr(self, "reorder_p", 0.0))
+        elif fault == "slow":
+            node = self.nodes[r.choice(ids)]
+            d = r.randint(20, 300)
+            self._for(dur, lambda: setattr(node, "slow_extra", d), lambda: setattr(node, "slow_extra", 0))
+
+    def _for(self, duration: int, start: Any, stop: Any) -> None:
+        start()
+        self.schedule(self.now + duration, UNDO, stop)
+
+    def _heal(self) -> None:
+        self.healed = True
+        self.blocked.clear()
+        self.drop_p = self.dup_p = self.reorder_p = 0.0
+        self.extra_delay = 0
+        for node in self.nodes.values():
+            node.slow_extra = 0
+            node.log.fail_next = node.store.fail_next = False
+            if node.core is None:
+                self._start(node.node_id, rejoining=node.rejoining)
+        self.checker.on_heal()

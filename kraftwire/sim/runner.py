@@ -1,0 +1,29 @@
+"""Pure entry points: ``run_seed(seed, cfg)`` and ``run_seeds(seeds, cfg)`` (picklable for Spark)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from kraftwire.sim.cluster import Simulation
+from kraftwire.sim.config import ALL_FAULTS, SeedResult, SimConfig
+
+
+def repro_command(seed: int, cfg: SimConfig) -> str:
+    faults = "all" if set(cfg.faults) == set(ALL_FAULTS) else (",".join(sorted(cfg.faults)) or "none")
+    cmd = (f"kraftwire simulate --seed {seed} --voters {cfg.voters} --observers {cfg.observers} "
+           f"--faults {faults} --duration-ms {cfg.duration_ms}")
+    if cfg.bugs:
+        cmd += f" --bugs {','.join(sorted(cfg.bugs))}"
+    return cmd
+
+
+def run_seed(seed: int, cfg: SimConfig) -> SeedResult:
+    """Simulate one seed; deterministic for a given (seed, cfg)."""
+    result = Simulation(seed, cfg).run()
+    result.repro = repro_command(seed, cfg)
+    return result
+
+
+def run_seeds(seeds: Iterable[int], cfg: SimConfig) -> Iterator[SeedResult]:
+    for seed in seeds:
+        yield run_seed(seed, cfg)
