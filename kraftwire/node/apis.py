@@ -1,0 +1,38 @@
+"""Which Kafka APIs a kraftwire node serves, and the ApiVersions answers built from that table."""
+
+from __future__ import annotations
+
+from kraftwire.protocol.api import request_class
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.messages.api_versions_response import ApiVersion, ApiVersionsResponse
+
+# API key -> (min, max) this node answers. Produce is listed (and refused per request) because
+# librdkafka enables its modern Fetch versions only when Produce is advertised.
+RAFT_APIS = {52: (0, 1), 53: (0, 1), 54: (0, 1), 55: (0, 2)}
+CLIENT_APIS = {
+    0: (3, 9),    # Produce: advertised, always refused for __cluster_metadata
+    1: (4, 17),   # Fetch: consumers and replicas
+    2: (1, 9),    # ListOffsets
+    3: (0, 12),   # Metadata
+    18: (0, 4),   # ApiVersions
+    60: (0, 1),   # DescribeCluster
+}
+
+
+def supported(extra: dict[int, tuple[int, int]] | None = None) -> dict[int, tuple[int, int]]:
+    table = dict(CLIENT_APIS)
+    table.update(RAFT_APIS)
+    table.update(extra or {})
+    for key, (lo, hi) in table.items():
+        cls = request_class(key)
+        assert cls.MIN_VERSION <= lo <= hi <= cls.MAX_VERSION, (key, lo, hi)
+    return dict(sorted(table.items()))
+
+
+def api_versions_response(table: dict[int, tuple[int, int]], error: int = 0) -> ApiVersionsResponse:
+    """The ApiVersions body; with UNSUPPORTED_VERSION only key 18 is listed, as Kafka does."""
+    if error == Errors.UNSUPPORTED_VERSION:
+        lo, hi = table[18]
+        return ApiVersionsResponse(error_code=error, api_keys=[ApiVersion(18, lo, hi)])
+    return ApiVersionsResponse(error_code=error,
+                               api_keys=[ApiVersion(k, lo, hi) for k, (lo, hi) in table.items()])

@@ -1,0 +1,175 @@
+"""A kraftwire node process: storage + Raft core + network listeners, wired together.
+
+``Node.run()`` opens the metadata log directory (refusing a node.id/cluster.id mismatch), builds
+the Raft core over the durable log and quorum-state store, starts one Kafka-protocol listener per
+``listeners`` entry and serves requests until cancelled. A graceful stop resigns leadership with
+EndQuorumEpoch first.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+
+import anyio
+
+from kraftwire.config import NodeConfig
+from kraftwire.net.server import KafkaServer, ListenerSpec, Reply, RequestContext
+from kraftwire.node import reads
+from kraftwire.node.apis import api_versions_response, supported
+from kraftwire.node.raft_driver import RaftDriver, wall_ms
+from kraftwire.node.view import LogPartitionView
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.framing import Request
+from kraftwire.protocol.messages.describe_cluster_response import (
+    DescribeClusterBroker,
+    DescribeClusterResponse,
+)
+from kraftwire.protocol.messages.produce_response import (
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
+)
+from kraftwire.raft.config import RaftConfig
+from kraftwire.raft.core import RaftCore
+
+log = logging.getLogger(__name__)
+
+RAFT_KEYS = (52, 53, 54, 55)
+
+
+def raft_config(cfg: NodeConfig) -> RaftConfig:
+    return RaftConfig(
+        election_timeout_ms=cfg["controller.quorum.election.timeout.ms"],
+        fetch_timeout_ms=cfg["controller.quorum.fetch.timeout.ms"],
+        election_backoff_max_ms=cfg["controller.quorum.election.backoff.max.ms"],
+        request_timeout_ms=cfg["controller.quorum.request.timeout.ms"],
+        retry_backoff_ms=cfg["controller.quorum.retry.backoff.ms"],
+        append_linger_ms=cfg["controller.quorum.append.linger.ms"],
+    )
+
+
+class Node:
+    """One kraftwire server process (controller role; broker role arrives with the broker issue)."""
+
+    def __init__(self, cfg: NodeConfig, *, log: Any = None, store: Any = None, cluster_id: str | None = None) -> None:
+        """Open the node's storage; ``log``/``store``/``cluster_id`` may be injected (tests)."""
+        self.cfg = cfg
+        if log is None:
+            from kraftwire.storage.log import FileLog
+            from kraftwire.storage.meta_properties import load_checked
+            from kraftwire.storage.quorum_state import FileQuorumStateStore
+
+            meta = load_checked(cfg.metadata_log_dir, cfg.node_id)
+            cluster_id = meta.cluster_id
+            log = FileLog(cfg.metadata_log_dir / "__cluster_metadata-0",
+                          segment_bytes=cfg["metadata.log.segment.bytes"])
+            store = FileQuorumStateStore(cfg.metadata_log_dir / "__cluster_metadata-0" / "quorum-state")
+        self.cluster_id: str = cluster_id or ""
+        self.log = log
+        self.store = store
+        self.voters = [v.node_id for v in cfg.voters]
+        self.core = RaftCore(cfg.node_id, frozenset(self.voters), raft_config(cfg), self.log, self.store,
+                             random.Random(), self.cluster_id, wall_ms())
+        listener = cfg.controller_listener
+        self.nodes = [(v.node_id, v.host, v.port, listener) for v in cfg.voters]
+        own = [e for e in cfg.advertised() if e.name == listener]
+        self.driver = RaftDriver(self.core, {v.node_id: (v.host, v.port) for v in cfg.voters},
+                                 request_timeout_ms=cfg["controller.quorum.request.timeout.ms"], nodes=self.nodes,
+                                 leader_endpoints=[(e.name, e.host, e.port) for e in own])
+        self.view = LogPartitionView(self.core, self.log)
+        self.apis = supported()
+        self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
+            self.apis, int(Errors.UNSUPPORTED_VERSION)), 0),
+            max_request_bytes=cfg["socket.request.max.bytes"],
+            idle_timeout_s=cfg["connections.max.idle.ms"] / 1000)
+        self.bound: dict[str, tuple[str, int]] = {}
+
+    async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled; ``task_status`` gets the bound listener addresses."""
+        log.info("node %d starting: cluster %s, voters %s, log end offset %d", self.cfg.node_id, self.cluster_id,
+                 self.voters, self.log.end_offset)
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.driver.run)
+            for ep in self.cfg.listeners:
+                spec = ListenerSpec(ep.name, ep.host, ep.port, self.cfg.security_protocol(ep.name))
+                self.bound[ep.name] = await tg.start(self.server.serve, spec)
+            task_status.started(dict(self.bound))
+
+    async def shutdown(self, grace_s: float = 2.0) -> None:
+        """Resign leadership (EndQuorumEpoch) and give the message a moment to leave."""
+        if getattr(self.core, "is_leader", False):
+            self.driver.call(self.core.resign)
+            with anyio.move_on_after(grace_s):
+                await anyio.sleep(min(grace_s, 0.2))
+        self.log.flush()
+        await self.driver.close()
+
+    # -- request dispatch ----------------------------------------------------------------------
+    async def handle(self, request: Request, ctx: RequestContext) -> Reply | None:
+        key, version, body = request.api_key, request.api_version, request.body
+        lo_hi = self.apis.get(key)
+        if lo_hi is None or not lo_hi[0] <= version <= lo_hi[1]:
+            if key == 18:
+                return Reply(api_versions_response(self.apis, int(Errors.UNSUPPORTED_VERSION)), 0)
+            raise ConnectionError(f"API {key} v{version} is not served here")
+        if key == 18:
+            return Reply(api_versions_response(self.apis), version)
+        if key in RAFT_KEYS:
+            return Reply(await self.driver.handle_inbound(key, body, version), version)
+        if key == 1:
+            replica = body.replica_state.replica_id if version >= 15 else body.replica_id
+            if replica >= 0:
+                return Reply(await self.driver.handle_inbound(1, body, version), version)
+            return Reply(await self._consumer_fetch(body, version), version)
+        if key == 3:
+            return Reply(reads.metadata_response(body, version, view=self.view, brokers=self._brokers(),
+                                                 voters=self.voters, cluster_id=self.cluster_id,
+                                                 controller_id=self.view.leader_id), version)
+        if key == 2:
+            return Reply(reads.list_offsets_response(body, version, self.view), version)
+        if key == 60:
+            return Reply(self._describe_cluster(body, version), version)
+        if key == 0:
+            return self._refuse_produce(body, version)
+        raise ConnectionError(f"API {key} has no handler")
+
+    def _brokers(self) -> list[reads.BrokerInfo]:
+        return [reads.BrokerInfo(i, h, p) for i, h, p, _ in self.nodes]
+
+    async def _consumer_fetch(self, body: Any, version: int) -> Any:
+        deadline = anyio.current_time() + max(0, body.max_wait_ms) / 1000
+        while True:
+            changed = self.driver.changed
+            resp, size = reads.consumer_fetch_response(body, version, self.view)
+            remaining = deadline - anyio.current_time()
+            if size >= max(1, body.min_bytes) or remaining <= 0 or _has_error(resp):
+                return resp
+            with anyio.move_on_after(remaining):
+                await changed.wait()
+
+    def _describe_cluster(self, body: Any, version: int) -> DescribeClusterResponse:
+        endpoint_type = getattr(body, "endpoint_type", 1)
+        resp = DescribeClusterResponse(cluster_id=self.cluster_id, controller_id=self.view.leader_id,
+                                       brokers=[DescribeClusterBroker(b.node_id, b.host, b.port, b.rack)
+                                                for b in self._brokers()])
+        if version >= 1:
+            resp.endpoint_type = endpoint_type
+        return resp
+
+    def _refuse_produce(self, body: Any, version: int) -> Reply | None:
+        if body.acks == 0:
+            return None
+        topics = []
+        for t in body.topic_data:
+            parts = [PartitionProduceResponse(index=p.index, error_code=int(Errors.INVALID_TOPIC_EXCEPTION),
+                                              error_message=f"{t.name} is read-only: only the quorum writes "
+                                              "__cluster_metadata" if version >= 8 else None)
+                     for p in t.partition_data]
+            topics.append(TopicProduceResponse(name=t.name, partition_responses=parts))
+        return Reply(ProduceResponse(responses=topics), version)
+
+
+def _has_error(resp: Any) -> bool:
+    return any(p.error_code for t in resp.responses for p in t.partitions)

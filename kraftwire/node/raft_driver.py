@@ -1,0 +1,161 @@
+"""The async shell around the sans-I/O Raft core.
+
+All calls into the core happen on the event loop's single thread, one at a time, so the core
+never needs locks. Outputs are dispatched here: ``SendRequest`` becomes a task that sends the
+wire request to the peer and feeds the reply (or the failure) back; ``SendResponse`` wakes the
+connection task that is waiting to answer that inbound request. A timer task calls ``tick`` at
+the core's next deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from itertools import count
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from kraftwire.net.client import Connection, RequestFailed
+from kraftwire.node import wire
+from kraftwire.protocol.errors import DecodeError, KafkaProtocolError
+from kraftwire.raft import messages as m
+
+log = logging.getLogger(__name__)
+
+API_OF = {m.VoteRequest: 52, m.BeginQuorumEpochRequest: 53, m.EndQuorumEpochRequest: 54, m.FetchRequest: 1,
+          m.DescribeQuorumRequest: 55}
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class RaftDriver:
+    """Runs a RaftCore: inbound requests, outbound requests to voters, timers, change listeners."""
+
+    def __init__(self, core: Any, peers: dict[int, tuple[str, int]], *, request_timeout_ms: int,
+                 nodes: list[tuple[int, str, int, str]], leader_endpoints: list[tuple[str, str, int]],
+                 clock: Callable[[], int] = wall_ms) -> None:
+        self.core = core
+        self.peers = peers
+        self.request_timeout_s = request_timeout_ms / 1000
+        self.nodes = nodes
+        self.leader_endpoints = leader_endpoints
+        self.clock = clock
+        self._ids = count(1)
+        self._waiting: dict[int, tuple[anyio.Event, list[Any]]] = {}
+        self._conns: dict[int, Connection] = {}
+        self._tg: TaskGroup | None = None
+        self._wake = anyio.Event()
+        self.changed = anyio.Event()  # set (and replaced) whenever log end / HW / leader may have moved
+        self.on_change: list[Callable[[], None]] = []
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            task_status.started()
+            await self._timer()
+
+    async def _timer(self) -> None:
+        while True:
+            self._dispatch(self.core.tick(self.clock()))
+            deadline = self.core.next_deadline()
+            delay = 1.0 if deadline is None else max(0.0, (deadline - self.clock()) / 1000)
+            self._wake = anyio.Event()
+            with anyio.move_on_after(min(delay, 1.0)):
+                await self._wake.wait()
+
+    def poke(self) -> None:
+        """Re-evaluate timers now (after an event that may have moved the core's deadline)."""
+        self._wake.set()
+        self._notify()
+
+    def _notify(self) -> None:
+        ev, self.changed = self.changed, anyio.Event()
+        ev.set()
+        for fn in self.on_change:
+            fn()
+
+    # -- core calls ----------------------------------------------------------------------------
+    def call(self, fn: Callable[..., list[Any]], *args: Any) -> None:
+        """Invoke a core entry point with the current time and dispatch what it returns."""
+        self._dispatch(fn(self.clock(), *args))
+        self.poke()
+
+    def append(self, records: list[Any]) -> list[int]:
+        """Append records on the leader (raises NotLeaderError elsewhere); returns their offsets."""
+        offsets = self.core.append(self.clock(), records)
+        self.poke()
+        return offsets
+
+    def _dispatch(self, outputs: list[Any]) -> None:
+        for out in outputs:
+            if isinstance(out, m.SendResponse):
+                waiter = self._waiting.pop(out.request_id, None)
+                if waiter is not None:
+                    waiter[1].append(out.msg)
+                    waiter[0].set()
+            elif isinstance(out, m.SendRequest):
+                assert self._tg is not None
+                self._tg.start_soon(self._send, out)
+
+    async def handle_inbound(self, api_key: int, body: Any, version: int) -> Any:
+        """Serve a raft request from the wire; returns the wire response body."""
+        try:
+            source, msg = wire.request_from_wire(api_key, body, version)
+        except wire.WireError as e:
+            return _error_response(api_key, int(e.error))
+        rid = -next(self._ids)  # inbound ids are negative, the core's own outbound ids positive
+        done = anyio.Event()
+        box: list[Any] = []
+        self._waiting[rid] = (done, box)
+        try:
+            self.call(self.core.handle_request, rid, source, msg)
+            await done.wait()
+        finally:
+            self._waiting.pop(rid, None)
+        return wire.response_to_wire(api_key, box[0], version, self.nodes)
+
+    async def _send(self, out: m.SendRequest) -> None:
+        api_key = API_OF[type(out.msg)]
+        conn = self._conn(out.dest_id)
+        if conn is None:
+            self.call(self.core.handle_request_failed, out.request_id)
+            return
+        try:
+            version = conn.version_for(api_key)
+            body = wire.request_to_wire(out.msg, version, self.leader_endpoints)
+            wait = out.msg.max_wait_ms / 1000 if isinstance(out.msg, m.FetchRequest) else 0
+            resp = await conn.request(body, version, self.request_timeout_s + wait)
+            msg = wire.response_from_wire(api_key, resp)
+        except (RequestFailed, DecodeError, KafkaProtocolError) as e:
+            log.debug("request %s to node %d failed: %s", type(out.msg).__name__, out.dest_id, e)
+            self.call(self.core.handle_request_failed, out.request_id)
+            return
+        self.call(self.core.handle_response, out.request_id, msg)
+
+    def _conn(self, node_id: int) -> Connection | None:
+        conn = self._conns.get(node_id)
+        if conn is None:
+            addr = self.peers.get(node_id)
+            if addr is None or self._tg is None:
+                return None
+            conn = Connection(self._tg, addr[0], addr[1], client_id=f"raft-client-{node_id}",
+                              connect_timeout_s=self.request_timeout_s)
+            self._conns[node_id] = conn
+        return conn
+
+    async def close(self) -> None:
+        for conn in self._conns.values():
+            await conn.close()
+
+
+def _error_response(api_key: int, error: int) -> Any:
+    from kraftwire.protocol.api import response_class
+
+    cls = response_class(api_key)
+    return cls(error_code=error)

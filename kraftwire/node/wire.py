@@ -1,0 +1,234 @@
+"""Translation between Kafka wire messages (generated codecs) and the Raft core's messages.
+
+The core deals with one partition (``__cluster_metadata``-0) and flat dataclasses; the wire nests
+it in topics and partitions and carries record batches as bytes. Every function here is a plain
+field-by-field mapping in one direction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kraftwire.node.reads import METADATA_TOPIC, METADATA_TOPIC_ID
+from kraftwire.protocol.errors import DecodeError, Errors
+from kraftwire.protocol.messages import (
+    begin_quorum_epoch_request as bqe_req,
+)
+from kraftwire.protocol.messages import (
+    begin_quorum_epoch_response as bqe_resp,
+)
+from kraftwire.protocol.messages import (
+    describe_quorum_response as dq_resp,
+)
+from kraftwire.protocol.messages import (
+    end_quorum_epoch_request as eqe_req,
+)
+from kraftwire.protocol.messages import (
+    end_quorum_epoch_response as eqe_resp,
+)
+from kraftwire.protocol.messages import (
+    fetch_request as f_req,
+)
+from kraftwire.protocol.messages import (
+    fetch_response as f_resp,
+)
+from kraftwire.protocol.messages import (
+    vote_request as v_req,
+)
+from kraftwire.protocol.messages import (
+    vote_response as v_resp,
+)
+from kraftwire.protocol.records import decode_batches, encode_batch
+from kraftwire.raft import messages as m
+
+RAFT_KEYS = {52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch", 1: "Fetch", 55: "DescribeQuorum"}
+
+
+class WireError(Exception):
+    """A raft request on the wire that does not address ``__cluster_metadata``-0 as expected."""
+
+    def __init__(self, error: Errors, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def _one_partition(body: Any) -> Any:
+    topics = body.topics
+    if len(topics) != 1 or len(topics[0].partitions) != 1:
+        raise WireError(Errors.INVALID_REQUEST, "expected exactly one topic partition")
+    name = getattr(topics[0], "topic_name", None)
+    if name is None:
+        name = topics[0].topic
+    topic_id = getattr(topics[0], "topic_id", None)
+    part = topics[0].partitions[0]
+    index = getattr(part, "partition_index", None)
+    if index is None:
+        index = part.partition
+    if (name != METADATA_TOPIC and topic_id != METADATA_TOPIC_ID) or index != 0:
+        raise WireError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {name}-{index}")
+    return part
+
+
+# ------------------------------------------------------------------------------- requests in
+def request_from_wire(api_key: int, body: Any, version: int) -> tuple[int, m.Request]:
+    """(source node id, core request) for an inbound raft request; raises WireError."""
+    if api_key == 52:
+        p = _one_partition(body)
+        return p.candidate_id, m.VoteRequest(body.cluster_id, p.candidate_epoch, p.candidate_id,
+                                             p.last_offset_epoch, p.last_offset, body.voter_id)
+    if api_key == 53:
+        p = _one_partition(body)
+        return p.leader_id, m.BeginQuorumEpochRequest(body.cluster_id, p.leader_id, p.leader_epoch, body.voter_id)
+    if api_key == 54:
+        p = _one_partition(body)
+        successors = tuple(p.preferred_successors) or tuple(c.candidate_id for c in p.preferred_candidates)
+        return p.leader_id, m.EndQuorumEpochRequest(body.cluster_id, p.leader_id, p.leader_epoch, successors)
+    if api_key == 1:
+        p = _one_partition(body)
+        replica = body.replica_state.replica_id if version >= 15 else body.replica_id
+        return replica, m.FetchRequest(body.cluster_id, replica, body.max_wait_ms, p.fetch_offset,
+                                       p.last_fetched_epoch, p.current_leader_epoch, p.log_start_offset,
+                                       p.partition_max_bytes, body.min_bytes)
+    if api_key == 55:
+        _one_partition(body)
+        return -1, m.DescribeQuorumRequest()
+    raise WireError(Errors.INVALID_REQUEST, f"API {api_key} is not a raft API")
+
+
+# ------------------------------------------------------------------------------ responses out
+def response_to_wire(api_key: int, resp: m.Response, version: int, nodes: list[tuple[int, str, int, str]]
+                     ) -> Any:
+    """The wire response body for a core response. ``nodes``: (id, host, port, listener) of voters."""
+    if api_key == 52:
+        p = resp.partition
+        parts = [] if p is None else [v_resp.PartitionData(0, p.error_code, p.leader_id, p.leader_epoch,
+                                                           p.vote_granted)]
+        return v_resp.VoteResponse(resp.error_code, _topics(v_resp.TopicData, parts),
+                                   _endpoints(v_resp.NodeEndpoint, nodes, version))
+    if api_key in (53, 54):
+        mod = bqe_resp if api_key == 53 else eqe_resp
+        p = resp.partition
+        parts = [] if p is None else [mod.PartitionData(0, p.error_code, p.leader_id, p.leader_epoch)]
+        cls = mod.BeginQuorumEpochResponse if api_key == 53 else mod.EndQuorumEpochResponse
+        return cls(resp.error_code, _topics(mod.TopicData, parts), _endpoints(mod.NodeEndpoint, nodes, version))
+    if api_key == 1:
+        return fetch_response_to_wire(resp, version, nodes)
+    if api_key == 55:
+        p = resp.partition
+        parts = []
+        if p is not None:
+            def states(rs: tuple[m.ReplicaStateField, ...]) -> list[dq_resp.ReplicaState]:
+                return [dq_resp.ReplicaState(r.replica_id, log_end_offset=r.log_end_offset,
+                                             last_fetch_timestamp=r.last_fetch_timestamp,
+                                             last_caught_up_timestamp=r.last_caught_up_timestamp) for r in rs]
+            parts = [dq_resp.PartitionData(0, p.error_code, None if p.error_code else "", p.leader_id,
+                                           p.leader_epoch, p.high_watermark, states(p.current_voters),
+                                           states(p.observers))]
+        dq_nodes = []
+        if version >= 2:
+            dq_nodes = [dq_resp.Node(i, [dq_resp.Listener(name, h, port)]) for i, h, port, name in nodes]
+        return dq_resp.DescribeQuorumResponse(resp.error_code, None if resp.error_code else "",
+                                              _topics(dq_resp.TopicData, parts), dq_nodes)
+    raise ValueError(api_key)
+
+
+def _topics(cls: Any, parts: list[Any]) -> list[Any]:
+    return [cls(METADATA_TOPIC, parts)] if parts else []
+
+
+def _endpoints(cls: Any, nodes: list[tuple[int, str, int, str]], version: int) -> list[Any]:
+    return [cls(i, h, p) for i, h, p, _ in nodes] if version >= 1 else []
+
+
+def fetch_response_to_wire(resp: m.FetchResponse, version: int, nodes: list[tuple[int, str, int, str]]
+                           ) -> f_resp.FetchResponse:
+    p = resp.partition
+    parts = []
+    if p is not None:
+        pd = f_resp.PartitionData(0, p.error_code, p.high_watermark, -1, p.log_start_offset)
+        if p.diverging_epoch is not None:
+            pd.diverging_epoch = f_resp.EpochEndOffset(p.diverging_epoch.epoch, p.diverging_epoch.end_offset)
+        pd.current_leader = f_resp.LeaderIdAndEpoch(p.current_leader.leader_id, p.current_leader.leader_epoch)
+        if p.snapshot_id is not None:
+            pd.snapshot_id = f_resp.SnapshotId(p.snapshot_id.end_offset, p.snapshot_id.epoch)
+        pd.aborted_transactions = None
+        pd.records = b"".join(b.raw if b.raw is not None else encode_batch(b) for b in p.batches)
+        parts.append(pd)
+    topic = f_resp.FetchableTopicResponse(METADATA_TOPIC if version < 13 else "",
+                                          METADATA_TOPIC_ID if version >= 13 else f_resp.ZERO_UUID, parts)
+    endpoints = []
+    if version >= 16:
+        endpoints = [f_resp.NodeEndpoint(i, h, port) for i, h, port, _ in nodes]
+    return f_resp.FetchResponse(0, resp.error_code, 0, [topic] if parts else [], endpoints)
+
+
+# ----------------------------------------------------------------------------- requests out
+def request_to_wire(msg: m.Request, version: int, leader_endpoints: list[tuple[str, str, int]] | None = None
+                    ) -> Any:
+    """The wire request body for a core request we send to a peer."""
+    if isinstance(msg, m.VoteRequest):
+        part = v_req.PartitionData(0, msg.candidate_epoch, msg.candidate_id,
+                                   last_offset_epoch=msg.last_offset_epoch, last_offset=msg.last_offset)
+        return v_req.VoteRequest(msg.cluster_id, msg.voter_id if version >= 1 else -1,
+                                 [v_req.TopicData(METADATA_TOPIC, [part])])
+    if isinstance(msg, m.BeginQuorumEpochRequest):
+        part = bqe_req.PartitionData(0, leader_id=msg.leader_id, leader_epoch=msg.leader_epoch)
+        eps = [bqe_req.LeaderEndpoint(*e) for e in leader_endpoints or []] if version >= 1 else []
+        return bqe_req.BeginQuorumEpochRequest(msg.cluster_id, msg.voter_id if version >= 1 else -1,
+                                               [bqe_req.TopicData(METADATA_TOPIC, [part])], eps)
+    if isinstance(msg, m.EndQuorumEpochRequest):
+        if version >= 1:
+            part = eqe_req.PartitionData(0, msg.leader_id, msg.leader_epoch,
+                                         preferred_candidates=[eqe_req.ReplicaInfo(c)
+                                                               for c in msg.preferred_successors])
+            eps = [eqe_req.LeaderEndpoint(*e) for e in leader_endpoints or []]
+        else:
+            part = eqe_req.PartitionData(0, msg.leader_id, msg.leader_epoch, list(msg.preferred_successors))
+            eps = []
+        return eqe_req.EndQuorumEpochRequest(msg.cluster_id, [eqe_req.TopicData(METADATA_TOPIC, [part])], eps)
+    if isinstance(msg, m.FetchRequest):
+        part = f_req.FetchPartition(0, msg.current_leader_epoch, msg.fetch_offset, msg.last_fetched_epoch,
+                                    msg.log_start_offset, msg.max_bytes)
+        topic = f_req.FetchTopic(METADATA_TOPIC if version < 13 else "",
+                                 METADATA_TOPIC_ID if version >= 13 else f_req.ZERO_UUID, [part])
+        req = f_req.FetchRequest(cluster_id=msg.cluster_id, max_wait_ms=msg.max_wait_ms, min_bytes=msg.min_bytes,
+                                 max_bytes=msg.max_bytes, topics=[topic])
+        if version >= 15:
+            req.replica_state = f_req.ReplicaState(msg.replica_id, -1)
+        else:
+            req.replica_id = msg.replica_id
+        return req
+    if isinstance(msg, m.DescribeQuorumRequest):
+        from kraftwire.protocol.messages import describe_quorum_request as dq_req
+
+        return dq_req.DescribeQuorumRequest([dq_req.TopicData(METADATA_TOPIC, [dq_req.PartitionData(0)])])
+    raise ValueError(type(msg).__name__)
+
+
+# ------------------------------------------------------------------------------ responses in
+def response_from_wire(api_key: int, body: Any) -> m.Response:
+    """The core response for a wire response to a request we sent; raises DecodeError if malformed."""
+    part = None
+    if body.topics:
+        if len(body.topics) != 1 or len(body.topics[0].partitions) != 1:
+            raise DecodeError("raft response must carry exactly one partition")
+        part = body.topics[0].partitions[0]
+    if api_key == 52:
+        return m.VoteResponse(body.error_code, None if part is None else m.VotePartition(
+            part.error_code, part.leader_id, part.leader_epoch, part.vote_granted))
+    if api_key in (53, 54):
+        qp = None if part is None else m.QuorumEpochPartition(part.error_code, part.leader_id, part.leader_epoch)
+        return (m.BeginQuorumEpochResponse if api_key == 53 else m.EndQuorumEpochResponse)(body.error_code, qp)
+    if api_key == 1:
+        if part is None:
+            return m.FetchResponse(body.error_code, None)
+        de = part.diverging_epoch
+        sid = part.snapshot_id
+        batches = decode_batches(part.records) if part.records else []
+        return m.FetchResponse(body.error_code, m.FetchPartition(
+            part.error_code, part.high_watermark, part.log_start_offset,
+            m.EpochEndOffset(de.epoch, de.end_offset) if de.epoch >= 0 else None,
+            m.LeaderIdAndEpoch(part.current_leader.leader_id, part.current_leader.leader_epoch),
+            m.SnapshotIdField(sid.end_offset, sid.epoch) if sid.epoch >= 0 and sid.end_offset >= 0 else None,
+            batches))
+    raise ValueError(api_key)
