@@ -694,6 +694,8 @@ class RaftCore:
             offsets += [p.end_offset if p.end_offset is not None else -1 for p in st.observers.values()]
         offsets.sort(reverse=True)
         candidate = offsets[len(self.voters) // 2]
+        if candidate <= 0:
+            return
         if candidate <= st.epoch_start_offset and "no_own_epoch_hw_rule" not in self._bugs:
             return
         if st.hw is None or candidate > st.hw:

@@ -12,7 +12,8 @@ ALL_FAULTS = ("crash", "crash_unflushed", "torn_write", "wipe", "partition", "as
 # Kafka's defaults divided by 5: the protocol is scale-free in time, and shorter timeouts mean
 # fewer simulated events per failover, so hundreds of seeds run in CI time.
 FAST_RAFT = RaftConfig(election_timeout_ms=200, fetch_timeout_ms=400, election_backoff_max_ms=200,
-                       request_timeout_ms=400, retry_backoff_ms=20, append_linger_ms=5, fetch_max_wait_ms=100)
+                       request_timeout_ms=400, retry_backoff_ms=20, append_linger_ms=5, fetch_max_wait_ms=100,
+                       fetch_max_bytes=200)
 
 
 @dataclass(frozen=True, slots=True)
