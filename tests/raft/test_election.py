@@ -248,9 +248,10 @@ def test_unattached_election_timeout_is_randomized_within_kafka_bounds():
     for seed in range(20):
         import random
 
+        from raft_helpers import CFG
+
         from kraftwire.raft.core import RaftCore
         from kraftwire.raft.memory import MemoryLog, MemoryStateStore
-        from raft_helpers import CFG
         c = RaftCore(1, (1, 2, 3), CFG, MemoryLog(), MemoryStateStore(), random.Random(seed), CID, 0)
         deadlines.add(c.state.election_deadline)
     assert len(deadlines) > 10
