@@ -80,8 +80,8 @@ class Simulation:
         self._seq += 1
         heapq.heappush(self._heap, (at, self._seq, kind, payload))
 
-    def run(self) -> SeedResult:
-        result = SeedResult(self.seed)
+    def start(self) -> None:
+        """Boot every node and schedule the workload, faults, heal and end."""
         for nid in self.nodes:
             self._start(nid, rejoining=False)
         self.schedule(0, APPEND)
@@ -89,16 +89,27 @@ class Simulation:
             self.schedule(self.rng.randint(0, self.cfg.fault_interval_ms), FAULT)
         self.schedule(self.cfg.heal_at, HEAL)
         self.schedule(self.cfg.liveness_deadline, END)
+
+    def step(self) -> bool:
+        """Process one event and check the invariants; False once the run is over."""
+        if not self._heap:
+            return False
+        at, _, kind, payload = heapq.heappop(self._heap)
+        self.now = at
+        if kind == END:
+            self.checker.check_liveness()
+            return False
+        node = self._dispatch(kind, payload)
+        self.events += 1
+        self.checker.after_event(node)
+        return True
+
+    def run(self) -> SeedResult:
+        result = SeedResult(self.seed)
         try:
-            while self._heap:
-                at, _, kind, payload = heapq.heappop(self._heap)
-                self.now = at
-                if kind == END:
-                    self.checker.check_liveness()
-                    break
-                node = self._dispatch(kind, payload)
-                self.events += 1
-                self.checker.after_event(node)
+            self.start()
+            while self.step():
+                pass
         except Violation as v:
             result.violations.append(f"t={self.now} {v}")
         except Exception as exc:  # noqa: BLE001 - a core exception is a finding, not a crash of the sim
