@@ -59,6 +59,8 @@ class Harness:
         if store is not None:
             self.store = store
         self.coord = GroupCoordinator(7, self.store, self.config)
+        self.completed.clear()  # keys are per coordinator instance
+        self.versions.clear()
 
     # -- plumbing ------------------------------------------------------------------------------
 
