@@ -68,3 +68,14 @@ def leader_change_record(leader_id: int, voters: Sequence[int], granting_voters:
             body += struct.pack(">i", v) + b"\x00"
     body += b"\x00"
     return Record(value=bytes(body), key=control_key(ControlType.LEADER_CHANGE))
+
+
+def snapshot_header_record(version: int = 0, last_contained_log_timestamp: int = 0) -> Record:
+    """SnapshotHeaderRecord v0: the first record of every snapshot file."""
+    body = struct.pack(">hq", version, last_contained_log_timestamp) + b"\x00"
+    return Record(value=body, key=control_key(ControlType.SNAPSHOT_HEADER))
+
+
+def snapshot_footer_record(version: int = 0) -> Record:
+    """SnapshotFooterRecord v0: the last record of every snapshot file."""
+    return Record(value=struct.pack(">h", version) + b"\x00", key=control_key(ControlType.SNAPSHOT_FOOTER))

@@ -42,3 +42,231 @@ class RecordBatch:
     @property
     def next_offset(self) -> int:
         return self.base_offset + len(self.records)
+
+
+# ---------------------------------------------------------------------------------------------
+# v2 encoding (Kafka's DefaultRecordBatch / DefaultRecord layouts)
+
+import gzip as _gzip  # noqa: E402
+import struct as _struct  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+from crc32c import crc32c as _crc32c  # noqa: E402
+
+from kraftwire.protocol.errors import CorruptRecordError  # noqa: E402
+
+HEADER = _struct.Struct(">qiibIhiqqqhii")  # base offset .. records count
+HEADER_SIZE = HEADER.size  # 61
+_LEN_EPOCH_MAGIC = _struct.Struct(">qiib")
+_CRC_START = 21  # attributes begin after baseOffset(8) batchLength(4) epoch(4) magic(1) crc(4)
+COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD = range(5)
+_CONTROL_BIT = 0x20
+_TRANSACTIONAL_BIT = 0x10
+
+
+def _zigzag(n: int, out: bytearray) -> None:
+    z = (n << 1) ^ (n >> 63)
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+
+
+def _read_varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    z = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise CorruptRecordError("truncated varint in record")
+        b = buf[pos]
+        pos += 1
+        z |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (z >> 1) ^ -(z & 1), pos
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordError("varint longer than 10 bytes")
+
+
+def _encode_records(records: tuple[Record, ...]) -> bytearray:
+    out = bytearray()
+    for i, r in enumerate(records):
+        body = bytearray(b"\x00")  # attributes
+        _zigzag(r.timestamp_delta, body)
+        _zigzag(i, body)
+        for blob in (r.key, r.value):
+            if blob is None:
+                body.append(1)  # zigzag(-1)
+            else:
+                _zigzag(len(blob), body)
+                body += blob
+        _zigzag(len(r.headers), body)
+        for hk, hv in r.headers:
+            kb = hk.encode()
+            _zigzag(len(kb), body)
+            body += kb
+            if hv is None:
+                body.append(1)
+            else:
+                _zigzag(len(hv), body)
+                body += hv
+        _zigzag(len(body), out)
+        out += body
+    return out
+
+
+def _compress(codec: int, data: bytes) -> bytes:
+    if codec == COMPRESSION_NONE:
+        return data
+    if codec == COMPRESSION_GZIP:
+        return _gzip.compress(data)
+    if codec == COMPRESSION_SNAPPY:
+        import cramjam
+
+        return bytes(cramjam.snappy.compress_raw(data))
+    if codec == COMPRESSION_LZ4:
+        import lz4.frame
+
+        return lz4.frame.compress(data)
+    if codec == COMPRESSION_ZSTD:
+        import zstandard
+
+        return zstandard.ZstdCompressor().compress(data)
+    raise ValueError(f"unknown compression codec {codec}")
+
+
+def _decompress(codec: int, data: bytes, limit: int) -> bytes:
+    try:
+        if codec == COMPRESSION_GZIP:
+            return _gzip.decompress(data)
+        if codec == COMPRESSION_SNAPPY:
+            import cramjam
+
+            if data[:8] == b"\x82SNAPPY\x00":  # xerial framing used by the Java client
+                out = bytearray()
+                pos = 16
+                while pos < len(data):
+                    (n,) = _struct.unpack_from(">i", data, pos)
+                    out += cramjam.snappy.decompress_raw(data[pos + 4:pos + 4 + n])
+                    pos += 4 + n
+                return bytes(out)
+            return bytes(cramjam.snappy.decompress_raw(data))
+        if codec == COMPRESSION_LZ4:
+            import lz4.frame
+
+            return lz4.frame.decompress(data)
+        if codec == COMPRESSION_ZSTD:
+            import zstandard
+
+            return zstandard.ZstdDecompressor().decompress(data, max_output_size=limit)
+    except CorruptRecordError:
+        raise
+    except Exception as e:  # each library has its own error types
+        raise CorruptRecordError(f"cannot decompress codec {codec}: {e}") from e
+    raise CorruptRecordError(f"unknown compression codec {codec}")
+
+
+def encode_batch(batch: RecordBatch) -> bytes:
+    """The exact v2 bytes of ``batch`` (CRC-32C computed)."""
+    payload = _encode_records(batch.records)
+    if batch.compression:
+        payload = _compress(batch.compression, bytes(payload))
+    attrs = batch.compression & 0x7
+    if batch.control:
+        attrs |= _CONTROL_BIT
+    if batch.transactional:
+        attrs |= _TRANSACTIONAL_BIT
+    max_ts = batch.base_timestamp + max((r.timestamp_delta for r in batch.records), default=0)
+    out = bytearray(HEADER.pack(batch.base_offset, HEADER_SIZE - 12 + len(payload), batch.leader_epoch, 2, 0,
+                                attrs, len(batch.records) - 1, batch.base_timestamp, max_ts, batch.producer_id,
+                                batch.producer_epoch, batch.base_sequence, len(batch.records)))
+    out += payload
+    _struct.pack_into(">I", out, 17, _crc32c(memoryview(out)[_CRC_START:]))
+    return bytes(out)
+
+
+def iter_batches(buf: bytes | memoryview, *, verify_crc: bool = True) -> Iterator[tuple[RecordBatch, int, int]]:
+    """(batch, position, size) for each whole batch in ``buf``; stops quietly at a partial tail."""
+    mv = memoryview(buf)
+    n = len(mv)
+    pos = 0
+    while n - pos >= 12 + 5:
+        base_offset, length, epoch, magic = _LEN_EPOCH_MAGIC.unpack_from(mv, pos)
+        if length < HEADER_SIZE - 12:
+            raise CorruptRecordError(f"batch length {length} at position {pos} is too small")
+        size = 12 + length
+        if pos + size > n:
+            return  # partial trailing batch (Fetch responses may end with one)
+        if magic != 2:
+            raise CorruptRecordError(f"unsupported record batch magic {magic} at position {pos}")
+        yield decode_batch(mv[pos:pos + size], verify_crc=verify_crc), pos, size
+        pos += size
+
+
+def decode_batches(buf: bytes | memoryview, *, verify_crc: bool = True) -> list[RecordBatch]:
+    """Every whole batch in ``buf`` (a trailing partial batch is ignored)."""
+    return [b for b, _, _ in iter_batches(buf, verify_crc=verify_crc)]
+
+
+def decode_batch(data: bytes | memoryview, *, verify_crc: bool = True) -> RecordBatch:
+    """One whole v2 batch; raises CorruptRecordError on any inconsistency."""
+    raw = bytes(data)
+    if len(raw) < HEADER_SIZE:
+        raise CorruptRecordError("record batch shorter than its header")
+    (base_offset, length, epoch, magic, crc, attrs, last_delta, base_ts, _max_ts, pid, pepoch, base_seq,
+     count) = HEADER.unpack_from(raw, 0)
+    if magic != 2:
+        raise CorruptRecordError(f"unsupported record batch magic {magic}")
+    if length + 12 != len(raw):
+        raise CorruptRecordError(f"batch length {length} does not match {len(raw) - 12} bytes")
+    if verify_crc and _crc32c(memoryview(raw)[_CRC_START:]) != crc:
+        raise CorruptRecordError(f"CRC mismatch in batch at offset {base_offset}")
+    codec = attrs & 0x7
+    if count < 0 or count > len(raw) or (count and last_delta != count - 1):
+        raise CorruptRecordError(f"inconsistent record count {count} (last offset delta {last_delta})")
+    body: bytes | memoryview = memoryview(raw)[HEADER_SIZE:]
+    if codec:
+        body = _decompress(codec, bytes(body), max(1 << 20, 64 * len(raw)))
+    records = []
+    pos = 0
+    end = len(body)
+    for _ in range(count):
+        rlen, pos = _read_varint(body, pos, end)
+        rend = pos + rlen
+        if rlen < 0 or rend > end:
+            raise CorruptRecordError("record length out of range")
+        pos += 1  # attributes
+        ts_delta, pos = _read_varint(body, pos, rend)
+        _off_delta, pos = _read_varint(body, pos, rend)
+        blobs: list[bytes | None] = []
+        for _k in range(2):
+            blen, pos = _read_varint(body, pos, rend)
+            if blen < -1 or pos + max(blen, 0) > rend:
+                raise CorruptRecordError("record key/value length out of range")
+            blobs.append(None if blen < 0 else bytes(body[pos:pos + blen]))
+            pos += max(blen, 0)
+        nh, pos = _read_varint(body, pos, rend)
+        if nh < 0 or nh > rend - pos:
+            raise CorruptRecordError("record header count out of range")
+        headers = []
+        for _h in range(nh):
+            klen, pos = _read_varint(body, pos, rend)
+            if klen < 0 or pos + klen > rend:
+                raise CorruptRecordError("header key length out of range")
+            try:
+                hk = bytes(body[pos:pos + klen]).decode()
+            except UnicodeDecodeError as e:
+                raise CorruptRecordError("header key is not UTF-8") from e
+            pos += klen
+            vlen, pos = _read_varint(body, pos, rend)
+            if vlen < -1 or pos + max(vlen, 0) > rend:
+                raise CorruptRecordError("header value length out of range")
+            headers.append((hk, None if vlen < 0 else bytes(body[pos:pos + vlen])))
+            pos += max(vlen, 0)
+        if pos != rend:
+            raise CorruptRecordError("record has trailing bytes")
+        records.append(Record(blobs[1], blobs[0], tuple(headers), ts_delta))
+    if pos != end:
+        raise CorruptRecordError("record batch has trailing bytes after its records")
+    return RecordBatch(base_offset, epoch, tuple(records), bool(attrs & _CONTROL_BIT), base_ts, pid, pepoch,
+                       base_seq, bool(attrs & _TRANSACTIONAL_BIT), codec, raw)
