@@ -18,6 +18,27 @@ CLIENT_APIS = {
     60: (0, 1),   # DescribeCluster
 }
 
+# Controller APIs answered by the active controller (NOT_CONTROLLER elsewhere).
+CONTROLLER_APIS = {
+    19: (2, 7),   # CreateTopics
+    20: (1, 6),   # DeleteTopics
+    29: (1, 3),   # DescribeAcls
+    30: (1, 3),   # CreateAcls
+    31: (1, 3),   # DeleteAcls
+    32: (1, 4),   # DescribeConfigs
+    33: (0, 2),   # AlterConfigs
+    37: (0, 3),   # CreatePartitions
+    43: (0, 2),   # ElectLeaders
+    44: (0, 1),   # IncrementalAlterConfigs
+    56: (0, 3),   # AlterPartition
+    57: (0, 1),   # UpdateFeatures
+    62: (0, 4),   # BrokerRegistration
+    63: (0, 1),   # BrokerHeartbeat
+    64: (0, 0),   # UnregisterBroker
+    67: (0, 0),   # AllocateProducerIds
+    70: (0, 0),   # ControllerRegistration
+}
+
 
 def supported(extra: dict[int, tuple[int, int]] | None = None) -> dict[int, tuple[int, int]]:
     table = dict(CLIENT_APIS)

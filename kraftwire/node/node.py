@@ -15,9 +15,12 @@ from typing import Any
 import anyio
 
 from kraftwire.config import NodeConfig
+from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records
 from kraftwire.net.server import KafkaServer, ListenerSpec, Reply, RequestContext
 from kraftwire.node import reads
-from kraftwire.node.apis import api_versions_response, supported
+from kraftwire.node.apis import CONTROLLER_APIS, api_versions_response, supported
+from kraftwire.node.bootstrap import read_bootstrap
+from kraftwire.node.controller_shell import ControllerShell
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.view import LogPartitionView
 from kraftwire.protocol.errors import Errors
@@ -39,6 +42,10 @@ log = logging.getLogger(__name__)
 RAFT_KEYS = (52, 53, 54, 55)
 
 
+class FatalNodeError(RuntimeError):
+    """The node cannot continue safely (e.g. a committed record it cannot apply)."""
+
+
 def raft_config(cfg: NodeConfig) -> RaftConfig:
     return RaftConfig(
         election_timeout_ms=cfg["controller.quorum.election.timeout.ms"],
@@ -53,7 +60,8 @@ def raft_config(cfg: NodeConfig) -> RaftConfig:
 class Node:
     """One kraftwire server process (controller role; broker role arrives with the broker issue)."""
 
-    def __init__(self, cfg: NodeConfig, *, log: Any = None, store: Any = None, cluster_id: str | None = None) -> None:
+    def __init__(self, cfg: NodeConfig, *, log: Any = None, store: Any = None, cluster_id: str | None = None,
+                 bootstrap: list[Any] | None = None) -> None:
         """Open the node's storage; ``log``/``store``/``cluster_id`` may be injected (tests)."""
         self.cfg = cfg
         if log is None:
@@ -66,20 +74,27 @@ class Node:
             log = FileLog(cfg.metadata_log_dir / "__cluster_metadata-0",
                           segment_bytes=cfg["metadata.log.segment.bytes"])
             store = FileQuorumStateStore(cfg.metadata_log_dir / "__cluster_metadata-0" / "quorum-state")
+            bootstrap = read_bootstrap(cfg.metadata_log_dir)
         self.cluster_id: str = cluster_id or ""
         self.log = log
         self.store = store
         self.voters = [v.node_id for v in cfg.voters]
+        self.controller = ControllerShell(cfg.node_id, QuorumController(ControllerConfig(
+            node_id=cfg.node_id, cluster_id=self.cluster_id,
+            session_timeout_ms=cfg["broker.session.timeout.ms"],
+            default_num_partitions=cfg["num.partitions"],
+            default_replication_factor=cfg["default.replication.factor"])), bootstrap or bootstrap_records())
         self.core = RaftCore(cfg.node_id, frozenset(self.voters), raft_config(cfg), self.log, self.store,
-                             random.Random(), self.cluster_id, wall_ms())
+                             random.Random(), self.cluster_id, wall_ms(), listener=self.controller)
         listener = cfg.controller_listener
         self.nodes = [(v.node_id, v.host, v.port, listener) for v in cfg.voters]
         own = [e for e in cfg.advertised() if e.name == listener]
         self.driver = RaftDriver(self.core, {v.node_id: (v.host, v.port) for v in cfg.voters},
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"], nodes=self.nodes,
                                  leader_endpoints=[(e.name, e.host, e.port) for e in own])
+        self.controller.attach(self.core, self.driver)
         self.view = LogPartitionView(self.core, self.log)
-        self.apis = supported()
+        self.apis = supported(CONTROLLER_APIS)
         self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
             self.apis, int(Errors.UNSUPPORTED_VERSION)), 0),
             max_request_bytes=cfg["socket.request.max.bytes"],
@@ -92,10 +107,13 @@ class Node:
                  self.voters, self.log.end_offset)
         async with anyio.create_task_group() as tg:
             await tg.start(self.driver.run)
+            tg.start_soon(self.controller.run_timer)
             for ep in self.cfg.listeners:
                 spec = ListenerSpec(ep.name, ep.host, ep.port, self.cfg.security_protocol(ep.name))
                 self.bound[ep.name] = await tg.start(self.server.serve, spec)
             task_status.started(dict(self.bound))
+            await self.controller.fatal_event.wait()
+            raise FatalNodeError(f"node {self.cfg.node_id} stopped: {self.controller.fatal}")
 
     async def shutdown(self, grace_s: float = 2.0) -> None:
         """Resign leadership (EndQuorumEpoch) and give the message a moment to leave."""
@@ -129,6 +147,8 @@ class Node:
                                                  controller_id=self.view.leader_id), version)
         if key == 2:
             return Reply(reads.list_offsets_response(body, version, self.view), version)
+        if key in CONTROLLER_APIS:
+            return Reply(await self.controller.handle(body, version), version)
         if key == 60:
             return Reply(self._describe_cluster(body, version), version)
         if key == 0:

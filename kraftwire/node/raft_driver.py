@@ -136,6 +136,10 @@ class RaftDriver:
             log.debug("request %s to node %d failed: %s", type(out.msg).__name__, out.dest_id, e)
             self.call(self.core.handle_request_failed, out.request_id)
             return
+        except Exception:
+            log.exception("unexpected error handling %s to node %d", type(out.msg).__name__, out.dest_id)
+            self.call(self.core.handle_request_failed, out.request_id)
+            return
         self.call(self.core.handle_response, out.request_id, msg)
 
     def _conn(self, node_id: int) -> Connection | None:

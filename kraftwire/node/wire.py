@@ -209,10 +209,11 @@ def request_to_wire(msg: m.Request, version: int, leader_endpoints: list[tuple[s
 def response_from_wire(api_key: int, body: Any) -> m.Response:
     """The core response for a wire response to a request we sent; raises DecodeError if malformed."""
     part = None
-    if body.topics:
-        if len(body.topics) != 1 or len(body.topics[0].partitions) != 1:
+    topics = body.responses if api_key == 1 else body.topics
+    if topics:
+        if len(topics) != 1 or len(topics[0].partitions) != 1:
             raise DecodeError("raft response must carry exactly one partition")
-        part = body.topics[0].partitions[0]
+        part = topics[0].partitions[0]
     if api_key == 52:
         return m.VoteResponse(body.error_code, None if part is None else m.VotePartition(
             part.error_code, part.leader_id, part.leader_epoch, part.vote_granted))

@@ -1,62 +1,6 @@
-"""In-process clusters of real Nodes on loopback (memory storage) for network-level tests."""
-
-from __future__ import annotations
-
-import socket
-from contextlib import asynccontextmanager
-
-import anyio
 import pytest
-
-from kraftwire.config import load_config
-from kraftwire.node.node import Node
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore
 
 
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-def node_config(node_id: int, ports: list[int], **extra: str):
-    quorum = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports))
-    props = {"process.roles": "controller", "node.id": str(node_id), "controller.quorum.voters": quorum,
-             "listeners": f"CONTROLLER://127.0.0.1:{ports[node_id - 1]}",
-             "controller.listener.names": "CONTROLLER",
-             "controller.quorum.election.timeout.ms": "300", "controller.quorum.fetch.timeout.ms": "600",
-             "controller.quorum.election.backoff.max.ms": "300", "controller.quorum.request.timeout.ms": "600"}
-    props.update(extra)
-    return load_config(props)
-
-
-@asynccontextmanager
-async def memory_cluster(n: int = 3, cluster_id: str = "kw-test-cluster-0000001"):
-    ports = free_ports(n)
-    nodes = [Node(node_config(i, ports), log=MemoryLog(), store=MemoryStateStore(), cluster_id=cluster_id)
-             for i in range(1, n + 1)]
-    async with anyio.create_task_group() as tg:
-        for node in nodes:
-            await tg.start(node.run)
-        try:
-            yield nodes, ports
-        finally:
-            tg.cancel_scope.cancel()
-
-
-async def wait_for(pred, timeout: float = 10.0, interval: float = 0.02):
-    with anyio.fail_after(timeout):
-        while True:
-            value = pred()
-            if value:
-                return value
-            await anyio.sleep(interval)

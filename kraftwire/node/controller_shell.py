@@ -1,0 +1,153 @@
+"""Connects the sans-I/O QuorumController to the Raft core inside a node.
+
+* It is the core's listener: committed batches are decoded and replayed into the controller on
+  every voter (standbys keep an up-to-date image); leadership changes deactivate it.
+* It activates the controller only once this node leads and the high watermark has passed the
+  epoch's LeaderChange record, i.e. everything before the epoch is replayed.
+* Controller API requests are handled on the active controller; their records are appended as one
+  batch and the response is released when the records commit (NOT_CONTROLLER if leadership is lost
+  first). ``tick`` work (lease expiry, NoOpRecords) runs from a timer task.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+
+from kraftwire.controller import QuorumController
+from kraftwire.controller.responses import error_response
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
+from kraftwire.protocol.records import Record, RecordBatch
+
+log = logging.getLogger(__name__)
+
+
+class _Waiter:
+    __slots__ = ("offset", "event", "ok")
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+        self.event = anyio.Event()
+        self.ok = False
+
+
+class ControllerShell:
+    """RaftListener + async request entry point for the node's QuorumController."""
+
+    def __init__(self, node_id: int, controller: QuorumController, bootstrap: list[MetadataRecord]) -> None:
+        self.node_id = node_id
+        self.controller = controller
+        self.bootstrap = bootstrap
+        self.core: Any = None
+        self.driver: Any = None
+        self._waiters: list[_Waiter] = []
+        self._wake = anyio.Event()
+        self.fatal: BaseException | None = None
+        self.fatal_event = anyio.Event()
+
+    def attach(self, core: Any, driver: Any) -> None:
+        self.core = core
+        self.driver = driver
+        driver.on_change.append(self.maybe_activate)
+
+    # -- RaftListener ---------------------------------------------------------------------------
+    def handle_commit(self, batches: list[RecordBatch]) -> None:
+        if self.fatal is not None:
+            return
+        ctl = self.controller
+        try:
+            for batch in batches:
+                for i, rec in enumerate(batch.records):
+                    if rec.value is None:
+                        continue
+                    ctl.replay(batch.base_offset + i, decode_record(rec.value))
+        except Exception as e:  # a committed record we cannot apply: this replica must stop
+            log.critical("cannot apply committed metadata record: %s; stopping", e)
+            self.fatal = e
+            self.fatal_event.set()
+            return
+        last = batches[-1].last_offset
+        ctl.handle_commit(last)
+        self._release(last)
+
+    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        if self.controller.active and (leader_id != self.node_id or epoch != self.controller.epoch):
+            log.info("controller deactivated: leader is now %s in epoch %d", leader_id, epoch)
+            self.controller.deactivate()
+            self._fail_all()
+
+    # -- activation -----------------------------------------------------------------------------
+    def maybe_activate(self) -> None:
+        core = self.core
+        ctl = self.controller
+        if ctl.active or core is None or not core.is_leader:
+            return
+        state = core.state
+        if core.hw is None or core.hw <= state.epoch_start_offset:
+            return
+        now = self.driver.clock()
+        boot = ctl.activate(core.epoch, self._next_offset(), now, self.bootstrap)
+        log.info("controller activated in epoch %d at offset %d", core.epoch, ctl.next_offset)
+        if boot:
+            self._append(boot)
+        self._wake.set()
+
+    def _next_offset(self) -> int:
+        state = self.core.state
+        return self.core.log.end_offset + len(getattr(state, "pending", ()))
+
+    def _append(self, records: list[MetadataRecord]) -> None:
+        self.driver.append([Record(value=encode_record(r.message, r.version)) for r in records])
+
+    # -- requests -------------------------------------------------------------------------------
+    async def handle(self, body: Any, version: int) -> Any:
+        """Run a controller API request; returns the response body to send."""
+        ctl = self.controller
+        if ctl.active:
+            ctl.set_next_offset(self._next_offset())
+        result = ctl.handle(self.driver.clock(), body, version)
+        if result.records:
+            self._append(result.records)
+            self._wake.set()
+        if result.commit_offset < 0:
+            return result.response
+        waiter = _Waiter(result.commit_offset)
+        self._waiters.append(waiter)
+        await waiter.event.wait()
+        if waiter.ok:
+            return result.response
+        return error_response(body, Errors.NOT_CONTROLLER, "leadership changed before the write committed",
+                              version)
+
+    def _release(self, committed: int) -> None:
+        keep = []
+        for w in self._waiters:
+            if w.offset <= committed:
+                w.ok = True
+                w.event.set()
+            else:
+                keep.append(w)
+        self._waiters = keep
+
+    def _fail_all(self) -> None:
+        for w in self._waiters:
+            w.event.set()
+        self._waiters = []
+
+    async def run_timer(self) -> None:
+        """Drive the controller's periodic work (lease expiry, NoOpRecords) while active."""
+        while True:
+            ctl = self.controller
+            if ctl.active:
+                ctl.set_next_offset(self._next_offset())
+                records = ctl.tick(self.driver.clock())
+                if records:
+                    self._append(records)
+            deadline = ctl.next_deadline()
+            delay = 1.0 if deadline is None else max(0.01, (deadline - self.driver.clock()) / 1000)
+            self._wake = anyio.Event()
+            with anyio.move_on_after(min(delay, 1.0)):
+                await self._wake.wait()
