@@ -12,7 +12,7 @@ import importlib
 import sys
 
 # (module under kraftwire.cli) — order is the order shown by --help.
-VERB_MODULES: list[str] = ["simulate"]
+VERB_MODULES: list[str] = ["quickstart", "server", "storage", "metadata_quorum", "dump_log", "console_consumer", "simulate"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,124 @@
+"""``kraftwire storage``: random-uuid, format and info (like kafka-storage.sh)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from kraftwire.config import ConfigError, NodeConfig, load_config
+from kraftwire.storage import StorageError
+from kraftwire.storage.meta_properties import (
+    MetaProperties,
+    random_uuid,
+    read_meta,
+    valid_cluster_id,
+    write_meta,
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("storage", help="format and inspect node storage (like kafka-storage.sh)",
+                       description="Generate cluster ids, format log directories, and show their state.")
+    ssub = p.add_subparsers(dest="action", metavar="<action>", required=True)
+    r = ssub.add_parser("random-uuid", help="print a new cluster id")
+    r.set_defaults(func=lambda args: print(random_uuid()) or 0)
+    f = ssub.add_parser("format", help="write meta.properties and the bootstrap metadata")
+    f.add_argument("-c", "--config", required=True, help="server.properties")
+    f.add_argument("-t", "--cluster-id", required=True, help="cluster id (see random-uuid)")
+    f.add_argument("-g", "--ignore-formatted", action="store_true",
+                   help="succeed without changes when already formatted with this cluster id")
+    f.add_argument("--metadata-version", type=int, default=None,
+                   help="metadata.version feature level to bootstrap (default: the latest kraftwire supports)")
+    f.set_defaults(func=run_format)
+    i = ssub.add_parser("info", help="show the state of the configured log directories")
+    i.add_argument("-c", "--config", required=True, help="server.properties")
+    i.add_argument("--json", action="store_true", help="print JSON")
+    i.set_defaults(func=run_info)
+
+
+def log_dirs(cfg: NodeConfig) -> list[Path]:
+    dirs = [Path(d) for d in cfg["log.dirs"]] or [Path(cfg["log.dir"])]
+    meta = cfg.metadata_log_dir
+    return [meta] + [d for d in dirs if d != meta]
+
+
+def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool = False,
+                   metadata_version: int | None = None, quiet: bool = False) -> int:
+    """Format every log directory of ``cfg``; returns how many were newly formatted."""
+    from kraftwire.controller import bootstrap_records
+    from kraftwire.node.bootstrap import write_bootstrap
+
+    if not valid_cluster_id(cluster_id):
+        raise StorageError(f"cluster id {cluster_id!r} is not a base64url-encoded 16-byte id "
+                           "(use `kraftwire storage random-uuid`)")
+    records = bootstrap_records() if metadata_version is None else bootstrap_records(metadata_version)
+    formatted = 0
+    for d in log_dirs(cfg):
+        existing = read_meta(d)
+        if existing is not None:
+            if existing.cluster_id != cluster_id or existing.node_id != cfg.node_id:
+                raise StorageError(f"{d} is already formatted for cluster {existing.cluster_id} node "
+                                   f"{existing.node_id}")
+            if not ignore_formatted:
+                raise StorageError(f"{d} is already formatted (use --ignore-formatted to accept that)")
+            if not quiet:
+                print(f"All of the log directories are already formatted: {d}")
+            continue
+        d.mkdir(parents=True, exist_ok=True)
+        if d == cfg.metadata_log_dir:
+            write_bootstrap(d, records)
+        write_meta(d, MetaProperties(cluster_id, cfg.node_id, random_uuid()))
+        formatted += 1
+        if not quiet:
+            print(f"Formatting {d} with metadata.version {records[0].message.feature_level} "
+                  f"(cluster {cluster_id}, node {cfg.node_id}).")
+    return formatted
+
+
+def run_format(args: argparse.Namespace) -> int:
+    try:
+        cfg = load_config(args.config)
+        format_storage(cfg, args.cluster_id, ignore_formatted=args.ignore_formatted,
+                       metadata_version=args.metadata_version)
+    except (ConfigError, StorageError, OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_info(args: argparse.Namespace) -> int:
+    try:
+        cfg = load_config(args.config)
+    except (ConfigError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    rows = []
+    problems = 0
+    for d in log_dirs(cfg):
+        row: dict[str, object] = {"directory": str(d)}
+        try:
+            meta = read_meta(d)
+        except StorageError as e:
+            row["error"] = str(e)
+            problems += 1
+            rows.append(row)
+            continue
+        if meta is None:
+            row["status"] = "not formatted" if d.exists() else "missing"
+            problems += 1
+        else:
+            row.update(status="formatted", cluster_id=meta.cluster_id, node_id=meta.node_id,
+                       directory_id=meta.directory_id, version=meta.version)
+            if meta.node_id != cfg.node_id:
+                row["error"] = f"node.id {meta.node_id} does not match the configuration's {cfg.node_id}"
+                problems += 1
+        rows.append(row)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(f"Found {len(rows)} log director{'y' if len(rows) == 1 else 'ies'}:")
+        for row in rows:
+            print(f"  {row['directory']}: " + ", ".join(f"{k}={v}" for k, v in row.items() if k != "directory"))
+    return 1 if problems else 0

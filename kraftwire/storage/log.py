@@ -1,0 +1,315 @@
+"""``FileLog``: the ``__cluster_metadata-0`` directory as a durable ReplicatedLog.
+
+Layout (Kafka's): ``<baseOffset:020d>.log`` segments of v2 record batches, a sparse ``.index``
+per segment (relative offset int32, position int32 every ``index_interval_bytes``) and the
+``leader-epoch-checkpoint`` text file. Appends are written at once but become durable only on
+``flush()`` (fsync), which is what advances ``flushed_offset``. Opening the directory validates
+every batch's CRC, truncates a torn or corrupt tail, and rebuilds the epoch cache and indexes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kraftwire.protocol.errors import CorruptRecordError
+from kraftwire.protocol.records import Record, RecordBatch, decode_batch, encode_batch, iter_batches
+from kraftwire.raft.log import OffsetAndEpoch, SnapshotId
+from kraftwire.storage.fsutil import atomic_write, fsync_dir
+
+log = logging.getLogger(__name__)
+EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+_INDEX_ENTRY = struct.Struct(">ii")
+
+
+@dataclass(slots=True)
+class _BatchPos:
+    base_offset: int
+    next_offset: int
+    epoch: int
+    position: int
+    size: int
+
+
+@dataclass(slots=True)
+class _Segment:
+    base_offset: int
+    path: Path
+    fd: int
+    size: int = 0
+    batches: list[_BatchPos] = field(default_factory=list)
+    dirty: bool = False
+    index_entries: list[tuple[int, int]] = field(default_factory=list)
+    bytes_since_index: int = 0
+
+    @property
+    def index_path(self) -> Path:
+        return self.path.with_suffix(".index")
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}.log"
+
+
+class FileLog:
+    """A segmented, fsync-on-flush metadata log (implements ``kraftwire.raft.log.ReplicatedLog``)."""
+
+    def __init__(self, directory: Path, *, segment_bytes: int = 1 << 30, index_interval_bytes: int = 4096) -> None:
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.segment_bytes = segment_bytes
+        self.index_interval_bytes = index_interval_bytes
+        self._segments: list[_Segment] = []
+        self._epochs: list[tuple[int, int]] = []  # (epoch, start offset)
+        self._start = 0
+        self._end = 0
+        self._flushed = 0
+        self._recover()
+
+    # -- open / recovery ------------------------------------------------------------------------
+    def _recover(self) -> None:
+        paths = sorted(self.dir.glob("*.log"), key=lambda p: int(p.stem))
+        expected: int | None = None
+        for i, path in enumerate(paths):
+            base = int(path.stem)
+            if expected is not None and base != expected:
+                log.warning("%s: segment does not continue the log at %d; removing it and later ones", path,
+                            expected)
+                for p in paths[i:]:
+                    p.unlink()
+                    p.with_suffix(".index").unlink(missing_ok=True)
+                break
+            seg = _Segment(base, path, os.open(path, os.O_RDWR))
+            data = os.pread(seg.fd, os.fstat(seg.fd).st_size, 0)
+            good = 0
+            torn = False
+            try:
+                if expected is None:
+                    expected = base
+                for batch, pos, size in iter_batches(data):
+                    if batch.base_offset != expected:
+                        raise CorruptRecordError(f"batch at position {pos} has offset {batch.base_offset}, "
+                                                 f"expected {expected}")
+                    self._track(seg, batch, pos, size)
+                    expected = batch.next_offset
+                    good = pos + size
+            except CorruptRecordError as e:
+                log.warning("%s: %s; truncating at position %d", path, e, good)
+                torn = True
+            if good != len(data):
+                if not torn:
+                    log.warning("%s: torn tail of %d bytes; truncating at position %d", path, len(data) - good, good)
+                os.ftruncate(seg.fd, good)
+                os.fsync(seg.fd)
+            seg.size = good
+            self._segments.append(seg)
+            if torn or good != len(data):
+                for p in paths[i + 1:]:
+                    log.warning("%s: follows a torn segment; removing", p)
+                    p.unlink()
+                    p.with_suffix(".index").unlink(missing_ok=True)
+                break
+        if not self._segments:
+            self._segments.append(self._new_segment(0))
+        self._start = self._segments[0].base_offset
+        self._end = expected if expected is not None else self._start
+        self._flushed = self._end
+        for seg in self._segments:
+            self._write_index(seg)
+        self._write_epochs()
+
+    def _track(self, seg: _Segment, batch: RecordBatch, pos: int, size: int) -> None:
+        seg.batches.append(_BatchPos(batch.base_offset, batch.next_offset, batch.leader_epoch, pos, size))
+        if not self._epochs or batch.leader_epoch > self._epochs[-1][0]:
+            self._epochs.append((batch.leader_epoch, batch.base_offset))
+        if seg.bytes_since_index >= self.index_interval_bytes or not seg.index_entries:
+            seg.index_entries.append((batch.base_offset - seg.base_offset, pos))
+            seg.bytes_since_index = 0
+        seg.bytes_since_index += size
+
+    def _new_segment(self, base: int) -> _Segment:
+        path = self.dir / segment_name(base)
+        seg = _Segment(base, path, os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
+        fsync_dir(self.dir)
+        return seg
+
+    # -- ReplicatedLog: positions ---------------------------------------------------------------
+    @property
+    def start_offset(self) -> int:
+        return self._start
+
+    @property
+    def end_offset(self) -> int:
+        return self._end
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._flushed
+
+    def last_epoch(self) -> int:
+        return self._epochs[-1][0] if self._epochs else 0
+
+    def epochs(self) -> list[tuple[int, int]]:
+        """The epoch cache: (epoch, start offset) pairs, ascending."""
+        return list(self._epochs)
+
+    # -- ReplicatedLog: writes ------------------------------------------------------------------
+    def append_as_leader(self, records: Sequence[Record], epoch: int, *, control: bool = False,
+                         timestamp_ms: int = 0) -> RecordBatch:
+        batch = RecordBatch(self._end, epoch, tuple(records), control, timestamp_ms)
+        raw = encode_batch(batch)
+        batch = RecordBatch(batch.base_offset, epoch, batch.records, control, timestamp_ms, raw=raw)
+        self._write(batch, raw)
+        return batch
+
+    def append_as_follower(self, batches: Sequence[RecordBatch]) -> None:
+        for batch in batches:
+            self._write(batch, batch.raw if batch.raw is not None else encode_batch(batch))
+
+    def _write(self, batch: RecordBatch, raw: bytes) -> None:
+        if batch.base_offset != self._end:
+            raise ValueError(f"batch at {batch.base_offset} does not start at the log end {self._end}")
+        if not batch.records:
+            raise ValueError("empty batch")
+        if self._epochs and batch.leader_epoch < self._epochs[-1][0]:
+            raise ValueError(f"epoch {batch.leader_epoch} is below the last epoch {self._epochs[-1][0]}")
+        seg = self._segments[-1]
+        if seg.size > 0 and seg.size + len(raw) > self.segment_bytes:
+            self._roll()
+            seg = self._segments[-1]
+        new_epoch = not self._epochs or batch.leader_epoch > self._epochs[-1][0]
+        os.pwrite(seg.fd, raw, seg.size)
+        self._track(seg, batch, seg.size, len(raw))
+        seg.size += len(raw)
+        seg.dirty = True
+        self._end = batch.next_offset
+        if new_epoch:
+            self._write_epochs()
+
+    def _roll(self) -> None:
+        old = self._segments[-1]
+        os.fsync(old.fd)
+        old.dirty = False
+        self._write_index(old)
+        self._segments.append(self._new_segment(self._end))
+
+    def flush(self) -> None:
+        for seg in self._segments:
+            if seg.dirty:
+                os.fsync(seg.fd)
+                seg.dirty = False
+        self._flushed = self._end
+
+    def truncate_to(self, offset: int) -> None:
+        if offset >= self._end:
+            return
+        offset = max(offset, self._start)
+        keep_prefix: RecordBatch | None = None
+        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+            seg = self._segments.pop()
+            os.close(seg.fd)
+            seg.path.unlink()
+            seg.index_path.unlink(missing_ok=True)
+        seg = self._segments[-1]
+        j = next((k for k, bp in enumerate(seg.batches) if bp.next_offset > offset), len(seg.batches))
+        cut_pos = seg.size
+        if j < len(seg.batches):
+            bp = seg.batches[j]
+            cut_pos = bp.position
+            if bp.base_offset < offset:
+                whole = decode_batch(os.pread(seg.fd, bp.size, bp.position))
+                keep_prefix = RecordBatch(whole.base_offset, whole.leader_epoch,
+                                          whole.records[: offset - whole.base_offset], whole.control,
+                                          whole.base_timestamp, whole.producer_id, whole.producer_epoch,
+                                          whole.base_sequence, whole.transactional)
+            del seg.batches[j:]
+        os.ftruncate(seg.fd, cut_pos)
+        os.fsync(seg.fd)
+        seg.size = cut_pos
+        seg.index_entries = [e for e in seg.index_entries if e[1] < cut_pos]
+        seg.bytes_since_index = 0
+        self._end = seg.batches[-1].next_offset if seg.batches else seg.base_offset
+        while self._epochs and self._epochs[-1][1] >= self._end:
+            self._epochs.pop()
+        self._flushed = min(self._flushed, self._end)
+        if keep_prefix is not None:
+            self._write(keep_prefix, encode_batch(keep_prefix))
+            self.flush()
+        self._write_index(seg)
+        self._write_epochs()
+
+    # -- ReplicatedLog: reads -------------------------------------------------------------------
+    def _locate(self, offset: int) -> tuple[int, int] | None:
+        """(segment index, batch index) of the batch containing ``offset``."""
+        if offset < self._start or offset >= self._end:
+            return None
+        s = bisect_right([seg.base_offset for seg in self._segments], offset) - 1
+        seg = self._segments[s]
+        b = bisect_right([bp.base_offset for bp in seg.batches], offset) - 1
+        if b < 0:
+            return None
+        return s, b
+
+    def read_raw(self, start_offset: int, max_bytes: int) -> bytes:
+        """Whole batches' bytes from the batch containing ``start_offset`` (at least one batch)."""
+        loc = self._locate(start_offset)
+        if loc is None:
+            return b""
+        s, b = loc
+        out = bytearray()
+        while s < len(self._segments):
+            seg = self._segments[s]
+            batches = seg.batches[b:]
+            if batches:
+                first = batches[0].position
+                end = first
+                for bp in batches:
+                    if (out or end > first) and len(out) + (bp.position + bp.size - first) > max_bytes:
+                        break
+                    end = bp.position + bp.size
+                out += os.pread(seg.fd, end - first, first)
+                if end < seg.size:
+                    break
+            s += 1
+            b = 0
+        return bytes(out)
+
+    def read(self, start_offset: int, max_bytes: int) -> list[RecordBatch]:
+        data = self.read_raw(start_offset, max_bytes)
+        return [batch for batch, _, _ in iter_batches(data, verify_crc=False)]
+
+    # -- epochs -----------------------------------------------------------------------------------
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        lo = bisect_right([e for e, _ in self._epochs], epoch)
+        if lo == 0:
+            return OffsetAndEpoch(self._start, 0)
+        found = self._epochs[lo - 1][0]
+        end = self._epochs[lo][1] if lo < len(self._epochs) else self._end
+        return OffsetAndEpoch(end, found)
+
+    def latest_snapshot_id(self) -> SnapshotId | None:
+        return None
+
+    # -- side files -------------------------------------------------------------------------------
+    def _write_epochs(self) -> None:
+        lines = ["0", str(len(self._epochs))] + [f"{e} {o}" for e, o in self._epochs]
+        atomic_write(self.dir / EPOCH_CHECKPOINT, ("\n".join(lines) + "\n").encode())
+
+    def _write_index(self, seg: _Segment) -> None:
+        data = b"".join(_INDEX_ENTRY.pack(rel, pos) for rel, pos in seg.index_entries)
+        atomic_write(seg.index_path, data)
+
+    def close(self) -> None:
+        self.flush()
+        for seg in self._segments:
+            self._write_index(seg)
+            os.close(seg.fd)
+        self._segments = []
+
+    def segment_paths(self) -> list[Path]:
+        return [seg.path for seg in self._segments]
