@@ -88,6 +88,31 @@ class ReplicatedLog(Protocol):
     def latest_snapshot_id(self) -> SnapshotId | None:
         """The newest snapshot held, if any."""
 
+    # -- snapshots (KIP-630). A snapshot file is a sequence of v2 batches: a SnapshotHeaderRecord
+    # control batch, metadata record batches, a SnapshotFooterRecord control batch.
+
+    def create_snapshot(self, snapshot_id: SnapshotId, batches: Sequence[RecordBatch]) -> None:
+        """Durably store a snapshot (complete file content as ``batches``) covering offsets below
+        ``snapshot_id.end_offset``, which must be <= the high watermark the caller knows."""
+
+    def snapshot_size(self, snapshot_id: SnapshotId) -> int:
+        """Size in bytes of a stored snapshot; raises KeyError if it is not held."""
+
+    def read_snapshot_chunk(self, snapshot_id: SnapshotId, position: int, max_bytes: int) -> bytes:
+        """Raw bytes of a stored snapshot from ``position`` (FetchSnapshot serving)."""
+
+    def read_snapshot(self, snapshot_id: SnapshotId) -> list[RecordBatch]:
+        """All batches of a stored snapshot (header and footer control batches included)."""
+
+    def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        """A follower downloaded ``data`` (a whole snapshot file): store it durably, then replace the
+        log with it — every record is removed, ``start_offset == end_offset == flushed_offset ==
+        snapshot_id.end_offset`` and ``last_epoch() == snapshot_id.epoch``."""
+
+    def delete_before(self, snapshot_id: SnapshotId) -> None:
+        """Log cleaning: drop whole segments/batches entirely below ``snapshot_id.end_offset`` (the
+        start offset advances to a batch boundary <= it) and snapshots older than this one."""
+
 
 class QuorumStateStore(Protocol):
     """Durable election state. ``write`` returns only once the state is durable."""
