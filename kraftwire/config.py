@@ -152,6 +152,7 @@ SPEC: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "connections.max.idle.ms": (_int(1), "600000"),
     "broker.session.timeout.ms": (_int(1), "9000"),
     "broker.heartbeat.interval.ms": (_int(1), "2000"),
+    "metadata.max.idle.interval.ms": (_int(0), "500"),
     "num.partitions": (_int(1), "1"),
     "default.replication.factor": (_int(1), "1"),
     "super.users": (_str, ""),
@@ -168,7 +169,9 @@ IGNORED = {"num.network.threads", "num.io.threads", "socket.send.buffer.bytes", 
            "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
            "log.retention.hours", "log.segment.bytes", "log.retention.check.interval.ms",
            "group.initial.rebalance.delay.ms", "share.coordinator.state.topic.replication.factor",
-           "share.coordinator.state.topic.min.isr"}
+           "share.coordinator.state.topic.min.isr", "group.min.session.timeout.ms",
+           "group.max.session.timeout.ms", "group.max.size", "offset.metadata.max.bytes",
+           "offsets.retention.minutes", "offsets.retention.check.interval.ms"}
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,7 @@ class NodeConfig:
 
     values: dict[str, Any]
     unknown: list[str] = field(default_factory=list)
+    raw: dict[str, str] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -255,7 +259,7 @@ def load_config(source: Path | str | Mapping[str, str], overrides: Mapping[str, 
     unknown = sorted(k for k in raw if k not in SPEC and k not in IGNORED)
     for key in unknown:
         log.warning("unknown configuration key %s (ignored)", key)
-    cfg = NodeConfig(values, unknown)
+    cfg = NodeConfig(values, unknown, raw)
     _validate(cfg)
     return cfg
 

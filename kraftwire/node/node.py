@@ -16,11 +16,13 @@ import anyio
 
 from kraftwire.config import NodeConfig
 from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records
+from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.net.server import KafkaServer, ListenerSpec, Reply, RequestContext
 from kraftwire.node import reads
 from kraftwire.node.apis import CONTROLLER_APIS, api_versions_response, supported
 from kraftwire.node.bootstrap import read_bootstrap
 from kraftwire.node.controller_shell import ControllerShell
+from kraftwire.node.group_shell import GroupShell
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.view import LogPartitionView
 from kraftwire.protocol.errors import Errors
@@ -61,7 +63,7 @@ class Node:
     """One kraftwire server process (controller role; broker role arrives with the broker issue)."""
 
     def __init__(self, cfg: NodeConfig, *, log: Any = None, store: Any = None, cluster_id: str | None = None,
-                 bootstrap: list[Any] | None = None) -> None:
+                 bootstrap: list[Any] | None = None, offset_store: Any = None) -> None:
         """Open the node's storage; ``log``/``store``/``cluster_id`` may be injected (tests)."""
         self.cfg = cfg
         if log is None:
@@ -82,6 +84,7 @@ class Node:
         self.controller = ControllerShell(cfg.node_id, QuorumController(ControllerConfig(
             node_id=cfg.node_id, cluster_id=self.cluster_id,
             session_timeout_ms=cfg["broker.session.timeout.ms"],
+            max_idle_interval_ms=cfg["metadata.max.idle.interval.ms"],
             default_num_partitions=cfg["num.partitions"],
             default_replication_factor=cfg["default.replication.factor"])), bootstrap or bootstrap_records())
         self.core = RaftCore(cfg.node_id, frozenset(self.voters), raft_config(cfg), self.log, self.store,
@@ -93,8 +96,14 @@ class Node:
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"], nodes=self.nodes,
                                  leader_endpoints=[(e.name, e.host, e.port) for e in own])
         self.controller.attach(self.core, self.driver)
+        client = (cfg.advertised() or cfg.listeners)[0]
+        if offset_store is None:
+            offset_store = FileOffsetStore(store_dir(cfg.metadata_log_dir))
+        self.groups = GroupShell(GroupCoordinator(cfg.node_id, offset_store, GroupConfig.from_properties(
+            cfg.raw, host=client.host, port=client.port)), wall_ms,
+            voters=[(v.node_id, v.host, v.port) for v in cfg.voters])
         self.view = LogPartitionView(self.core, self.log)
-        self.apis = supported(CONTROLLER_APIS)
+        self.apis = supported({**CONTROLLER_APIS, **GROUP_APIS})
         self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
             self.apis, int(Errors.UNSUPPORTED_VERSION)), 0),
             max_request_bytes=cfg["socket.request.max.bytes"],
@@ -108,6 +117,7 @@ class Node:
         async with anyio.create_task_group() as tg:
             await tg.start(self.driver.run)
             tg.start_soon(self.controller.run_timer)
+            tg.start_soon(self.groups.run_timer)
             for ep in self.cfg.listeners:
                 spec = ListenerSpec(ep.name, ep.host, ep.port, self.cfg.security_protocol(ep.name))
                 self.bound[ep.name] = await tg.start(self.server.serve, spec)
@@ -147,6 +157,9 @@ class Node:
                                                  controller_id=self.view.leader_id), version)
         if key == 2:
             return Reply(reads.list_offsets_response(body, version, self.view), version)
+        if key in GROUP_APIS:
+            return Reply(await self.groups.handle(key, version, body, request.header.client_id or "",
+                                                  ctx.client_host), version)
         if key in CONTROLLER_APIS:
             return Reply(await self.controller.handle(body, version), version)
         if key == 60:

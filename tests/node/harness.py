@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 import anyio
 
 from kraftwire.config import load_config
+from kraftwire.group import MemoryOffsetStore
 from kraftwire.node.node import Node
 from kraftwire.raft.memory import MemoryLog, MemoryStateStore
 
@@ -28,7 +29,8 @@ def node_config(node_id: int, ports: list[int], **extra: str):
              "listeners": f"CONTROLLER://127.0.0.1:{ports[node_id - 1]}",
              "controller.listener.names": "CONTROLLER",
              "controller.quorum.election.timeout.ms": "300", "controller.quorum.fetch.timeout.ms": "1500",
-             "controller.quorum.election.backoff.max.ms": "300", "controller.quorum.request.timeout.ms": "1000"}
+             "controller.quorum.election.backoff.max.ms": "300", "controller.quorum.request.timeout.ms": "1000",
+             "metadata.max.idle.interval.ms": "20"}
     props.update(extra)
     return load_config(props)
 
@@ -36,7 +38,8 @@ def node_config(node_id: int, ports: list[int], **extra: str):
 @asynccontextmanager
 async def memory_cluster(n: int = 3, cluster_id: str = "kw-test-cluster-0000001"):
     ports = free_ports(n)
-    nodes = [Node(node_config(i, ports), log=MemoryLog(), store=MemoryStateStore(), cluster_id=cluster_id)
+    nodes = [Node(node_config(i, ports), log=MemoryLog(), store=MemoryStateStore(), cluster_id=cluster_id,
+                 offset_store=MemoryOffsetStore())
              for i in range(1, n + 1)]
     async with anyio.create_task_group() as tg:
         for node in nodes:
