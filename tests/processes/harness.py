@@ -1,0 +1,121 @@
+"""Real `kraftwire server` processes on 127.0.0.1 for process-level tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kraftwire.cli.quickstart import write_configs
+from kraftwire.cli.storage import format_storage
+from kraftwire.config import load_config
+from kraftwire.storage.meta_properties import random_uuid
+
+FAST = ["controller.quorum.election.timeout.ms=500", "controller.quorum.fetch.timeout.ms=1000",
+        "controller.quorum.election.backoff.max.ms=300", "controller.quorum.request.timeout.ms=1000",
+        "metadata.max.idle.interval.ms=100"]
+
+
+def free_port_block(n: int) -> int:
+    """A base port with n consecutive free ports (best effort)."""
+    for _ in range(50):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        base = s.getsockname()[1]
+        s.close()
+        if base + n >= 65000:
+            continue
+        ok = True
+        for p in range(base, base + n):
+            t = socket.socket()
+            try:
+                t.bind(("127.0.0.1", p))
+            except OSError:
+                ok = False
+            finally:
+                t.close()
+        if ok:
+            return base
+    raise RuntimeError("no free port block")
+
+
+class Cluster:
+    """N voters as subprocesses; each has its own config, data dir and log file."""
+
+    def __init__(self, root: Path, n: int = 3, cluster_id: str | None = None) -> None:
+        self.root = root
+        self.n = n
+        self.base_port = free_port_block(n)
+        self.configs = write_configs(root, n, self.base_port)
+        self.cluster_id = cluster_id or random_uuid()
+        self.procs: dict[int, subprocess.Popen] = {}
+        for cfg in self.configs:
+            format_storage(load_config(cfg), self.cluster_id, quiet=True)
+
+    def addr(self, node: int) -> str:
+        return f"127.0.0.1:{self.base_port + node - 1}"
+
+    def data_dir(self, node: int) -> Path:
+        return self.root / f"node{node}" / "data"
+
+    def start(self, node: int, *extra: str) -> subprocess.Popen:
+        args = [sys.executable, "-m", "kraftwire", "server", str(self.configs[node - 1])]
+        for o in FAST + list(extra):
+            args += ["--override", o]
+        log = open(self.root / f"node{node}" / "server.log", "ab")  # noqa: SIM115 - child keeps it
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        self.procs[node] = proc
+        return proc
+
+    def start_all(self) -> None:
+        for i in range(1, self.n + 1):
+            self.start(i)
+
+    def kill(self, node: int, sig: int = signal.SIGKILL) -> None:
+        proc = self.procs[node]
+        proc.send_signal(sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            proc.wait(timeout=15)
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                try:
+                    os.kill(proc.pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def describe(self, node: int, what: str = "--status", timeout: float = 5.0) -> dict | None:
+        """`kraftwire metadata-quorum ... describe --json`, or None if it failed."""
+        out = subprocess.run([sys.executable, "-m", "kraftwire", "metadata-quorum", "--bootstrap-controller",
+                              self.addr(node), "--timeout", str(timeout), "describe", what, "--json"],
+                             capture_output=True, text=True, timeout=timeout + 20)
+        if out.returncode != 0:
+            return None
+        return json.loads(out.stdout)
+
+    def wait_status(self, pred, nodes: list[int], timeout: float = 30.0) -> dict:
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            for node in nodes:
+                last = self.describe(node)
+                if last is not None and pred(last):
+                    return last
+            time.sleep(0.3)
+        raise AssertionError(f"condition not met within {timeout}s; last status {last}")
+
+    def log_text(self, node: int) -> str:
+        return (self.root / f"node{node}" / "server.log").read_text(errors="replace")
