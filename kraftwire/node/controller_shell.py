@@ -45,6 +45,7 @@ class ControllerShell:
         self.driver: Any = None
         self._waiters: list[_Waiter] = []
         self._wake = anyio.Event()
+        self.metrics: Any = None
         self.fatal: BaseException | None = None
         self.fatal_event = anyio.Event()
 
@@ -71,9 +72,13 @@ class ControllerShell:
             return
         last = batches[-1].last_offset
         ctl.handle_commit(last)
+        if self.metrics is not None:
+            self.metrics.committed(last)
         self._release(last)
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        if self.metrics is not None:
+            self.metrics.leader_changed(leader_id)
         if self.controller.active and (leader_id != self.node_id or epoch != self.controller.epoch):
             log.info("controller deactivated: leader is now %s in epoch %d", leader_id, epoch)
             self.controller.deactivate()

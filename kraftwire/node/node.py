@@ -23,6 +23,7 @@ from kraftwire.node.apis import CONTROLLER_APIS, api_versions_response, supporte
 from kraftwire.node.bootstrap import read_bootstrap
 from kraftwire.node.controller_shell import ControllerShell
 from kraftwire.node.group_shell import GroupShell
+from kraftwire.node.metrics import RaftMetrics, serve_metrics
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.view import LogPartitionView
 from kraftwire.protocol.errors import Errors
@@ -96,6 +97,8 @@ class Node:
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"], nodes=self.nodes,
                                  leader_endpoints=[(e.name, e.host, e.port) for e in own])
         self.controller.attach(self.core, self.driver)
+        self.metrics = RaftMetrics(self.core, self.log)
+        self.driver.metrics = self.controller.metrics = self.metrics
         client = (cfg.advertised() or cfg.listeners)[0]
         if offset_store is None:
             offset_store = FileOffsetStore(store_dir(cfg.metadata_log_dir))
@@ -118,6 +121,10 @@ class Node:
             await tg.start(self.driver.run)
             tg.start_soon(self.controller.run_timer)
             tg.start_soon(self.groups.run_timer)
+            if self.cfg["kraftwire.metrics.port"]:
+                host, port = await tg.start(serve_metrics, self.metrics, self.cfg["kraftwire.metrics.host"],
+                                            self.cfg["kraftwire.metrics.port"])
+                log.info("metrics on http://%s:%d/metrics", host, port)
             for ep in self.cfg.listeners:
                 spec = ListenerSpec(ep.name, ep.host, ep.port, self.cfg.security_protocol(ep.name))
                 self.bound[ep.name] = await tg.start(self.server.serve, spec)

@@ -52,6 +52,7 @@ class RaftDriver:
         self._wake = anyio.Event()
         self.changed = anyio.Event()  # set (and replaced) whenever log end / HW / leader may have moved
         self.on_change: list[Callable[[], None]] = []
+        self.metrics: Any = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
@@ -89,6 +90,8 @@ class RaftDriver:
     def append(self, records: list[Any]) -> list[int]:
         """Append records on the leader (raises NotLeaderError elsewhere); returns their offsets."""
         offsets = self.core.append(self.clock(), records)
+        if self.metrics is not None:
+            self.metrics.appended(offsets)
         self.poke()
         return offsets
 
@@ -140,6 +143,8 @@ class RaftDriver:
             log.exception("unexpected error handling %s to node %d", type(out.msg).__name__, out.dest_id)
             self.call(self.core.handle_request_failed, out.request_id)
             return
+        if self.metrics is not None and isinstance(msg, m.FetchResponse) and msg.partition is not None:
+            self.metrics.fetched(sum(len(b.records) for b in msg.partition.batches))
         self.call(self.core.handle_response, out.request_id, msg)
 
     def _conn(self, node_id: int) -> Connection | None:

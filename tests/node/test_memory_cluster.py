@@ -27,3 +27,32 @@ async def test_three_nodes_elect_one_leader_and_replicate():
         assert result["CurrentVoters"] == [1, 2, 3]
         assert result["HighWatermark"] > target
         assert result["ClusterId"] == "kw-test-cluster-0000001"
+
+
+async def test_prometheus_metrics_endpoint_reports_raft_state():
+    import anyio
+
+    from kraftwire.node.metrics import serve_metrics
+
+    async with memory_cluster(3) as (nodes, ports):
+        await wait_for(lambda: len(leaders(nodes)) == 1 and all(n.core.hw for n in nodes))
+        leader = leaders(nodes)[0]
+        async with anyio.create_task_group() as tg:
+            host, port = await tg.start(serve_metrics, leader.metrics, "127.0.0.1", 0)
+            async with await anyio.connect_tcp(host, port) as s:
+                await s.send(b"GET /metrics HTTP/1.0\r\n\r\n")
+                data = b""
+                while True:
+                    try:
+                        data += await s.receive()
+                    except anyio.EndOfStream:
+                        break
+            tg.cancel_scope.cancel()
+        text = data.decode()
+        assert text.startswith("HTTP/1.0 200 OK")
+        values = dict(line.rsplit(" ", 1) for line in text.split("\r\n\r\n", 1)[1].splitlines()
+                      if line and not line.startswith("#"))
+        assert values["kafka_server_raft_metrics_current_leader"] == str(leader.cfg.node_id)
+        assert values['kafka_server_raft_metrics_current_state{state="leader"}'] == "1"
+        assert int(values["kafka_server_raft_metrics_high_watermark"]) > 0
+        assert values["kafka_server_raft_metrics_election_latency_max"] != "NaN"
