@@ -61,13 +61,11 @@ async def consume(addr: str, *, start: str | int, max_records: int, idle_timeout
                 batches = decode_batches(part.records) if part.records else []
                 for batch in batches:
                     for i in range(len(batch.records)):
-                        if batch.base_offset + i < offset:
+                        if batch.base_offset + i < offset or (max_records and printed >= max_records):
                             continue
                         if not batch.control or include_control:
                             print(json.dumps(record_json(batch, i, True)["record"]), file=out, flush=True)
                             printed += 1
-                            if max_records and printed >= max_records:
-                                break
                     offset = max(offset, batch.next_offset)
                 if batches:
                     idle_since = anyio.current_time()

@@ -56,3 +56,21 @@ async def test_prometheus_metrics_endpoint_reports_raft_state():
         assert values['kafka_server_raft_metrics_current_state{state="leader"}'] == "1"
         assert int(values["kafka_server_raft_metrics_high_watermark"]) > 0
         assert values["kafka_server_raft_metrics_election_latency_max"] != "NaN"
+
+
+async def test_console_consumer_prints_committed_records_decoded():
+    import io
+    import json
+
+    from kraftwire.cli.console_consumer import consume
+
+    async with memory_cluster(3) as (nodes, ports):
+        await wait_for(lambda: len(leaders(nodes)) == 1 and (leaders(nodes)[0].core.hw or 0) > 6)
+        out = io.StringIO()
+        n = await consume(f"127.0.0.1:{ports[1]}", start="earliest", max_records=4, idle_timeout=5,
+                          include_control=False, out=out)
+        lines = [json.loads(line) for line in out.getvalue().splitlines()]
+        assert n == 4 and len(lines) == 4
+        assert lines[0]["payload"]["type"] == "FeatureLevelRecord"
+        assert lines[0]["payload"]["data"]["name"] == "metadata.version"
+        assert [r["offset"] for r in lines] == sorted(r["offset"] for r in lines)
