@@ -58,7 +58,7 @@ class SupportedFeatureKey:
 
 @dataclass(slots=True)
 class FinalizedFeatureKey:
-    """Cluster-wide finalized feature levels; meaningful only when FinalizedFeaturesEpoch is at least 0."""
+    """Feature levels finalized for the whole cluster; ignore unless FinalizedFeaturesEpoch is non-negative."""
 
     name: str = ''  # Feature name.
     max_version_level: int = 0  # Finalized maximum level of the feature.
@@ -82,8 +82,8 @@ class ApiVersionsResponse:
     throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
     supported_features: list[SupportedFeatureKey] = field(default_factory=list)  # Feature version ranges this node supports; before v4, ranges starting at 0 are left out.
     finalized_features_epoch: int = -1  # Epoch of the finalized feature data; -1 if unknown.
-    finalized_features: list[FinalizedFeatureKey] = field(default_factory=list)  # Cluster-wide finalized feature levels; meaningful only when FinalizedFeaturesEpoch is at least 0.
-    zk_migration_ready: bool = False  # Set by a KRaft controller that is configured for ZK migration.
+    finalized_features: list[FinalizedFeatureKey] = field(default_factory=list)  # Feature levels finalized for the whole cluster; ignore unless FinalizedFeaturesEpoch is non-negative.
+    zk_migration_ready: bool = False  # True from a KRaft controller whose configuration allows ZK migration.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 
     _SPEC: ClassVar[tuple] = ()

@@ -36,7 +36,7 @@ class PartitionData:
 
     partition_index: int = 0  # Index of the partition.
     voter_directory_id: uuid.UUID = ZERO_UUID  # Directory id of the addressed voter; zero UUID if unknown.
-    leader_id: int = 0  # Replica id of the new leader.
+    leader_id: int = 0  # Replica id of the leader that just won the election.
     leader_epoch: int = 0  # Epoch the new leader was elected in.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 

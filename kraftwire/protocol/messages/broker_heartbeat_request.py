@@ -38,7 +38,7 @@ class BrokerHeartbeatRequest:
 
     broker_id: int = 0  # Id of the broker sending the heartbeat.
     broker_epoch: int = -1  # Registration epoch of the broker; -1 if not registered.
-    current_metadata_offset: int = 0  # Highest metadata log offset the broker has applied.
+    current_metadata_offset: int = 0  # Offset up to which the broker has replayed the metadata log.
     want_fence: bool = False  # True if the broker asks to be (or stay) fenced.
     want_shut_down: bool = False  # True if the broker wants to begin a controlled shutdown.
     offline_log_dirs: list[uuid.UUID] = field(default_factory=list)  # Ids of log directories that have failed.

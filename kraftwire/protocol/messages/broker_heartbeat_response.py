@@ -39,7 +39,7 @@ class BrokerHeartbeatResponse:
     throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
     error_code: int = 0  # Error code; 0 on success.
     is_caught_up: bool = False  # True once the broker's metadata is close enough to the log end.
-    is_fenced: bool = True  # True if the broker is currently fenced.
+    is_fenced: bool = True  # Whether the controller currently considers the broker fenced.
     should_shut_down: bool = False  # True if the broker may now finish shutting down.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 

@@ -74,7 +74,7 @@ class BrokerRegistrationRequest:
     rack: str | None = ''  # Rack of the broker; null if not configured.
     is_migrating_zk_broker: bool = False  # True for a ZooKeeper-mode broker configured for ZK migration.
     log_dirs: list[uuid.UUID] = field(default_factory=list)  # Ids of the broker's online log directories.
-    previous_broker_epoch: int = -1  # Broker epoch held before a clean shutdown; -1 if none.
+    previous_broker_epoch: int = -1  # Epoch of the previous registration if the broker shut down cleanly; -1 otherwise.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 
     _SPEC: ClassVar[tuple] = ()

@@ -60,7 +60,7 @@ class CreatePartitionsRequest:
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
 
     topics: list[CreatePartitionsTopic] = field(default_factory=list)  # Topics to grow.
-    timeout_ms: int = 0  # How long (ms) to wait for the new partitions to be created.
+    timeout_ms: int = 0  # Upper bound (ms) on waiting for the new partitions to exist.
     validate_only: bool = False  # If true, only validate the request without creating partitions.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 

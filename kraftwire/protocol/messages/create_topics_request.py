@@ -53,7 +53,7 @@ class CreatableTopicConfig:
 
 @dataclass(slots=True)
 class CreatableTopic:
-    """Topics to create."""
+    """One entry per new topic."""
 
     name: str = ''  # Name of the new topic.
     num_partitions: int = 0  # Partition count; -1 for the broker default or when Assignments is given.
@@ -74,7 +74,7 @@ class CreateTopicsRequest:
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 5
 
-    topics: list[CreatableTopic] = field(default_factory=list)  # Topics to create.
+    topics: list[CreatableTopic] = field(default_factory=list)  # One entry per new topic.
     timeout_ms: int = 60000  # How long (ms) to wait for creation to finish before returning.
     validate_only: bool = False  # If true, only check whether the topics could be created.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None

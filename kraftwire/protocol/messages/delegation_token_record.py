@@ -40,7 +40,7 @@ class DelegationTokenRecord:
     requester: str = ''  # Principal that requested the token.
     renewers: list[str] = field(default_factory=list)  # Principals allowed to renew the token.
     issue_timestamp: int = 0  # Time (ms) at which the token was created.
-    max_timestamp: int = 0  # Time (ms) after which the token can no longer be renewed.
+    max_timestamp: int = 0  # Hard expiry time (ms); renewals cannot extend the token past it.
     expiration_timestamp: int = 0  # Time (ms) at which the token expires unless renewed.
     token_id: str = ''  # Identifier of the token.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None

@@ -35,8 +35,8 @@ class DeleteAclsFilter:
     resource_type_filter: int = 0  # AclResourceType code to match; 1 = any.
     resource_name_filter: str | None = ''  # Resource name to match; null matches any name.
     pattern_type_filter: int = 3  # PatternType to match: 1 = any, 2 = match, 3 = literal, 4 = prefixed.
-    principal_filter: str | None = ''  # Principal to match; null matches any principal.
-    host_filter: str | None = ''  # Host to match; null matches any host.
+    principal_filter: str | None = ''  # Only ACLs for this principal; null for every principal.
+    host_filter: str | None = ''  # Only ACLs for this host; null for every host.
     operation: int = 0  # AclOperation code to match; 1 = any.
     permission_type: int = 0  # AclPermissionType code to match; 1 = any.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None

@@ -41,7 +41,7 @@ class EntityData:
 
 @dataclass(slots=True)
 class ValueData:
-    """Quota values set for the entity."""
+    """Quotas configured for this entity."""
 
     key: str = ''  # Quota name, e.g. consumer_byte_rate.
     value: float = 0.0  # Quota value.
@@ -55,7 +55,7 @@ class EntryData:
     """Matching entities with their quotas; null on error."""
 
     entity: list[EntityData] = field(default_factory=list)  # Components identifying the entity.
-    values: list[ValueData] = field(default_factory=list)  # Quota values set for the entity.
+    values: list[ValueData] = field(default_factory=list)  # Quotas configured for this entity.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 
     _SPEC: ClassVar[tuple] = ()

@@ -55,7 +55,7 @@ class DescribeClusterResponse:
     error_code: int = 0  # Error code; 0 on success.
     error_message: str | None = None  # Human-readable error detail; null when there is no error.
     endpoint_type: int = 1  # Kind of nodes listed: 1 = brokers, 2 = controllers.
-    cluster_id: str = ''  # Id of the cluster the responder belongs to.
+    cluster_id: str = ''  # Cluster id of the responding node.
     controller_id: int = -1  # Node id of the active controller; -1 if unknown.
     brokers: list[DescribeClusterBroker] = field(default_factory=list)  # Listed nodes.
     cluster_authorized_operations: int = -2147483648  # Bit set of authorized AclOperations; INT32_MIN if not requested.

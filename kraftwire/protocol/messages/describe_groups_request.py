@@ -36,7 +36,7 @@ class DescribeGroupsRequest:
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 5
 
-    groups: list[str] = field(default_factory=list)  # Ids of the groups to describe.
+    groups: list[str] = field(default_factory=list)  # Group ids to look up.
     include_authorized_operations: bool = False  # If true, return the caller's authorized operations on each group.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 

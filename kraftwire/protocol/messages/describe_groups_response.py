@@ -32,9 +32,9 @@ _S1 = struct.Struct('>i')
 class DescribedGroupMember:
     """Current members of the group."""
 
-    member_id: str = ''  # Member id assigned by the coordinator.
+    member_id: str = ''  # Coordinator-assigned id of this member.
     group_instance_id: str | None = None  # Static membership instance id; null for dynamic members.
-    client_id: str = ''  # Client id from the member's last JoinGroup.
+    client_id: str = ''  # client.id of the member, taken from its latest JoinGroup.
     client_host: str = ''  # Host the member connects from.
     member_metadata: bytes = b''  # Member's protocol metadata for the selected protocol.
     member_assignment: bytes = b''  # Assignment the leader gave this member.

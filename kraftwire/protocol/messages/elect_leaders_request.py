@@ -50,7 +50,7 @@ class ElectLeadersRequest:
 
     election_type: int = 0  # 0 = elect the preferred replica, 1 = unclean: any live replica if the ISR is empty.
     topic_partitions: list[TopicPartitions] | None = field(default_factory=list)  # Partitions to run elections for; null means all partitions.
-    timeout_ms: int = 60000  # How long (ms) to wait for the elections to finish.
+    timeout_ms: int = 60000  # Upper bound (ms) on waiting for the elections.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 
     _SPEC: ClassVar[tuple] = ()

@@ -73,7 +73,7 @@ class SnapshotId:
 class AbortedTransaction:
     """Aborted transactions in the returned range (read committed); null if none."""
 
-    producer_id: int = 0  # Producer id of the aborted transaction.
+    producer_id: int = 0  # Producer whose transaction was aborted.
     first_offset: int = 0  # Offset of the aborted transaction's first record.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 
@@ -114,7 +114,7 @@ class FetchableTopicResponse:
 
 @dataclass(slots=True)
 class NodeEndpoint:
-    """Endpoints of new leaders reported with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH."""
+    """Where to reach new leaders of partitions that failed with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH."""
 
     node_id: int = 0  # Node id the endpoint belongs to.
     host: str = ''  # Host name of the node.
@@ -136,9 +136,9 @@ class FetchResponse:
 
     throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
     error_code: int = 0  # Request-level error code (e.g. fetch session errors); 0 on success.
-    session_id: int = 0  # Fetch session id; 0 if the response is not part of a session.
+    session_id: int = 0  # Id of the incremental fetch session; 0 when no session is used.
     responses: list[FetchableTopicResponse] = field(default_factory=list)  # Results grouped by topic.
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints of new leaders reported with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH.
+    node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Where to reach new leaders of partitions that failed with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 
     _SPEC: ClassVar[tuple] = ()

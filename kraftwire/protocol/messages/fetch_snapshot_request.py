@@ -48,7 +48,7 @@ class PartitionSnapshot:
     partition: int = 0  # Partition index.
     current_leader_epoch: int = 0  # Leader epoch known to the follower; -1 if unknown.
     snapshot_id: SnapshotId = field(default_factory=SnapshotId)  # Identifies the snapshot to read.
-    position: int = 0  # Byte offset within the snapshot to read from.
+    position: int = 0  # Byte position in the snapshot where this read begins.
     replica_directory_id: uuid.UUID = ZERO_UUID  # Log directory id of the follower; zero UUID if unknown.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 

@@ -62,7 +62,7 @@ class PartitionSnapshot:
     error_code: int = 0  # Error code for this partition; 0 on success.
     snapshot_id: SnapshotId = field(default_factory=SnapshotId)  # Snapshot the returned bytes belong to.
     current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)  # Leader as known to the responder.
-    size: int = 0  # Total size of the snapshot in bytes.
+    size: int = 0  # Full snapshot length in bytes.
     position: int = 0  # Byte offset within the snapshot where UnalignedRecords starts.
     unaligned_records: bytes | memoryview | None = None  # Raw snapshot bytes; may start or end mid-batch.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None

@@ -38,7 +38,7 @@ class ListOffsetsPartition:
     partition_index: int = 0  # Partition index.
     current_leader_epoch: int = -1  # Leader epoch known to the client, used for fencing; -1 skips the check.
     timestamp: int = 0  # Target time (ms), or -1 = latest, -2 = earliest, -3 = max timestamp, -4 = earliest local, -5 = latest tiered.
-    max_num_offsets: int = 1  # Maximum number of offsets to return (version 0 only).
+    max_num_offsets: int = 1  # Version 0 only: how many offsets may be returned.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 
     _SPEC: ClassVar[tuple] = ()

@@ -33,7 +33,7 @@ _S4 = struct.Struct('>iqi')
 
 @dataclass(slots=True)
 class OffsetCommitRequestPartition:
-    """Partitions to commit offsets for."""
+    """Per-partition offsets to store."""
 
     partition_index: int = 0  # Partition index.
     committed_offset: int = 0  # Next offset the consumer will read.
@@ -47,10 +47,10 @@ class OffsetCommitRequestPartition:
 
 @dataclass(slots=True)
 class OffsetCommitRequestTopic:
-    """Topics to commit offsets for."""
+    """Offsets to store, grouped by topic."""
 
     name: str = ''  # Topic name.
-    partitions: list[OffsetCommitRequestPartition] = field(default_factory=list)  # Partitions to commit offsets for.
+    partitions: list[OffsetCommitRequestPartition] = field(default_factory=list)  # Per-partition offsets to store.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 
     _SPEC: ClassVar[tuple] = ()
@@ -70,7 +70,7 @@ class OffsetCommitRequest:
     member_id: str = ''  # Member id of the committer; empty for standalone commits.
     group_instance_id: str | None = None  # Static membership instance id; null for dynamic members.
     retention_time_ms: int = -1  # How long (ms) to keep the offsets; -1 uses the broker default (versions 2-4).
-    topics: list[OffsetCommitRequestTopic] = field(default_factory=list)  # Topics to commit offsets for.
+    topics: list[OffsetCommitRequestTopic] = field(default_factory=list)  # Offsets to store, grouped by topic.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 
     _SPEC: ClassVar[tuple] = ()

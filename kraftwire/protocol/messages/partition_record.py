@@ -48,7 +48,7 @@ class PartitionRecord:
     leader_recovery_state: int = 0  # 0 = leader recovered, 1 = unclean leader still recovering.
     leader_epoch: int = -1  # Leader epoch, bumped on every leader change.
     partition_epoch: int = -1  # Version counter bumped on any change to the partition.
-    directories: list[uuid.UUID] = field(default_factory=list)  # Log directory id hosting each replica, in the same order as Replicas.
+    directories: list[uuid.UUID] = field(default_factory=list)  # Per-replica log directory id, index-aligned with Replicas.
     eligible_leader_replicas: list[int] | None = None  # Replicas eligible for clean leadership outside the ISR (KIP-966); null if unset.
     last_known_elr: list[int] | None = None  # Last ELR members remembered when the ELR became empty; null if unset.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None

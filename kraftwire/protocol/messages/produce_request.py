@@ -59,7 +59,7 @@ class ProduceRequest:
     MAX_VERSION: ClassVar[int] = 11
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 9
 
-    transactional_id: str | None = None  # Transactional id of the producer; null if not transactional.
+    transactional_id: str | None = None  # Transactional id; null for idempotent or non-transactional producers.
     acks: int = 0  # Required acknowledgements: 0 = none, 1 = leader only, -1 = all in-sync replicas.
     timeout_ms: int = 0  # How long (ms) the leader may wait for the required acknowledgements.
     topic_data: list[TopicProduceData] = field(default_factory=list)  # Data to append, grouped by topic.

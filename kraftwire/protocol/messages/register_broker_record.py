@@ -73,8 +73,8 @@ class RegisterBrokerRecord:
     end_points: list[BrokerEndpoint] = field(default_factory=list)  # Listeners on which clients and peers can reach the broker.
     features: list[BrokerFeature] = field(default_factory=list)  # Feature version ranges the broker supports.
     rack: str | None = ''  # Rack identifier of the broker; null if not configured.
-    fenced: bool = True  # True while the broker is fenced.
-    in_controlled_shutdown: bool = False  # True while the broker is performing a controlled shutdown.
+    fenced: bool = True  # Fencing state: true means the broker may not lead or join ISRs.
+    in_controlled_shutdown: bool = False  # Set while the broker is going through a controlled shutdown.
     log_dirs: list[uuid.UUID] = field(default_factory=list)  # Ids of the broker's online log directories.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 

@@ -37,7 +37,7 @@ class SaslHandshakeResponse:
     FLEXIBLE_MIN_VERSION: ClassVar[int] = -1
 
     error_code: int = 0  # Error code; 0 if the requested mechanism is enabled.
-    mechanisms: list[str] = field(default_factory=list)  # SASL mechanisms enabled on the server.
+    mechanisms: list[str] = field(default_factory=list)  # Names of the SASL mechanisms the server accepts.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 
     _SPEC: ClassVar[tuple] = ()

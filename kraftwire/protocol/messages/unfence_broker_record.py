@@ -36,8 +36,8 @@ class UnfenceBrokerRecord:
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
 
-    id_: int = 0  # Id of the broker to unfence.
-    epoch: int = 0  # Registration epoch of the broker being unfenced.
+    id_: int = 0  # Broker that is now unfenced.
+    epoch: int = 0  # Registration epoch the unfencing applies to.
     unknown_tagged_fields: list[tuple[int, bytes]] | None = None
 
     _SPEC: ClassVar[tuple] = ()
