@@ -111,8 +111,9 @@ class Emitter:
                     f"{ind}{var} -= 1"]
         return [f"{ind}{var}, = _I32.unpack_from(buf, pos)", f"{ind}pos += 4"]
 
-    def read_blob(self, f: Field, var: str, version: int, flexible: bool, ind: str, kind: str) -> list[str]:
-        """string / bytes / records into ``var``."""
+    def read_blob(self, f: Field, var: str, version: int, flexible: bool, ind: str, kind: str,
+                  lim: str = "blen") -> list[str]:
+        """string / bytes / records into ``var``; ``lim`` is the end of the readable region."""
         compact = self.compact(f, version, flexible)
         nullable = version in f.nullable_versions
         n = self.fresh("n")
@@ -132,7 +133,7 @@ class Emitter:
             lines.append(f"{ind}    raise bad_length({what!r}, {n})")
         lines.append(f"{ind}else:")
         lines.append(f"{ind}    end = pos + {n}")
-        lines.append(f"{ind}    if end > blen:")
+        lines.append(f"{ind}    if end > {lim}:")
         lines.append(f"{ind}        raise truncated({what!r})")
         if kind == "string":
             lines.append(f"{ind}    {var} = str(buf[pos:end], 'utf-8')")
@@ -143,7 +144,8 @@ class Emitter:
         lines.append(f"{ind}    pos = end")
         return lines
 
-    def read_field(self, f: Field, var: str, version: int, flexible: bool, ind: str) -> list[str]:
+    def read_field(self, f: Field, var: str, version: int, flexible: bool, ind: str,
+                   lim: str = "blen") -> list[str]:
         what = f"{self.schema.name}.{f.name}"
         if f.is_array:
             compact = self.compact(f, version, flexible)
@@ -161,7 +163,7 @@ class Emitter:
                         else self.field_min_size(Field(f.name, f.element_type, f.versions, f.nullable_versions,
                                                        f.tagged_versions, None, None, False, f.flexible_override,
                                                        ""), version, flexible, frozenset()))
-            limit = f"(blen - pos) // {min_elem}" if min_elem > 0 else "blen"
+            limit = f"({lim} - pos) // {min_elem}" if min_elem > 0 else lim
             lines.append(f"{ind}elif {n} > {limit}:")
             lines.append(f"{ind}    raise bad_length({what!r}, {n})")
             lines.append(f"{ind}else:")
@@ -172,7 +174,7 @@ class Emitter:
                 item = self.fresh("item")
                 lines += [f"{i2}{var} = []", f"{i2}app = {var}.append",
                           f"{i2}for _ in range({n}):",
-                          f"{i2}    {item}, pos = {fn}(buf, pos, blen)",
+                          f"{i2}    {item}, pos = {fn}(buf, pos, {lim})",
                           f"{i2}    app({item})"]
             elif et in FIXED_FORMATS and et not in ("uuid", "bool"):
                 code = FIXED_FORMATS[et]
@@ -190,19 +192,20 @@ class Emitter:
                 sub = Field(f.name, et, f.versions, type(f.versions)(1, 0), f.tagged_versions, None, None,
                             False, f.flexible_override, "")
                 lines += [f"{i2}{var} = []", f"{i2}app = {var}.append", f"{i2}for _ in range({n}):"]
-                lines += self.read_blob(sub, item, version, flexible, i2 + "    ", et)
+                lines += self.read_blob(sub, item, version, flexible, i2 + "    ", et, lim)
                 lines.append(f"{i2}    app({item})")
             return lines
         if f.is_struct:
             fn = self.decoder(f.struct, version, flexible)
             if version in f.nullable_versions:
                 m = self.fresh("m")
+                # Kafka reads a signed presence byte: negative means null
                 return [f"{ind}{m} = buf[pos]", f"{ind}pos += 1",
-                        f"{ind}if {m} == 255:", f"{ind}    {var} = None",
-                        f"{ind}else:", f"{ind}    {var}, pos = {fn}(buf, pos, blen)"]
-            return [f"{ind}{var}, pos = {fn}(buf, pos, blen)"]
+                        f"{ind}if {m} >= 128:", f"{ind}    {var} = None",
+                        f"{ind}else:", f"{ind}    {var}, pos = {fn}(buf, pos, {lim})"]
+            return [f"{ind}{var}, pos = {fn}(buf, pos, {lim})"]
         if f.type in ("string", "bytes", "records"):
-            return self.read_blob(f, var, version, flexible, ind, f.type)
+            return self.read_blob(f, var, version, flexible, ind, f.type, lim)
         code = FIXED_FORMATS[f.type]
         c = self.const(">" + code)
         lines = [f"{ind}{var}, = {c}.unpack_from(buf, pos)", f"{ind}pos += {FIXED_SIZES[f.type]}"]
@@ -262,22 +265,24 @@ class Emitter:
             body.append(f"{ind}for _ in range(ntag):")
             body.append(f"{ind}    tag, pos = read_uvarint(buf, pos)")
             body.append(f"{ind}    size, pos = read_uvarint(buf, pos)")
-            body.append(f"{ind}    end = pos + size")
-            body.append(f"{ind}    if end > blen:")
+            body.append(f"{ind}    tend = pos + size")
+            body.append(f"{ind}    if tend > blen:")
             body.append(f"{ind}        raise truncated('tagged field')")
             first = True
             for f in tagged:
                 body.append(f"{ind}    {'if' if first else 'elif'} tag == {f.tag}:")
                 first = False
-                body += self.read_field(f, f"v_{f.attr}", version, flexible, ind + "        ")
+                body += self.read_field(f, f"v_{f.attr}", version, flexible, ind + "        ", "tend")
+                body.append(f"{ind}        if pos != tend:")
+                body.append(f"{ind}            raise DecodeError({f'tagged field {self.schema.name}.{f.name} does not fill its size'!r})")
             if first:
                 body.append(f"{ind}    if True:")
             else:
                 body.append(f"{ind}    else:")
             body.append(f"{ind}        if unknown is None:")
             body.append(f"{ind}            unknown = []")
-            body.append(f"{ind}        unknown.append((tag, bytes(buf[pos:end])))")
-            body.append(f"{ind}    pos = end")
+            body.append(f"{ind}        unknown.append((tag, bytes(buf[pos:tend])))")
+            body.append(f"{ind}    pos = tend")
             unknown = "unknown"
         else:
             unknown = "None"
@@ -493,7 +498,7 @@ class Emitter:
                 f"            raise UnsupportedVersionError(f'{self.schema.name} version {{version}} is not supported')",
                 "        try:",
                 "            fn(self, out)",
-                "        except (pack_error, AttributeError, TypeError, OverflowError) as e:",
+                "        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:",
                 f"            raise EncodeError(f'{self.schema.name} v{{version}}: {{e}}') from e",
                 "",
                 "    @classmethod",

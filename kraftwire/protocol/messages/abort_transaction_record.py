@@ -52,7 +52,7 @@ class AbortTransactionRecord:
             raise UnsupportedVersionError(f'AbortTransactionRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'AbortTransactionRecord v{version}: {e}') from e
 
     @classmethod
@@ -92,8 +92,8 @@ def _d_AbortTransactionRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n1 = buf[pos]
@@ -108,15 +108,17 @@ def _d_AbortTransactionRecord_v0(buf, pos, blen):
                 v_reason = None
             else:
                 end = pos + n1
-                if end > blen:
+                if end > tend:
                     raise truncated('AbortTransactionRecord.Reason')
                 v_reason = str(buf[pos:end], 'utf-8')
                 pos = end
+            if pos != tend:
+                raise DecodeError('tagged field AbortTransactionRecord.Reason does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AbortTransactionRecord(v_reason, unknown), pos
 
 def _e_AbortTransactionRecord_v0(o, out):

@@ -62,7 +62,7 @@ class AccessControlEntryRecord:
             raise UnsupportedVersionError(f'AccessControlEntryRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'AccessControlEntryRecord v{version}: {e}') from e
 
     @classmethod
@@ -150,14 +150,14 @@ def _d_AccessControlEntryRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AccessControlEntryRecord(v_id_, v_resource_type, v_resource_name, v_pattern_type, v_principal, v_host, v_operation, v_permission_type, unknown), pos
 
 def _e_AccessControlEntryRecord_v0(o, out):

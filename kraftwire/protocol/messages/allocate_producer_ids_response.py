@@ -56,7 +56,7 @@ class AllocateProducerIdsResponse:
             raise UnsupportedVersionError(f'AllocateProducerIdsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'AllocateProducerIdsResponse v{version}: {e}') from e
 
     @classmethod
@@ -97,14 +97,14 @@ def _d_AllocateProducerIdsResponse_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AllocateProducerIdsResponse(v_throttle_time_ms, v_error_code, v_producer_id_start, v_producer_id_len, unknown), pos
 
 def _e_AllocateProducerIdsResponse_v0(o, out):

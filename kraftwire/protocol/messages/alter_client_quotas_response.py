@@ -78,7 +78,7 @@ class AlterClientQuotasResponse:
             raise UnsupportedVersionError(f'AlterClientQuotasResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'AlterClientQuotasResponse v{version}: {e}') from e
 
     @classmethod
@@ -263,14 +263,14 @@ def _d_EntityData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return EntityData(v_entity_type, v_entity_name, unknown), pos
 
 def _d_EntryData_v1(buf, pos, blen):
@@ -317,14 +317,14 @@ def _d_EntryData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return EntryData(v_error_code, v_error_message, v_entity, unknown), pos
 
 def _d_AlterClientQuotasResponse_v1(buf, pos, blen):
@@ -355,14 +355,14 @@ def _d_AlterClientQuotasResponse_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterClientQuotasResponse(v_throttle_time_ms, v_entries, unknown), pos
 
 def _e_EntityData_v1(o, out):

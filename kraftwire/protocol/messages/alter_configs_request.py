@@ -78,7 +78,7 @@ class AlterConfigsRequest:
             raise UnsupportedVersionError(f'AlterConfigsRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'AlterConfigsRequest v{version}: {e}') from e
 
     @classmethod
@@ -310,14 +310,14 @@ def _d_AlterableConfig_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterableConfig(v_name, v_value, unknown), pos
 
 def _d_AlterConfigsResource_v2(buf, pos, blen):
@@ -362,14 +362,14 @@ def _d_AlterConfigsResource_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterConfigsResource(v_resource_type, v_resource_name, v_configs, unknown), pos
 
 def _d_AlterConfigsRequest_v2(buf, pos, blen):
@@ -400,14 +400,14 @@ def _d_AlterConfigsRequest_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterConfigsRequest(v_resources, v_validate_only, unknown), pos
 
 def _e_AlterableConfig_v2(o, out):

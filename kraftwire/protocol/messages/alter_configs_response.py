@@ -69,7 +69,7 @@ class AlterConfigsResponse:
             raise UnsupportedVersionError(f'AlterConfigsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'AlterConfigsResponse v{version}: {e}') from e
 
     @classmethod
@@ -249,14 +249,14 @@ def _d_AlterConfigsResourceResponse_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterConfigsResourceResponse(v_error_code, v_error_message, v_resource_type, v_resource_name, unknown), pos
 
 def _d_AlterConfigsResponse_v2(buf, pos, blen):
@@ -287,14 +287,14 @@ def _d_AlterConfigsResponse_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterConfigsResponse(v_throttle_time_ms, v_responses, unknown), pos
 
 def _e_AlterConfigsResourceResponse_v2(o, out):

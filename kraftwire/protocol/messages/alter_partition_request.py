@@ -97,7 +97,7 @@ class AlterPartitionRequest:
             raise UnsupportedVersionError(f'AlterPartitionRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'AlterPartitionRequest v{version}: {e}') from e
 
     @classmethod
@@ -158,14 +158,14 @@ def _d_PartitionData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, v_leader_epoch, v_new_isr, v_new_isr_with_epochs, v_leader_recovery_state, v_partition_epoch, unknown), pos
 
 def _d_TopicData_v0(buf, pos, blen):
@@ -209,14 +209,14 @@ def _d_TopicData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_topic_id, v_partitions, unknown), pos
 
 def _d_AlterPartitionRequest_v0(buf, pos, blen):
@@ -247,14 +247,14 @@ def _d_AlterPartitionRequest_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterPartitionRequest(v_broker_id, v_broker_epoch, v_topics, unknown), pos
 
 def _e_PartitionData_v0(o, out):
@@ -352,14 +352,14 @@ def _d_PartitionData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, v_leader_epoch, v_new_isr, v_new_isr_with_epochs, v_leader_recovery_state, v_partition_epoch, unknown), pos
 
 def _d_TopicData_v1(buf, pos, blen):
@@ -403,14 +403,14 @@ def _d_TopicData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_topic_id, v_partitions, unknown), pos
 
 def _d_AlterPartitionRequest_v1(buf, pos, blen):
@@ -441,14 +441,14 @@ def _d_AlterPartitionRequest_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterPartitionRequest(v_broker_id, v_broker_epoch, v_topics, unknown), pos
 
 def _e_PartitionData_v1(o, out):
@@ -548,14 +548,14 @@ def _d_TopicData_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_topic_id, v_partitions, unknown), pos
 
 def _d_AlterPartitionRequest_v2(buf, pos, blen):
@@ -586,14 +586,14 @@ def _d_AlterPartitionRequest_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterPartitionRequest(v_broker_id, v_broker_epoch, v_topics, unknown), pos
 
 def _e_PartitionData_v2(o, out):
@@ -664,14 +664,14 @@ def _d_BrokerState_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerState(v_broker_id, v_broker_epoch, unknown), pos
 
 def _d_PartitionData_v3(buf, pos, blen):
@@ -705,14 +705,14 @@ def _d_PartitionData_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, v_leader_epoch, v_new_isr, v_new_isr_with_epochs, v_leader_recovery_state, v_partition_epoch, unknown), pos
 
 def _d_TopicData_v3(buf, pos, blen):
@@ -745,14 +745,14 @@ def _d_TopicData_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_topic_id, v_partitions, unknown), pos
 
 def _d_AlterPartitionRequest_v3(buf, pos, blen):
@@ -783,14 +783,14 @@ def _d_AlterPartitionRequest_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterPartitionRequest(v_broker_id, v_broker_epoch, v_topics, unknown), pos
 
 def _e_BrokerState_v3(o, out):

@@ -87,7 +87,7 @@ class AlterPartitionResponse:
             raise UnsupportedVersionError(f'AlterPartitionResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'AlterPartitionResponse v{version}: {e}') from e
 
     @classmethod
@@ -146,14 +146,14 @@ def _d_PartitionData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, v_error_code, v_leader_id, v_leader_epoch, v_isr, v_leader_recovery_state, v_partition_epoch, unknown), pos
 
 def _d_TopicData_v0(buf, pos, blen):
@@ -197,14 +197,14 @@ def _d_TopicData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_topic_id, v_partitions, unknown), pos
 
 def _d_AlterPartitionResponse_v0(buf, pos, blen):
@@ -235,14 +235,14 @@ def _d_AlterPartitionResponse_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterPartitionResponse(v_throttle_time_ms, v_error_code, v_topics, unknown), pos
 
 def _e_PartitionData_v0(o, out):
@@ -335,14 +335,14 @@ def _d_PartitionData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, v_error_code, v_leader_id, v_leader_epoch, v_isr, v_leader_recovery_state, v_partition_epoch, unknown), pos
 
 def _d_TopicData_v1(buf, pos, blen):
@@ -386,14 +386,14 @@ def _d_TopicData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_topic_id, v_partitions, unknown), pos
 
 def _d_AlterPartitionResponse_v1(buf, pos, blen):
@@ -424,14 +424,14 @@ def _d_AlterPartitionResponse_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterPartitionResponse(v_throttle_time_ms, v_error_code, v_topics, unknown), pos
 
 def _e_PartitionData_v1(o, out):
@@ -529,14 +529,14 @@ def _d_TopicData_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_topic_id, v_partitions, unknown), pos
 
 def _d_AlterPartitionResponse_v2(buf, pos, blen):
@@ -567,14 +567,14 @@ def _d_AlterPartitionResponse_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterPartitionResponse(v_throttle_time_ms, v_error_code, v_topics, unknown), pos
 
 def _e_PartitionData_v2(o, out):

@@ -53,7 +53,7 @@ class ApiVersionsRequest:
             raise UnsupportedVersionError(f'ApiVersionsRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ApiVersionsRequest v{version}: {e}') from e
 
     @classmethod
@@ -136,14 +136,14 @@ def _d_ApiVersionsRequest_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ApiVersionsRequest(v_client_software_name, v_client_software_version, unknown), pos
 
 def _e_ApiVersionsRequest_v3(o, out):

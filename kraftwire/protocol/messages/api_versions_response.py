@@ -100,7 +100,7 @@ class ApiVersionsResponse:
             raise UnsupportedVersionError(f'ApiVersionsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ApiVersionsResponse v{version}: {e}') from e
 
     @classmethod
@@ -239,14 +239,14 @@ def _d_ApiVersion_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ApiVersion(v_api_key, v_min_version, v_max_version, unknown), pos
 
 def _d_SupportedFeatureKey_v3(buf, pos, blen):
@@ -275,14 +275,14 @@ def _d_SupportedFeatureKey_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return SupportedFeatureKey(v_name, v_min_version, v_max_version, unknown), pos
 
 def _d_FinalizedFeatureKey_v3(buf, pos, blen):
@@ -311,14 +311,14 @@ def _d_FinalizedFeatureKey_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FinalizedFeatureKey(v_name, v_max_version_level, v_min_version_level, unknown), pos
 
 def _d_ApiVersionsResponse_v3(buf, pos, blen):
@@ -355,8 +355,8 @@ def _d_ApiVersionsResponse_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n3 = buf[pos]
@@ -367,17 +367,21 @@ def _d_ApiVersionsResponse_v3(buf, pos, blen):
             n3 -= 1
             if n3 < 0:
                 raise bad_length('ApiVersionsResponse.SupportedFeatures', n3)
-            elif n3 > (blen - pos) // 6:
+            elif n3 > (tend - pos) // 6:
                 raise bad_length('ApiVersionsResponse.SupportedFeatures', n3)
             else:
                 v_supported_features = []
                 app = v_supported_features.append
                 for _ in range(n3):
-                    item4, pos = _d_SupportedFeatureKey_v3(buf, pos, blen)
+                    item4, pos = _d_SupportedFeatureKey_v3(buf, pos, tend)
                     app(item4)
+            if pos != tend:
+                raise DecodeError('tagged field ApiVersionsResponse.SupportedFeatures does not fill its size')
         elif tag == 1:
             v_finalized_features_epoch, = _S4.unpack_from(buf, pos)
             pos += 8
+            if pos != tend:
+                raise DecodeError('tagged field ApiVersionsResponse.FinalizedFeaturesEpoch does not fill its size')
         elif tag == 2:
             n5 = buf[pos]
             if n5 < 128:
@@ -387,22 +391,26 @@ def _d_ApiVersionsResponse_v3(buf, pos, blen):
             n5 -= 1
             if n5 < 0:
                 raise bad_length('ApiVersionsResponse.FinalizedFeatures', n5)
-            elif n5 > (blen - pos) // 6:
+            elif n5 > (tend - pos) // 6:
                 raise bad_length('ApiVersionsResponse.FinalizedFeatures', n5)
             else:
                 v_finalized_features = []
                 app = v_finalized_features.append
                 for _ in range(n5):
-                    item6, pos = _d_FinalizedFeatureKey_v3(buf, pos, blen)
+                    item6, pos = _d_FinalizedFeatureKey_v3(buf, pos, tend)
                     app(item6)
+            if pos != tend:
+                raise DecodeError('tagged field ApiVersionsResponse.FinalizedFeatures does not fill its size')
         elif tag == 3:
             v_zk_migration_ready, = _S5.unpack_from(buf, pos)
             pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field ApiVersionsResponse.ZkMigrationReady does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ApiVersionsResponse(v_error_code, v_api_keys, v_throttle_time_ms, v_supported_features, v_finalized_features_epoch, v_finalized_features, v_zk_migration_ready, unknown), pos
 
 def _e_ApiVersion_v3(o, out):

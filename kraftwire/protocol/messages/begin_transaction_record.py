@@ -52,7 +52,7 @@ class BeginTransactionRecord:
             raise UnsupportedVersionError(f'BeginTransactionRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'BeginTransactionRecord v{version}: {e}') from e
 
     @classmethod
@@ -92,8 +92,8 @@ def _d_BeginTransactionRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n1 = buf[pos]
@@ -108,15 +108,17 @@ def _d_BeginTransactionRecord_v0(buf, pos, blen):
                 v_name = None
             else:
                 end = pos + n1
-                if end > blen:
+                if end > tend:
                     raise truncated('BeginTransactionRecord.Name')
                 v_name = str(buf[pos:end], 'utf-8')
                 pos = end
+            if pos != tend:
+                raise DecodeError('tagged field BeginTransactionRecord.Name does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BeginTransactionRecord(v_name, unknown), pos
 
 def _e_BeginTransactionRecord_v0(o, out):

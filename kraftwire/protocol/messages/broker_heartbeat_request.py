@@ -58,7 +58,7 @@ class BrokerHeartbeatRequest:
             raise UnsupportedVersionError(f'BrokerHeartbeatRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'BrokerHeartbeatRequest v{version}: {e}') from e
 
     @classmethod
@@ -100,14 +100,14 @@ def _d_BrokerHeartbeatRequest_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerHeartbeatRequest(v_broker_id, v_broker_epoch, v_current_metadata_offset, v_want_fence, v_want_shut_down, v_offline_log_dirs, unknown), pos
 
 def _e_BrokerHeartbeatRequest_v0(o, out):
@@ -133,8 +133,8 @@ def _d_BrokerHeartbeatRequest_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n1 = buf[pos]
@@ -145,18 +145,20 @@ def _d_BrokerHeartbeatRequest_v1(buf, pos, blen):
             n1 -= 1
             if n1 < 0:
                 raise bad_length('BrokerHeartbeatRequest.OfflineLogDirs', n1)
-            elif n1 > (blen - pos) // 16:
+            elif n1 > (tend - pos) // 16:
                 raise bad_length('BrokerHeartbeatRequest.OfflineLogDirs', n1)
             else:
                 v_offline_log_dirs = [make_uuid(x) for (x,) in iter_unpack('>16s', buf[pos:pos + 16 * n1])]
                 if len(v_offline_log_dirs) != n1:
                     raise truncated('BrokerHeartbeatRequest.OfflineLogDirs')
                 pos += 16 * n1
+            if pos != tend:
+                raise DecodeError('tagged field BrokerHeartbeatRequest.OfflineLogDirs does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerHeartbeatRequest(v_broker_id, v_broker_epoch, v_current_metadata_offset, v_want_fence, v_want_shut_down, v_offline_log_dirs, unknown), pos
 
 def _e_BrokerHeartbeatRequest_v1(o, out):

@@ -57,7 +57,7 @@ class BrokerHeartbeatResponse:
             raise UnsupportedVersionError(f'BrokerHeartbeatResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'BrokerHeartbeatResponse v{version}: {e}') from e
 
     @classmethod
@@ -98,14 +98,14 @@ def _d_BrokerHeartbeatResponse_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerHeartbeatResponse(v_throttle_time_ms, v_error_code, v_is_caught_up, v_is_fenced, v_should_shut_down, unknown), pos
 
 def _e_BrokerHeartbeatResponse_v0(o, out):

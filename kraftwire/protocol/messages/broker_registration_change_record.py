@@ -58,7 +58,7 @@ class BrokerRegistrationChangeRecord:
             raise UnsupportedVersionError(f'BrokerRegistrationChangeRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'BrokerRegistrationChangeRecord v{version}: {e}') from e
 
     @classmethod
@@ -102,17 +102,19 @@ def _d_BrokerRegistrationChangeRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             v_fenced, = _S1.unpack_from(buf, pos)
             pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field BrokerRegistrationChangeRecord.Fenced does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerRegistrationChangeRecord(v_broker_id, v_broker_epoch, v_fenced, v_in_controlled_shutdown, v_log_dirs, unknown), pos
 
 def _e_BrokerRegistrationChangeRecord_v0(o, out):
@@ -149,20 +151,24 @@ def _d_BrokerRegistrationChangeRecord_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             v_fenced, = _S1.unpack_from(buf, pos)
             pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field BrokerRegistrationChangeRecord.Fenced does not fill its size')
         elif tag == 1:
             v_in_controlled_shutdown, = _S1.unpack_from(buf, pos)
             pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field BrokerRegistrationChangeRecord.InControlledShutdown does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerRegistrationChangeRecord(v_broker_id, v_broker_epoch, v_fenced, v_in_controlled_shutdown, v_log_dirs, unknown), pos
 
 def _e_BrokerRegistrationChangeRecord_v1(o, out):
@@ -201,15 +207,19 @@ def _d_BrokerRegistrationChangeRecord_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             v_fenced, = _S1.unpack_from(buf, pos)
             pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field BrokerRegistrationChangeRecord.Fenced does not fill its size')
         elif tag == 1:
             v_in_controlled_shutdown, = _S1.unpack_from(buf, pos)
             pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field BrokerRegistrationChangeRecord.InControlledShutdown does not fill its size')
         elif tag == 2:
             n1 = buf[pos]
             if n1 < 128:
@@ -219,18 +229,20 @@ def _d_BrokerRegistrationChangeRecord_v2(buf, pos, blen):
             n1 -= 1
             if n1 < 0:
                 raise bad_length('BrokerRegistrationChangeRecord.LogDirs', n1)
-            elif n1 > (blen - pos) // 16:
+            elif n1 > (tend - pos) // 16:
                 raise bad_length('BrokerRegistrationChangeRecord.LogDirs', n1)
             else:
                 v_log_dirs = [make_uuid(x) for (x,) in iter_unpack('>16s', buf[pos:pos + 16 * n1])]
                 if len(v_log_dirs) != n1:
                     raise truncated('BrokerRegistrationChangeRecord.LogDirs')
                 pos += 16 * n1
+            if pos != tend:
+                raise DecodeError('tagged field BrokerRegistrationChangeRecord.LogDirs does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerRegistrationChangeRecord(v_broker_id, v_broker_epoch, v_fenced, v_in_controlled_shutdown, v_log_dirs, unknown), pos
 
 def _e_BrokerRegistrationChangeRecord_v2(o, out):

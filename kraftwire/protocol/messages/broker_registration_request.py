@@ -91,7 +91,7 @@ class BrokerRegistrationRequest:
             raise UnsupportedVersionError(f'BrokerRegistrationRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'BrokerRegistrationRequest v{version}: {e}') from e
 
     @classmethod
@@ -162,14 +162,14 @@ def _d_Listener_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return Listener(v_name, v_host, v_port, v_security_protocol, unknown), pos
 
 def _d_Feature_v0(buf, pos, blen):
@@ -198,14 +198,14 @@ def _d_Feature_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return Feature(v_name, v_min_supported_version, v_max_supported_version, unknown), pos
 
 def _d_BrokerRegistrationRequest_v0(buf, pos, blen):
@@ -288,14 +288,14 @@ def _d_BrokerRegistrationRequest_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerRegistrationRequest(v_broker_id, v_cluster_id, v_incarnation_id, v_listeners, v_features, v_rack, v_is_migrating_zk_broker, v_log_dirs, v_previous_broker_epoch, unknown), pos
 
 def _e_Listener_v0(o, out):
@@ -480,14 +480,14 @@ def _d_BrokerRegistrationRequest_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerRegistrationRequest(v_broker_id, v_cluster_id, v_incarnation_id, v_listeners, v_features, v_rack, v_is_migrating_zk_broker, v_log_dirs, v_previous_broker_epoch, unknown), pos
 
 def _e_Listener_v1(o, out):
@@ -685,14 +685,14 @@ def _d_BrokerRegistrationRequest_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerRegistrationRequest(v_broker_id, v_cluster_id, v_incarnation_id, v_listeners, v_features, v_rack, v_is_migrating_zk_broker, v_log_dirs, v_previous_broker_epoch, unknown), pos
 
 def _e_Listener_v2(o, out):
@@ -901,14 +901,14 @@ def _d_BrokerRegistrationRequest_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerRegistrationRequest(v_broker_id, v_cluster_id, v_incarnation_id, v_listeners, v_features, v_rack, v_is_migrating_zk_broker, v_log_dirs, v_previous_broker_epoch, unknown), pos
 
 def _e_Listener_v3(o, out):

@@ -55,7 +55,7 @@ class BrokerRegistrationResponse:
             raise UnsupportedVersionError(f'BrokerRegistrationResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'BrokerRegistrationResponse v{version}: {e}') from e
 
     @classmethod
@@ -96,14 +96,14 @@ def _d_BrokerRegistrationResponse_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerRegistrationResponse(v_throttle_time_ms, v_error_code, v_broker_epoch, unknown), pos
 
 def _e_BrokerRegistrationResponse_v0(o, out):

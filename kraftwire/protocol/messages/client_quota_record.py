@@ -67,7 +67,7 @@ class ClientQuotaRecord:
             raise UnsupportedVersionError(f'ClientQuotaRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ClientQuotaRecord v{version}: {e}') from e
 
     @classmethod
@@ -137,14 +137,14 @@ def _d_EntityData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return EntityData(v_entity_type, v_entity_name, unknown), pos
 
 def _d_ClientQuotaRecord_v0(buf, pos, blen):
@@ -189,14 +189,14 @@ def _d_ClientQuotaRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ClientQuotaRecord(v_entity, v_key, v_value, v_remove, unknown), pos
 
 def _e_EntityData_v0(o, out):

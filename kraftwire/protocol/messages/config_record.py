@@ -56,7 +56,7 @@ class ConfigRecord:
             raise UnsupportedVersionError(f'ConfigRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ConfigRecord v{version}: {e}') from e
 
     @classmethod
@@ -141,14 +141,14 @@ def _d_ConfigRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ConfigRecord(v_resource_type, v_resource_name, v_name, v_value, unknown), pos
 
 def _e_ConfigRecord_v0(o, out):

@@ -84,7 +84,7 @@ class ControllerRegistrationRequest:
             raise UnsupportedVersionError(f'ControllerRegistrationRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ControllerRegistrationRequest v{version}: {e}') from e
 
     @classmethod
@@ -155,14 +155,14 @@ def _d_Listener_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return Listener(v_name, v_host, v_port, v_security_protocol, unknown), pos
 
 def _d_Feature_v0(buf, pos, blen):
@@ -191,14 +191,14 @@ def _d_Feature_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return Feature(v_name, v_min_supported_version, v_max_supported_version, unknown), pos
 
 def _d_ControllerRegistrationRequest_v0(buf, pos, blen):
@@ -246,14 +246,14 @@ def _d_ControllerRegistrationRequest_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ControllerRegistrationRequest(v_controller_id, v_incarnation_id, v_zk_migration_ready, v_listeners, v_features, unknown), pos
 
 def _e_Listener_v0(o, out):

@@ -55,7 +55,7 @@ class ControllerRegistrationResponse:
             raise UnsupportedVersionError(f'ControllerRegistrationResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ControllerRegistrationResponse v{version}: {e}') from e
 
     @classmethod
@@ -112,14 +112,14 @@ def _d_ControllerRegistrationResponse_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ControllerRegistrationResponse(v_throttle_time_ms, v_error_code, v_error_message, unknown), pos
 
 def _e_ControllerRegistrationResponse_v0(o, out):

@@ -70,7 +70,7 @@ class CreateAclsRequest:
             raise UnsupportedVersionError(f'CreateAclsRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'CreateAclsRequest v{version}: {e}') from e
 
     @classmethod
@@ -336,14 +336,14 @@ def _d_AclCreation_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AclCreation(v_resource_type, v_resource_name, v_resource_pattern_type, v_principal, v_host, v_operation, v_permission_type, unknown), pos
 
 def _d_CreateAclsRequest_v2(buf, pos, blen):
@@ -372,14 +372,14 @@ def _d_CreateAclsRequest_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreateAclsRequest(v_creations, unknown), pos
 
 def _e_AclCreation_v2(o, out):

@@ -66,7 +66,7 @@ class CreateAclsResponse:
             raise UnsupportedVersionError(f'CreateAclsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'CreateAclsResponse v{version}: {e}') from e
 
     @classmethod
@@ -194,14 +194,14 @@ def _d_AclCreationResult_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AclCreationResult(v_error_code, v_error_message, unknown), pos
 
 def _d_CreateAclsResponse_v2(buf, pos, blen):
@@ -232,14 +232,14 @@ def _d_CreateAclsResponse_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreateAclsResponse(v_throttle_time_ms, v_results, unknown), pos
 
 def _e_AclCreationResult_v2(o, out):

@@ -78,7 +78,7 @@ class CreatePartitionsRequest:
             raise UnsupportedVersionError(f'CreatePartitionsRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'CreatePartitionsRequest v{version}: {e}') from e
 
     @classmethod
@@ -266,14 +266,14 @@ def _d_CreatePartitionsAssignment_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreatePartitionsAssignment(v_broker_ids, unknown), pos
 
 def _d_CreatePartitionsTopic_v2(buf, pos, blen):
@@ -320,14 +320,14 @@ def _d_CreatePartitionsTopic_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreatePartitionsTopic(v_name, v_count, v_assignments, unknown), pos
 
 def _d_CreatePartitionsRequest_v2(buf, pos, blen):
@@ -358,14 +358,14 @@ def _d_CreatePartitionsRequest_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreatePartitionsRequest(v_topics, v_timeout_ms, v_validate_only, unknown), pos
 
 def _e_CreatePartitionsAssignment_v2(o, out):

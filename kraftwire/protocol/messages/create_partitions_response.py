@@ -67,7 +67,7 @@ class CreatePartitionsResponse:
             raise UnsupportedVersionError(f'CreatePartitionsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'CreatePartitionsResponse v{version}: {e}') from e
 
     @classmethod
@@ -241,14 +241,14 @@ def _d_CreatePartitionsTopicResult_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreatePartitionsTopicResult(v_name, v_error_code, v_error_message, unknown), pos
 
 def _d_CreatePartitionsResponse_v2(buf, pos, blen):
@@ -279,14 +279,14 @@ def _d_CreatePartitionsResponse_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreatePartitionsResponse(v_throttle_time_ms, v_results, unknown), pos
 
 def _e_CreatePartitionsTopicResult_v2(o, out):

@@ -93,7 +93,7 @@ class CreateTopicsRequest:
             raise UnsupportedVersionError(f'CreateTopicsRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'CreateTopicsRequest v{version}: {e}') from e
 
     @classmethod
@@ -590,14 +590,14 @@ def _d_CreatableReplicaAssignment_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreatableReplicaAssignment(v_partition_index, v_broker_ids, unknown), pos
 
 def _d_CreatableTopicConfig_v5(buf, pos, blen):
@@ -640,14 +640,14 @@ def _d_CreatableTopicConfig_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreatableTopicConfig(v_name, v_value, unknown), pos
 
 def _d_CreatableTopic_v5(buf, pos, blen):
@@ -708,14 +708,14 @@ def _d_CreatableTopic_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreatableTopic(v_name, v_num_partitions, v_replication_factor, v_assignments, v_configs, unknown), pos
 
 def _d_CreateTopicsRequest_v5(buf, pos, blen):
@@ -746,14 +746,14 @@ def _d_CreateTopicsRequest_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreateTopicsRequest(v_topics, v_timeout_ms, v_validate_only, unknown), pos
 
 def _e_CreatableReplicaAssignment_v5(o, out):

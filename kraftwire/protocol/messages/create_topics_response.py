@@ -89,7 +89,7 @@ class CreateTopicsResponse:
             raise UnsupportedVersionError(f'CreateTopicsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'CreateTopicsResponse v{version}: {e}') from e
 
     @classmethod
@@ -400,14 +400,14 @@ def _d_CreatableTopicConfigs_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreatableTopicConfigs(v_name, v_value, v_read_only, v_config_source, v_is_sensitive, unknown), pos
 
 def _d_CreatableTopicResult_v5(buf, pos, blen):
@@ -474,17 +474,19 @@ def _d_CreatableTopicResult_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             v_topic_config_error_code, = _S0.unpack_from(buf, pos)
             pos += 2
+            if pos != tend:
+                raise DecodeError('tagged field CreateTopicsResponse.TopicConfigErrorCode does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreatableTopicResult(v_name, v_topic_id, v_error_code, v_error_message, v_topic_config_error_code, v_num_partitions, v_replication_factor, v_configs, unknown), pos
 
 def _d_CreateTopicsResponse_v5(buf, pos, blen):
@@ -515,14 +517,14 @@ def _d_CreateTopicsResponse_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreateTopicsResponse(v_throttle_time_ms, v_topics, unknown), pos
 
 def _e_CreatableTopicConfigs_v5(o, out):
@@ -781,17 +783,19 @@ def _d_CreatableTopicResult_v7(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             v_topic_config_error_code, = _S0.unpack_from(buf, pos)
             pos += 2
+            if pos != tend:
+                raise DecodeError('tagged field CreateTopicsResponse.TopicConfigErrorCode does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreatableTopicResult(v_name, v_topic_id, v_error_code, v_error_message, v_topic_config_error_code, v_num_partitions, v_replication_factor, v_configs, unknown), pos
 
 def _d_CreateTopicsResponse_v7(buf, pos, blen):
@@ -822,14 +826,14 @@ def _d_CreateTopicsResponse_v7(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return CreateTopicsResponse(v_throttle_time_ms, v_topics, unknown), pos
 
 def _e_CreatableTopicConfigs_v7(o, out):

@@ -54,7 +54,7 @@ class DefaultPrincipalData:
             raise UnsupportedVersionError(f'DefaultPrincipalData version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DefaultPrincipalData v{version}: {e}') from e
 
     @classmethod
@@ -123,14 +123,14 @@ def _d_DefaultPrincipalData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DefaultPrincipalData(v_type_, v_name, v_token_authenticated, unknown), pos
 
 def _e_DefaultPrincipalData_v0(o, out):

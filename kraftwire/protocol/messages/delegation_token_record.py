@@ -59,7 +59,7 @@ class DelegationTokenRecord:
             raise UnsupportedVersionError(f'DelegationTokenRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DelegationTokenRecord v{version}: {e}') from e
 
     @classmethod
@@ -171,14 +171,14 @@ def _d_DelegationTokenRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DelegationTokenRecord(v_owner, v_requester, v_renewers, v_issue_timestamp, v_max_timestamp, v_expiration_timestamp, v_token_id, unknown), pos
 
 def _e_DelegationTokenRecord_v0(o, out):

@@ -87,7 +87,7 @@ class DeleteAclsResponse:
             raise UnsupportedVersionError(f'DeleteAclsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DeleteAclsResponse v{version}: {e}') from e
 
     @classmethod
@@ -514,14 +514,14 @@ def _d_DeleteAclsMatchingAcl_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DeleteAclsMatchingAcl(v_error_code, v_error_message, v_resource_type, v_resource_name, v_pattern_type, v_principal, v_host, v_operation, v_permission_type, unknown), pos
 
 def _d_DeleteAclsFilterResult_v2(buf, pos, blen):
@@ -568,14 +568,14 @@ def _d_DeleteAclsFilterResult_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DeleteAclsFilterResult(v_error_code, v_error_message, v_matching_acls, unknown), pos
 
 def _d_DeleteAclsResponse_v2(buf, pos, blen):
@@ -606,14 +606,14 @@ def _d_DeleteAclsResponse_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DeleteAclsResponse(v_throttle_time_ms, v_filter_results, unknown), pos
 
 def _e_DeleteAclsMatchingAcl_v2(o, out):

@@ -67,7 +67,7 @@ class DeleteTopicsRequest:
             raise UnsupportedVersionError(f'DeleteTopicsRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DeleteTopicsRequest v{version}: {e}') from e
 
     @classmethod
@@ -244,14 +244,14 @@ def _d_DeleteTopicsRequest_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DeleteTopicsRequest(v_topics, v_topic_names, v_timeout_ms, unknown), pos
 
 def _e_DeleteTopicsRequest_v4(o, out):
@@ -343,14 +343,14 @@ def _d_DeleteTopicState_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DeleteTopicState(v_name, v_topic_id, unknown), pos
 
 def _d_DeleteTopicsRequest_v6(buf, pos, blen):
@@ -382,14 +382,14 @@ def _d_DeleteTopicsRequest_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DeleteTopicsRequest(v_topics, v_topic_names, v_timeout_ms, unknown), pos
 
 def _e_DeleteTopicState_v6(o, out):

@@ -69,7 +69,7 @@ class DeleteTopicsResponse:
             raise UnsupportedVersionError(f'DeleteTopicsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DeleteTopicsResponse v{version}: {e}') from e
 
     @classmethod
@@ -266,14 +266,14 @@ def _d_DeletableTopicResult_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DeletableTopicResult(v_name, v_topic_id, v_error_code, v_error_message, unknown), pos
 
 def _d_DeleteTopicsResponse_v4(buf, pos, blen):
@@ -304,14 +304,14 @@ def _d_DeleteTopicsResponse_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DeleteTopicsResponse(v_throttle_time_ms, v_responses, unknown), pos
 
 def _e_DeletableTopicResult_v4(o, out):
@@ -393,14 +393,14 @@ def _d_DeletableTopicResult_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DeletableTopicResult(v_name, v_topic_id, v_error_code, v_error_message, unknown), pos
 
 def _d_DeleteTopicsResponse_v5(buf, pos, blen):
@@ -431,14 +431,14 @@ def _d_DeleteTopicsResponse_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DeleteTopicsResponse(v_throttle_time_ms, v_responses, unknown), pos
 
 def _e_DeletableTopicResult_v5(o, out):
@@ -532,14 +532,14 @@ def _d_DeletableTopicResult_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DeletableTopicResult(v_name, v_topic_id, v_error_code, v_error_message, unknown), pos
 
 def _d_DeleteTopicsResponse_v6(buf, pos, blen):
@@ -570,14 +570,14 @@ def _d_DeleteTopicsResponse_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DeleteTopicsResponse(v_throttle_time_ms, v_responses, unknown), pos
 
 def _e_DeletableTopicResult_v6(o, out):

@@ -60,7 +60,7 @@ class DescribeAclsRequest:
             raise UnsupportedVersionError(f'DescribeAclsRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DescribeAclsRequest v{version}: {e}') from e
 
     @classmethod
@@ -295,14 +295,14 @@ def _d_DescribeAclsRequest_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeAclsRequest(v_resource_type_filter, v_resource_name_filter, v_pattern_type_filter, v_principal_filter, v_host_filter, v_operation, v_permission_type, unknown), pos
 
 def _e_DescribeAclsRequest_v2(o, out):

@@ -84,7 +84,7 @@ class DescribeAclsResponse:
             raise UnsupportedVersionError(f'DescribeAclsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DescribeAclsResponse v{version}: {e}') from e
 
     @classmethod
@@ -402,14 +402,14 @@ def _d_AclDescription_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AclDescription(v_principal, v_host, v_operation, v_permission_type, unknown), pos
 
 def _d_DescribeAclsResource_v2(buf, pos, blen):
@@ -456,14 +456,14 @@ def _d_DescribeAclsResource_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeAclsResource(v_resource_type, v_resource_name, v_pattern_type, v_acls, unknown), pos
 
 def _d_DescribeAclsResponse_v2(buf, pos, blen):
@@ -510,14 +510,14 @@ def _d_DescribeAclsResponse_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeAclsResponse(v_throttle_time_ms, v_error_code, v_error_message, v_resources, unknown), pos
 
 def _e_AclDescription_v2(o, out):

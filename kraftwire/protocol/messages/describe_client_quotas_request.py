@@ -67,7 +67,7 @@ class DescribeClientQuotasRequest:
             raise UnsupportedVersionError(f'DescribeClientQuotasRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DescribeClientQuotasRequest v{version}: {e}') from e
 
     @classmethod
@@ -210,14 +210,14 @@ def _d_ComponentData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ComponentData(v_entity_type, v_match_type, v_match, unknown), pos
 
 def _d_DescribeClientQuotasRequest_v1(buf, pos, blen):
@@ -248,14 +248,14 @@ def _d_DescribeClientQuotasRequest_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeClientQuotasRequest(v_components, v_strict, unknown), pos
 
 def _e_ComponentData_v1(o, out):

@@ -55,7 +55,7 @@ class DescribeClusterRequest:
             raise UnsupportedVersionError(f'DescribeClusterRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DescribeClusterRequest v{version}: {e}') from e
 
     @classmethod
@@ -97,14 +97,14 @@ def _d_DescribeClusterRequest_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeClusterRequest(v_include_cluster_authorized_operations, v_endpoint_type, unknown), pos
 
 def _e_DescribeClusterRequest_v0(o, out):
@@ -129,14 +129,14 @@ def _d_DescribeClusterRequest_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeClusterRequest(v_include_cluster_authorized_operations, v_endpoint_type, unknown), pos
 
 def _e_DescribeClusterRequest_v1(o, out):

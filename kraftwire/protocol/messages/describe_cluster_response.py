@@ -75,7 +75,7 @@ class DescribeClusterResponse:
             raise UnsupportedVersionError(f'DescribeClusterResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DescribeClusterResponse v{version}: {e}') from e
 
     @classmethod
@@ -149,14 +149,14 @@ def _d_DescribeClusterBroker_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeClusterBroker(v_broker_id, v_host, v_port, v_rack, unknown), pos
 
 def _d_DescribeClusterResponse_v0(buf, pos, blen):
@@ -222,14 +222,14 @@ def _d_DescribeClusterResponse_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeClusterResponse(v_throttle_time_ms, v_error_code, v_error_message, v_endpoint_type, v_cluster_id, v_controller_id, v_brokers, v_cluster_authorized_operations, unknown), pos
 
 def _e_DescribeClusterBroker_v0(o, out):
@@ -369,14 +369,14 @@ def _d_DescribeClusterResponse_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeClusterResponse(v_throttle_time_ms, v_error_code, v_error_message, v_endpoint_type, v_cluster_id, v_controller_id, v_brokers, v_cluster_authorized_operations, unknown), pos
 
 def _e_DescribeClusterBroker_v1(o, out):

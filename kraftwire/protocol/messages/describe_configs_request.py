@@ -69,7 +69,7 @@ class DescribeConfigsRequest:
             raise UnsupportedVersionError(f'DescribeConfigsRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DescribeConfigsRequest v{version}: {e}') from e
 
     @classmethod
@@ -393,14 +393,14 @@ def _d_DescribeConfigsResource_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeConfigsResource(v_resource_type, v_resource_name, v_configuration_keys, unknown), pos
 
 def _d_DescribeConfigsRequest_v4(buf, pos, blen):
@@ -431,14 +431,14 @@ def _d_DescribeConfigsRequest_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeConfigsRequest(v_resources, v_include_synonyms, v_include_documentation, unknown), pos
 
 def _e_DescribeConfigsResource_v4(o, out):

@@ -102,7 +102,7 @@ class DescribeConfigsResponse:
             raise UnsupportedVersionError(f'DescribeConfigsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DescribeConfigsResponse v{version}: {e}') from e
 
     @classmethod
@@ -808,14 +808,14 @@ def _d_DescribeConfigsSynonym_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeConfigsSynonym(v_name, v_value, v_source, unknown), pos
 
 def _d_DescribeConfigsResourceResult_v4(buf, pos, blen):
@@ -895,14 +895,14 @@ def _d_DescribeConfigsResourceResult_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeConfigsResourceResult(v_name, v_value, v_read_only, v_is_default, v_config_source, v_is_sensitive, v_synonyms, v_config_type, v_documentation, unknown), pos
 
 def _d_DescribeConfigsResult_v4(buf, pos, blen):
@@ -965,14 +965,14 @@ def _d_DescribeConfigsResult_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeConfigsResult(v_error_code, v_error_message, v_resource_type, v_resource_name, v_configs, unknown), pos
 
 def _d_DescribeConfigsResponse_v4(buf, pos, blen):
@@ -1003,14 +1003,14 @@ def _d_DescribeConfigsResponse_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeConfigsResponse(v_throttle_time_ms, v_results, unknown), pos
 
 def _e_DescribeConfigsSynonym_v4(o, out):

@@ -54,7 +54,7 @@ class DescribeGroupsRequest:
             raise UnsupportedVersionError(f'DescribeGroupsRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DescribeGroupsRequest v{version}: {e}') from e
 
     @classmethod
@@ -264,14 +264,14 @@ def _d_DescribeGroupsRequest_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeGroupsRequest(v_groups, v_include_authorized_operations, unknown), pos
 
 def _e_DescribeGroupsRequest_v5(o, out):

@@ -86,7 +86,7 @@ class DescribeGroupsResponse:
             raise UnsupportedVersionError(f'DescribeGroupsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DescribeGroupsResponse v{version}: {e}') from e
 
     @classmethod
@@ -1016,14 +1016,14 @@ def _d_DescribedGroupMember_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribedGroupMember(v_member_id, v_group_instance_id, v_client_id, v_client_host, v_member_metadata, v_member_assignment, unknown), pos
 
 def _d_DescribedGroup_v5(buf, pos, blen):
@@ -1112,14 +1112,14 @@ def _d_DescribedGroup_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribedGroup(v_error_code, v_group_id, v_group_state, v_protocol_type, v_protocol_data, v_members, v_authorized_operations, unknown), pos
 
 def _d_DescribeGroupsResponse_v5(buf, pos, blen):
@@ -1150,14 +1150,14 @@ def _d_DescribeGroupsResponse_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeGroupsResponse(v_throttle_time_ms, v_groups, unknown), pos
 
 def _e_DescribedGroupMember_v5(o, out):

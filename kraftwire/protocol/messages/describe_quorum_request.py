@@ -74,7 +74,7 @@ class DescribeQuorumRequest:
             raise UnsupportedVersionError(f'DescribeQuorumRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DescribeQuorumRequest v{version}: {e}') from e
 
     @classmethod
@@ -117,14 +117,14 @@ def _d_PartitionData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, unknown), pos
 
 def _d_TopicData_v0(buf, pos, blen):
@@ -167,14 +167,14 @@ def _d_TopicData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_partitions, unknown), pos
 
 def _d_DescribeQuorumRequest_v0(buf, pos, blen):
@@ -203,14 +203,14 @@ def _d_DescribeQuorumRequest_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeQuorumRequest(v_topics, unknown), pos
 
 def _e_PartitionData_v0(o, out):

@@ -129,7 +129,7 @@ class DescribeQuorumResponse:
             raise UnsupportedVersionError(f'DescribeQuorumResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'DescribeQuorumResponse v{version}: {e}') from e
 
     @classmethod
@@ -178,14 +178,14 @@ def _d_ReplicaState_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ReplicaState(v_replica_id, v_replica_directory_id, v_log_end_offset, v_last_fetch_timestamp, v_last_caught_up_timestamp, unknown), pos
 
 def _d_PartitionData_v0(buf, pos, blen):
@@ -233,14 +233,14 @@ def _d_PartitionData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, v_error_code, v_error_message, v_leader_id, v_leader_epoch, v_high_watermark, v_current_voters, v_observers, unknown), pos
 
 def _d_TopicData_v0(buf, pos, blen):
@@ -283,14 +283,14 @@ def _d_TopicData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_partitions, unknown), pos
 
 def _d_DescribeQuorumResponse_v0(buf, pos, blen):
@@ -323,14 +323,14 @@ def _d_DescribeQuorumResponse_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeQuorumResponse(v_error_code, v_error_message, v_topics, v_nodes, unknown), pos
 
 def _e_ReplicaState_v0(o, out):
@@ -431,14 +431,14 @@ def _d_ReplicaState_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ReplicaState(v_replica_id, v_replica_directory_id, v_log_end_offset, v_last_fetch_timestamp, v_last_caught_up_timestamp, unknown), pos
 
 def _d_PartitionData_v1(buf, pos, blen):
@@ -486,14 +486,14 @@ def _d_PartitionData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, v_error_code, v_error_message, v_leader_id, v_leader_epoch, v_high_watermark, v_current_voters, v_observers, unknown), pos
 
 def _d_TopicData_v1(buf, pos, blen):
@@ -536,14 +536,14 @@ def _d_TopicData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_partitions, unknown), pos
 
 def _d_DescribeQuorumResponse_v1(buf, pos, blen):
@@ -576,14 +576,14 @@ def _d_DescribeQuorumResponse_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeQuorumResponse(v_error_code, v_error_message, v_topics, v_nodes, unknown), pos
 
 def _e_ReplicaState_v1(o, out):
@@ -684,14 +684,14 @@ def _d_ReplicaState_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ReplicaState(v_replica_id, v_replica_directory_id, v_log_end_offset, v_last_fetch_timestamp, v_last_caught_up_timestamp, unknown), pos
 
 def _d_PartitionData_v2(buf, pos, blen):
@@ -756,14 +756,14 @@ def _d_PartitionData_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, v_error_code, v_error_message, v_leader_id, v_leader_epoch, v_high_watermark, v_current_voters, v_observers, unknown), pos
 
 def _d_TopicData_v2(buf, pos, blen):
@@ -806,14 +806,14 @@ def _d_TopicData_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_partitions, unknown), pos
 
 def _d_Listener_v2(buf, pos, blen):
@@ -856,14 +856,14 @@ def _d_Listener_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return Listener(v_name, v_host, v_port, unknown), pos
 
 def _d_Node_v2(buf, pos, blen):
@@ -894,14 +894,14 @@ def _d_Node_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return Node(v_node_id, v_listeners, unknown), pos
 
 def _d_DescribeQuorumResponse_v2(buf, pos, blen):
@@ -964,14 +964,14 @@ def _d_DescribeQuorumResponse_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return DescribeQuorumResponse(v_error_code, v_error_message, v_topics, v_nodes, unknown), pos
 
 def _e_ReplicaState_v2(o, out):

@@ -67,7 +67,7 @@ class ElectLeadersRequest:
             raise UnsupportedVersionError(f'ElectLeadersRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ElectLeadersRequest v{version}: {e}') from e
 
     @classmethod
@@ -252,14 +252,14 @@ def _d_TopicPartitions_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicPartitions(v_topic, v_partitions, unknown), pos
 
 def _d_ElectLeadersRequest_v2(buf, pos, blen):
@@ -294,14 +294,14 @@ def _d_ElectLeadersRequest_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ElectLeadersRequest(v_election_type, v_topic_partitions, v_timeout_ms, unknown), pos
 
 def _e_TopicPartitions_v2(o, out):

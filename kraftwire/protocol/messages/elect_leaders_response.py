@@ -79,7 +79,7 @@ class ElectLeadersResponse:
             raise UnsupportedVersionError(f'ElectLeadersResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ElectLeadersResponse v{version}: {e}') from e
 
     @classmethod
@@ -285,14 +285,14 @@ def _d_PartitionResult_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionResult(v_partition_id, v_error_code, v_error_message, unknown), pos
 
 def _d_ReplicaElectionResult_v2(buf, pos, blen):
@@ -335,14 +335,14 @@ def _d_ReplicaElectionResult_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ReplicaElectionResult(v_topic, v_partition_result, unknown), pos
 
 def _d_ElectLeadersResponse_v2(buf, pos, blen):
@@ -373,14 +373,14 @@ def _d_ElectLeadersResponse_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ElectLeadersResponse(v_throttle_time_ms, v_error_code, v_replica_election_results, unknown), pos
 
 def _e_PartitionResult_v2(o, out):

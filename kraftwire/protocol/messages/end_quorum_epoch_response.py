@@ -94,7 +94,7 @@ class EndQuorumEpochResponse:
             raise UnsupportedVersionError(f'EndQuorumEpochResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'EndQuorumEpochResponse v{version}: {e}') from e
 
     @classmethod
@@ -217,14 +217,14 @@ def _d_PartitionData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, v_error_code, v_leader_id, v_leader_epoch, unknown), pos
 
 def _d_TopicData_v1(buf, pos, blen):
@@ -267,14 +267,14 @@ def _d_TopicData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_partitions, unknown), pos
 
 def _d_NodeEndpoint_v1(buf, pos, blen):
@@ -305,14 +305,14 @@ def _d_NodeEndpoint_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return NodeEndpoint(v_node_id, v_host, v_port, unknown), pos
 
 def _d_EndQuorumEpochResponse_v1(buf, pos, blen):
@@ -344,8 +344,8 @@ def _d_EndQuorumEpochResponse_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n3 = buf[pos]
@@ -356,19 +356,21 @@ def _d_EndQuorumEpochResponse_v1(buf, pos, blen):
             n3 -= 1
             if n3 < 0:
                 raise bad_length('EndQuorumEpochResponse.NodeEndpoints', n3)
-            elif n3 > (blen - pos) // 8:
+            elif n3 > (tend - pos) // 8:
                 raise bad_length('EndQuorumEpochResponse.NodeEndpoints', n3)
             else:
                 v_node_endpoints = []
                 app = v_node_endpoints.append
                 for _ in range(n3):
-                    item4, pos = _d_NodeEndpoint_v1(buf, pos, blen)
+                    item4, pos = _d_NodeEndpoint_v1(buf, pos, tend)
                     app(item4)
+            if pos != tend:
+                raise DecodeError('tagged field EndQuorumEpochResponse.NodeEndpoints does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return EndQuorumEpochResponse(v_error_code, v_topics, v_node_endpoints, unknown), pos
 
 def _e_PartitionData_v1(o, out):

@@ -54,7 +54,7 @@ class EnvelopeResponse:
             raise UnsupportedVersionError(f'EnvelopeResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'EnvelopeResponse v{version}: {e}') from e
 
     @classmethod
@@ -111,14 +111,14 @@ def _d_EnvelopeResponse_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return EnvelopeResponse(v_response_data, v_error_code, unknown), pos
 
 def _e_EnvelopeResponse_v0(o, out):

@@ -125,7 +125,7 @@ class FetchRequest:
             raise UnsupportedVersionError(f'FetchRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'FetchRequest v{version}: {e}') from e
 
     @classmethod
@@ -1077,14 +1077,14 @@ def _d_FetchPartition_v12(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, unknown), pos
 
 def _d_FetchTopic_v12(buf, pos, blen):
@@ -1128,14 +1128,14 @@ def _d_FetchTopic_v12(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchTopic(v_topic, v_topic_id, v_partitions, unknown), pos
 
 def _d_ForgottenTopic_v12(buf, pos, blen):
@@ -1176,14 +1176,14 @@ def _d_ForgottenTopic_v12(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ForgottenTopic(v_topic, v_topic_id, v_partitions, unknown), pos
 
 def _d_FetchRequest_v12(buf, pos, blen):
@@ -1246,8 +1246,8 @@ def _d_FetchRequest_v12(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n6 = buf[pos]
@@ -1262,15 +1262,17 @@ def _d_FetchRequest_v12(buf, pos, blen):
                 v_cluster_id = None
             else:
                 end = pos + n6
-                if end > blen:
+                if end > tend:
                     raise truncated('FetchRequest.ClusterId')
                 v_cluster_id = str(buf[pos:end], 'utf-8')
                 pos = end
+            if pos != tend:
+                raise DecodeError('tagged field FetchRequest.ClusterId does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchRequest(v_cluster_id, v_replica_id, v_replica_state, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, v_rack_id, unknown), pos
 
 def _e_FetchPartition_v12(o, out):
@@ -1422,14 +1424,14 @@ def _d_FetchTopic_v13(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchTopic(v_topic, v_topic_id, v_partitions, unknown), pos
 
 def _d_ForgottenTopic_v13(buf, pos, blen):
@@ -1459,14 +1461,14 @@ def _d_ForgottenTopic_v13(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ForgottenTopic(v_topic, v_topic_id, v_partitions, unknown), pos
 
 def _d_FetchRequest_v13(buf, pos, blen):
@@ -1529,8 +1531,8 @@ def _d_FetchRequest_v13(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n6 = buf[pos]
@@ -1545,15 +1547,17 @@ def _d_FetchRequest_v13(buf, pos, blen):
                 v_cluster_id = None
             else:
                 end = pos + n6
-                if end > blen:
+                if end > tend:
                     raise truncated('FetchRequest.ClusterId')
                 v_cluster_id = str(buf[pos:end], 'utf-8')
                 pos = end
+            if pos != tend:
+                raise DecodeError('tagged field FetchRequest.ClusterId does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchRequest(v_cluster_id, v_replica_id, v_replica_state, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, v_rack_id, unknown), pos
 
 _e_FetchPartition_v13 = _e_FetchPartition_v12
@@ -1768,14 +1772,14 @@ def _d_ReplicaState_v15(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ReplicaState(v_replica_id, v_replica_epoch, unknown), pos
 
 def _d_FetchRequest_v15(buf, pos, blen):
@@ -1839,8 +1843,8 @@ def _d_FetchRequest_v15(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n6 = buf[pos]
@@ -1855,17 +1859,21 @@ def _d_FetchRequest_v15(buf, pos, blen):
                 v_cluster_id = None
             else:
                 end = pos + n6
-                if end > blen:
+                if end > tend:
                     raise truncated('FetchRequest.ClusterId')
                 v_cluster_id = str(buf[pos:end], 'utf-8')
                 pos = end
+            if pos != tend:
+                raise DecodeError('tagged field FetchRequest.ClusterId does not fill its size')
         elif tag == 1:
-            v_replica_state, pos = _d_ReplicaState_v15(buf, pos, blen)
+            v_replica_state, pos = _d_ReplicaState_v15(buf, pos, tend)
+            if pos != tend:
+                raise DecodeError('tagged field FetchRequest.ReplicaState does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchRequest(v_cluster_id, v_replica_id, v_replica_state, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, v_rack_id, unknown), pos
 
 _e_FetchPartition_v15 = _e_FetchPartition_v12
@@ -2095,18 +2103,20 @@ def _d_FetchPartition_v17(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             v_replica_directory_id, = _S8.unpack_from(buf, pos)
             pos += 16
             v_replica_directory_id = make_uuid(v_replica_directory_id)
+            if pos != tend:
+                raise DecodeError('tagged field FetchRequest.ReplicaDirectoryId does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, unknown), pos
 
 def _d_FetchTopic_v17(buf, pos, blen):
@@ -2139,14 +2149,14 @@ def _d_FetchTopic_v17(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchTopic(v_topic, v_topic_id, v_partitions, unknown), pos
 
 _d_ForgottenTopic_v17 = _d_ForgottenTopic_v13
@@ -2214,8 +2224,8 @@ def _d_FetchRequest_v17(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n6 = buf[pos]
@@ -2230,17 +2240,21 @@ def _d_FetchRequest_v17(buf, pos, blen):
                 v_cluster_id = None
             else:
                 end = pos + n6
-                if end > blen:
+                if end > tend:
                     raise truncated('FetchRequest.ClusterId')
                 v_cluster_id = str(buf[pos:end], 'utf-8')
                 pos = end
+            if pos != tend:
+                raise DecodeError('tagged field FetchRequest.ClusterId does not fill its size')
         elif tag == 1:
-            v_replica_state, pos = _d_ReplicaState_v15(buf, pos, blen)
+            v_replica_state, pos = _d_ReplicaState_v15(buf, pos, tend)
+            if pos != tend:
+                raise DecodeError('tagged field FetchRequest.ReplicaState does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchRequest(v_cluster_id, v_replica_id, v_replica_state, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, v_rack_id, unknown), pos
 
 def _e_FetchPartition_v17(o, out):

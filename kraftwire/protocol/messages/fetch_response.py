@@ -155,7 +155,7 @@ class FetchResponse:
             raise UnsupportedVersionError(f'FetchResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'FetchResponse v{version}: {e}') from e
 
     @classmethod
@@ -1241,14 +1241,14 @@ def _d_AbortedTransaction_v12(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AbortedTransaction(v_producer_id, v_first_offset, unknown), pos
 
 def _d_EpochEndOffset_v12(buf, pos, blen):
@@ -1263,14 +1263,14 @@ def _d_EpochEndOffset_v12(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return EpochEndOffset(v_epoch, v_end_offset, unknown), pos
 
 def _d_LeaderIdAndEpoch_v12(buf, pos, blen):
@@ -1285,14 +1285,14 @@ def _d_LeaderIdAndEpoch_v12(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return LeaderIdAndEpoch(v_leader_id, v_leader_epoch, unknown), pos
 
 def _d_SnapshotId_v12(buf, pos, blen):
@@ -1307,14 +1307,14 @@ def _d_SnapshotId_v12(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return SnapshotId(v_end_offset, v_epoch, unknown), pos
 
 def _d_PartitionData_v12(buf, pos, blen):
@@ -1368,20 +1368,26 @@ def _d_PartitionData_v12(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
-            v_diverging_epoch, pos = _d_EpochEndOffset_v12(buf, pos, blen)
+            v_diverging_epoch, pos = _d_EpochEndOffset_v12(buf, pos, tend)
+            if pos != tend:
+                raise DecodeError('tagged field FetchResponse.DivergingEpoch does not fill its size')
         elif tag == 1:
-            v_current_leader, pos = _d_LeaderIdAndEpoch_v12(buf, pos, blen)
+            v_current_leader, pos = _d_LeaderIdAndEpoch_v12(buf, pos, tend)
+            if pos != tend:
+                raise DecodeError('tagged field FetchResponse.CurrentLeader does not fill its size')
         elif tag == 2:
-            v_snapshot_id, pos = _d_SnapshotId_v12(buf, pos, blen)
+            v_snapshot_id, pos = _d_SnapshotId_v12(buf, pos, tend)
+            if pos != tend:
+                raise DecodeError('tagged field FetchResponse.SnapshotId does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset, v_diverging_epoch, v_current_leader, v_snapshot_id, v_aborted_transactions, v_preferred_read_replica, v_records, unknown), pos
 
 def _d_FetchableTopicResponse_v12(buf, pos, blen):
@@ -1425,14 +1431,14 @@ def _d_FetchableTopicResponse_v12(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchableTopicResponse(v_topic, v_topic_id, v_partitions, unknown), pos
 
 def _d_FetchResponse_v12(buf, pos, blen):
@@ -1464,14 +1470,14 @@ def _d_FetchResponse_v12(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, v_node_endpoints, unknown), pos
 
 def _e_AbortedTransaction_v12(o, out):
@@ -1636,14 +1642,14 @@ def _d_FetchableTopicResponse_v13(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchableTopicResponse(v_topic, v_topic_id, v_partitions, unknown), pos
 
 def _d_FetchResponse_v13(buf, pos, blen):
@@ -1675,14 +1681,14 @@ def _d_FetchResponse_v13(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, v_node_endpoints, unknown), pos
 
 _e_AbortedTransaction_v13 = _e_AbortedTransaction_v12
@@ -1913,14 +1919,14 @@ def _d_NodeEndpoint_v16(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return NodeEndpoint(v_node_id, v_host, v_port, v_rack, unknown), pos
 
 def _d_FetchResponse_v16(buf, pos, blen):
@@ -1952,8 +1958,8 @@ def _d_FetchResponse_v16(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n3 = buf[pos]
@@ -1964,19 +1970,21 @@ def _d_FetchResponse_v16(buf, pos, blen):
             n3 -= 1
             if n3 < 0:
                 raise bad_length('FetchResponse.NodeEndpoints', n3)
-            elif n3 > (blen - pos) // 11:
+            elif n3 > (tend - pos) // 11:
                 raise bad_length('FetchResponse.NodeEndpoints', n3)
             else:
                 v_node_endpoints = []
                 app = v_node_endpoints.append
                 for _ in range(n3):
-                    item4, pos = _d_NodeEndpoint_v16(buf, pos, blen)
+                    item4, pos = _d_NodeEndpoint_v16(buf, pos, tend)
                     app(item4)
+            if pos != tend:
+                raise DecodeError('tagged field FetchResponse.NodeEndpoints does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchResponse(v_throttle_time_ms, v_error_code, v_session_id, v_responses, v_node_endpoints, unknown), pos
 
 _e_AbortedTransaction_v16 = _e_AbortedTransaction_v12

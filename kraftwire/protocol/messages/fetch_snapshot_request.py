@@ -95,7 +95,7 @@ class FetchSnapshotRequest:
             raise UnsupportedVersionError(f'FetchSnapshotRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'FetchSnapshotRequest v{version}: {e}') from e
 
     @classmethod
@@ -139,14 +139,14 @@ def _d_SnapshotId_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return SnapshotId(v_end_offset, v_epoch, unknown), pos
 
 def _d_PartitionSnapshot_v0(buf, pos, blen):
@@ -165,14 +165,14 @@ def _d_PartitionSnapshot_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionSnapshot(v_partition, v_current_leader_epoch, v_snapshot_id, v_position, v_replica_directory_id, unknown), pos
 
 def _d_TopicSnapshot_v0(buf, pos, blen):
@@ -215,14 +215,14 @@ def _d_TopicSnapshot_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicSnapshot(v_name, v_partitions, unknown), pos
 
 def _d_FetchSnapshotRequest_v0(buf, pos, blen):
@@ -254,8 +254,8 @@ def _d_FetchSnapshotRequest_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n3 = buf[pos]
@@ -270,15 +270,17 @@ def _d_FetchSnapshotRequest_v0(buf, pos, blen):
                 v_cluster_id = None
             else:
                 end = pos + n3
-                if end > blen:
+                if end > tend:
                     raise truncated('FetchSnapshotRequest.ClusterId')
                 v_cluster_id = str(buf[pos:end], 'utf-8')
                 pos = end
+            if pos != tend:
+                raise DecodeError('tagged field FetchSnapshotRequest.ClusterId does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchSnapshotRequest(v_cluster_id, v_replica_id, v_max_bytes, v_topics, unknown), pos
 
 def _e_SnapshotId_v0(o, out):
@@ -378,18 +380,20 @@ def _d_PartitionSnapshot_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             v_replica_directory_id, = _S3.unpack_from(buf, pos)
             pos += 16
             v_replica_directory_id = make_uuid(v_replica_directory_id)
+            if pos != tend:
+                raise DecodeError('tagged field FetchSnapshotRequest.ReplicaDirectoryId does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionSnapshot(v_partition, v_current_leader_epoch, v_snapshot_id, v_position, v_replica_directory_id, unknown), pos
 
 def _d_TopicSnapshot_v1(buf, pos, blen):
@@ -432,14 +436,14 @@ def _d_TopicSnapshot_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicSnapshot(v_name, v_partitions, unknown), pos
 
 def _d_FetchSnapshotRequest_v1(buf, pos, blen):
@@ -471,8 +475,8 @@ def _d_FetchSnapshotRequest_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n3 = buf[pos]
@@ -487,15 +491,17 @@ def _d_FetchSnapshotRequest_v1(buf, pos, blen):
                 v_cluster_id = None
             else:
                 end = pos + n3
-                if end > blen:
+                if end > tend:
                     raise truncated('FetchSnapshotRequest.ClusterId')
                 v_cluster_id = str(buf[pos:end], 'utf-8')
                 pos = end
+            if pos != tend:
+                raise DecodeError('tagged field FetchSnapshotRequest.ClusterId does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchSnapshotRequest(v_cluster_id, v_replica_id, v_max_bytes, v_topics, unknown), pos
 
 _e_SnapshotId_v1 = _e_SnapshotId_v0

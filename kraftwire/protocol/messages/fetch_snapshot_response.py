@@ -122,7 +122,7 @@ class FetchSnapshotResponse:
             raise UnsupportedVersionError(f'FetchSnapshotResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'FetchSnapshotResponse v{version}: {e}') from e
 
     @classmethod
@@ -168,14 +168,14 @@ def _d_SnapshotId_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return SnapshotId(v_end_offset, v_epoch, unknown), pos
 
 def _d_LeaderIdAndEpoch_v0(buf, pos, blen):
@@ -190,14 +190,14 @@ def _d_LeaderIdAndEpoch_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return LeaderIdAndEpoch(v_leader_id, v_leader_epoch, unknown), pos
 
 def _d_PartitionSnapshot_v0(buf, pos, blen):
@@ -230,16 +230,18 @@ def _d_PartitionSnapshot_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
-            v_current_leader, pos = _d_LeaderIdAndEpoch_v0(buf, pos, blen)
+            v_current_leader, pos = _d_LeaderIdAndEpoch_v0(buf, pos, tend)
+            if pos != tend:
+                raise DecodeError('tagged field FetchSnapshotResponse.CurrentLeader does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionSnapshot(v_index, v_error_code, v_snapshot_id, v_current_leader, v_size, v_position, v_unaligned_records, unknown), pos
 
 def _d_TopicSnapshot_v0(buf, pos, blen):
@@ -282,14 +284,14 @@ def _d_TopicSnapshot_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicSnapshot(v_name, v_partitions, unknown), pos
 
 def _d_FetchSnapshotResponse_v0(buf, pos, blen):
@@ -321,14 +323,14 @@ def _d_FetchSnapshotResponse_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchSnapshotResponse(v_throttle_time_ms, v_error_code, v_topics, v_node_endpoints, unknown), pos
 
 def _e_SnapshotId_v0(o, out):
@@ -456,14 +458,14 @@ def _d_NodeEndpoint_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return NodeEndpoint(v_node_id, v_host, v_port, unknown), pos
 
 def _d_FetchSnapshotResponse_v1(buf, pos, blen):
@@ -495,8 +497,8 @@ def _d_FetchSnapshotResponse_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n3 = buf[pos]
@@ -507,19 +509,21 @@ def _d_FetchSnapshotResponse_v1(buf, pos, blen):
             n3 -= 1
             if n3 < 0:
                 raise bad_length('FetchSnapshotResponse.NodeEndpoints', n3)
-            elif n3 > (blen - pos) // 8:
+            elif n3 > (tend - pos) // 8:
                 raise bad_length('FetchSnapshotResponse.NodeEndpoints', n3)
             else:
                 v_node_endpoints = []
                 app = v_node_endpoints.append
                 for _ in range(n3):
-                    item4, pos = _d_NodeEndpoint_v1(buf, pos, blen)
+                    item4, pos = _d_NodeEndpoint_v1(buf, pos, tend)
                     app(item4)
+            if pos != tend:
+                raise DecodeError('tagged field FetchSnapshotResponse.NodeEndpoints does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FetchSnapshotResponse(v_throttle_time_ms, v_error_code, v_topics, v_node_endpoints, unknown), pos
 
 _e_SnapshotId_v1 = _e_SnapshotId_v0

@@ -55,7 +55,7 @@ class FindCoordinatorRequest:
             raise UnsupportedVersionError(f'FindCoordinatorRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'FindCoordinatorRequest v{version}: {e}') from e
 
     @classmethod
@@ -181,14 +181,14 @@ def _d_FindCoordinatorRequest_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FindCoordinatorRequest(v_key, v_key_type, v_coordinator_keys, unknown), pos
 
 def _e_FindCoordinatorRequest_v3(o, out):
@@ -253,14 +253,14 @@ def _d_FindCoordinatorRequest_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FindCoordinatorRequest(v_key, v_key_type, v_coordinator_keys, unknown), pos
 
 def _e_FindCoordinatorRequest_v4(o, out):

@@ -76,7 +76,7 @@ class FindCoordinatorResponse:
             raise UnsupportedVersionError(f'FindCoordinatorResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'FindCoordinatorResponse v{version}: {e}') from e
 
     @classmethod
@@ -262,14 +262,14 @@ def _d_FindCoordinatorResponse_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FindCoordinatorResponse(v_throttle_time_ms, v_error_code, v_error_message, v_node_id, v_host, v_port, v_coordinators, unknown), pos
 
 def _e_FindCoordinatorResponse_v3(o, out):
@@ -362,14 +362,14 @@ def _d_Coordinator_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return Coordinator(v_key, v_node_id, v_host, v_port, v_error_code, v_error_message, unknown), pos
 
 def _d_FindCoordinatorResponse_v4(buf, pos, blen):
@@ -405,14 +405,14 @@ def _d_FindCoordinatorResponse_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FindCoordinatorResponse(v_throttle_time_ms, v_error_code, v_error_message, v_node_id, v_host, v_port, v_coordinators, unknown), pos
 
 def _e_Coordinator_v4(o, out):

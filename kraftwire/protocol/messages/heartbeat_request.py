@@ -56,7 +56,7 @@ class HeartbeatRequest:
             raise UnsupportedVersionError(f'HeartbeatRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'HeartbeatRequest v{version}: {e}') from e
 
     @classmethod
@@ -289,14 +289,14 @@ def _d_HeartbeatRequest_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return HeartbeatRequest(v_group_id, v_generation_id, v_member_id, v_group_instance_id, unknown), pos
 
 def _e_HeartbeatRequest_v4(o, out):

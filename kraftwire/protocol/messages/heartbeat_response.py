@@ -55,7 +55,7 @@ class HeartbeatResponse:
             raise UnsupportedVersionError(f'HeartbeatResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'HeartbeatResponse v{version}: {e}') from e
 
     @classmethod
@@ -121,14 +121,14 @@ def _d_HeartbeatResponse_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return HeartbeatResponse(v_throttle_time_ms, v_error_code, unknown), pos
 
 def _e_HeartbeatResponse_v4(o, out):

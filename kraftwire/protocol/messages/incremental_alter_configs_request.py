@@ -79,7 +79,7 @@ class IncrementalAlterConfigsRequest:
             raise UnsupportedVersionError(f'IncrementalAlterConfigsRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'IncrementalAlterConfigsRequest v{version}: {e}') from e
 
     @classmethod
@@ -267,14 +267,14 @@ def _d_AlterableConfig_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterableConfig(v_name, v_config_operation, v_value, unknown), pos
 
 def _d_AlterConfigsResource_v1(buf, pos, blen):
@@ -319,14 +319,14 @@ def _d_AlterConfigsResource_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterConfigsResource(v_resource_type, v_resource_name, v_configs, unknown), pos
 
 def _d_IncrementalAlterConfigsRequest_v1(buf, pos, blen):
@@ -357,14 +357,14 @@ def _d_IncrementalAlterConfigsRequest_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return IncrementalAlterConfigsRequest(v_resources, v_validate_only, unknown), pos
 
 def _e_AlterableConfig_v1(o, out):

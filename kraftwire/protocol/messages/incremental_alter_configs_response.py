@@ -69,7 +69,7 @@ class IncrementalAlterConfigsResponse:
             raise UnsupportedVersionError(f'IncrementalAlterConfigsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'IncrementalAlterConfigsResponse v{version}: {e}') from e
 
     @classmethod
@@ -217,14 +217,14 @@ def _d_AlterConfigsResourceResponse_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return AlterConfigsResourceResponse(v_error_code, v_error_message, v_resource_type, v_resource_name, unknown), pos
 
 def _d_IncrementalAlterConfigsResponse_v1(buf, pos, blen):
@@ -255,14 +255,14 @@ def _d_IncrementalAlterConfigsResponse_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return IncrementalAlterConfigsResponse(v_throttle_time_ms, v_responses, unknown), pos
 
 def _e_AlterConfigsResourceResponse_v1(o, out):

@@ -57,7 +57,7 @@ class InitProducerIdRequest:
             raise UnsupportedVersionError(f'InitProducerIdRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'InitProducerIdRequest v{version}: {e}') from e
 
     @classmethod
@@ -165,14 +165,14 @@ def _d_InitProducerIdRequest_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return InitProducerIdRequest(v_transactional_id, v_transaction_timeout_ms, v_producer_id, v_producer_epoch, unknown), pos
 
 def _e_InitProducerIdRequest_v2(o, out):
@@ -225,14 +225,14 @@ def _d_InitProducerIdRequest_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return InitProducerIdRequest(v_transactional_id, v_transaction_timeout_ms, v_producer_id, v_producer_epoch, unknown), pos
 
 def _e_InitProducerIdRequest_v3(o, out):

@@ -56,7 +56,7 @@ class InitProducerIdResponse:
             raise UnsupportedVersionError(f'InitProducerIdResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'InitProducerIdResponse v{version}: {e}') from e
 
     @classmethod
@@ -109,14 +109,14 @@ def _d_InitProducerIdResponse_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return InitProducerIdResponse(v_throttle_time_ms, v_error_code, v_producer_id, v_producer_epoch, unknown), pos
 
 def _e_InitProducerIdResponse_v2(o, out):

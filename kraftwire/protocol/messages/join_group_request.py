@@ -72,7 +72,7 @@ class JoinGroupRequest:
             raise UnsupportedVersionError(f'JoinGroupRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'JoinGroupRequest v{version}: {e}') from e
 
     @classmethod
@@ -631,14 +631,14 @@ def _d_JoinGroupRequestProtocol_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return JoinGroupRequestProtocol(v_name, v_metadata, unknown), pos
 
 def _d_JoinGroupRequest_v6(buf, pos, blen):
@@ -728,14 +728,14 @@ def _d_JoinGroupRequest_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return JoinGroupRequest(v_group_id, v_session_timeout_ms, v_rebalance_timeout_ms, v_member_id, v_group_instance_id, v_protocol_type, v_protocols, v_reason, unknown), pos
 
 def _e_JoinGroupRequestProtocol_v6(o, out):
@@ -1014,14 +1014,14 @@ def _d_JoinGroupRequest_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return JoinGroupRequest(v_group_id, v_session_timeout_ms, v_rebalance_timeout_ms, v_member_id, v_group_instance_id, v_protocol_type, v_protocols, v_reason, unknown), pos
 
 def _e_JoinGroupRequestProtocol_v8(o, out):

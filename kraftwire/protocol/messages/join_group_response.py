@@ -75,7 +75,7 @@ class JoinGroupResponse:
             raise UnsupportedVersionError(f'JoinGroupResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'JoinGroupResponse v{version}: {e}') from e
 
     @classmethod
@@ -675,14 +675,14 @@ def _d_JoinGroupResponseMember_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return JoinGroupResponseMember(v_member_id, v_group_instance_id, v_metadata, unknown), pos
 
 def _d_JoinGroupResponse_v6(buf, pos, blen):
@@ -757,14 +757,14 @@ def _d_JoinGroupResponse_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return JoinGroupResponse(v_throttle_time_ms, v_error_code, v_generation_id, v_protocol_type, v_protocol_name, v_leader, v_skip_assignment, v_member_id, v_members, unknown), pos
 
 def _e_JoinGroupResponseMember_v6(o, out):
@@ -944,14 +944,14 @@ def _d_JoinGroupResponse_v7(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return JoinGroupResponse(v_throttle_time_ms, v_error_code, v_generation_id, v_protocol_type, v_protocol_name, v_leader, v_skip_assignment, v_member_id, v_members, unknown), pos
 
 def _e_JoinGroupResponseMember_v7(o, out):
@@ -1242,14 +1242,14 @@ def _d_JoinGroupResponse_v9(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return JoinGroupResponse(v_throttle_time_ms, v_error_code, v_generation_id, v_protocol_type, v_protocol_name, v_leader, v_skip_assignment, v_member_id, v_members, unknown), pos
 
 def _e_JoinGroupResponseMember_v9(o, out):

@@ -68,7 +68,7 @@ class LeaderChangeMessage:
             raise UnsupportedVersionError(f'LeaderChangeMessage version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'LeaderChangeMessage v{version}: {e}') from e
 
     @classmethod
@@ -111,14 +111,14 @@ def _d_Voter_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return Voter(v_voter_id, v_voter_directory_id, unknown), pos
 
 def _d_LeaderChangeMessage_v0(buf, pos, blen):
@@ -165,14 +165,14 @@ def _d_LeaderChangeMessage_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return LeaderChangeMessage(v_version, v_leader_id, v_voters, v_granting_voters, unknown), pos
 
 def _e_Voter_v0(o, out):
@@ -226,14 +226,14 @@ def _d_Voter_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return Voter(v_voter_id, v_voter_directory_id, unknown), pos
 
 def _d_LeaderChangeMessage_v1(buf, pos, blen):
@@ -280,14 +280,14 @@ def _d_LeaderChangeMessage_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return LeaderChangeMessage(v_version, v_leader_id, v_voters, v_granting_voters, unknown), pos
 
 def _e_Voter_v1(o, out):

@@ -66,7 +66,7 @@ class LeaveGroupRequest:
             raise UnsupportedVersionError(f'LeaveGroupRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'LeaveGroupRequest v{version}: {e}') from e
 
     @classmethod
@@ -305,14 +305,14 @@ def _d_MemberIdentity_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return MemberIdentity(v_member_id, v_group_instance_id, v_reason, unknown), pos
 
 def _d_LeaveGroupRequest_v4(buf, pos, blen):
@@ -356,14 +356,14 @@ def _d_LeaveGroupRequest_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return LeaveGroupRequest(v_group_id, v_member_id, v_members, unknown), pos
 
 def _e_MemberIdentity_v4(o, out):
@@ -478,14 +478,14 @@ def _d_MemberIdentity_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return MemberIdentity(v_member_id, v_group_instance_id, v_reason, unknown), pos
 
 def _d_LeaveGroupRequest_v5(buf, pos, blen):
@@ -529,14 +529,14 @@ def _d_LeaveGroupRequest_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return LeaveGroupRequest(v_group_id, v_member_id, v_members, unknown), pos
 
 def _e_MemberIdentity_v5(o, out):

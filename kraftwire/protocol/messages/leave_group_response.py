@@ -68,7 +68,7 @@ class LeaveGroupResponse:
             raise UnsupportedVersionError(f'LeaveGroupResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'LeaveGroupResponse v{version}: {e}') from e
 
     @classmethod
@@ -241,14 +241,14 @@ def _d_MemberResponse_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return MemberResponse(v_member_id, v_group_instance_id, v_error_code, unknown), pos
 
 def _d_LeaveGroupResponse_v4(buf, pos, blen):
@@ -279,14 +279,14 @@ def _d_LeaveGroupResponse_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return LeaveGroupResponse(v_throttle_time_ms, v_error_code, v_members, unknown), pos
 
 def _e_MemberResponse_v4(o, out):

@@ -53,7 +53,7 @@ class ListGroupsRequest:
             raise UnsupportedVersionError(f'ListGroupsRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ListGroupsRequest v{version}: {e}') from e
 
     @classmethod
@@ -121,14 +121,14 @@ def _d_ListGroupsRequest_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListGroupsRequest(v_states_filter, v_types_filter, unknown), pos
 
 def _e_ListGroupsRequest_v3(o, out):
@@ -182,14 +182,14 @@ def _d_ListGroupsRequest_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListGroupsRequest(v_states_filter, v_types_filter, unknown), pos
 
 def _e_ListGroupsRequest_v4(o, out):
@@ -288,14 +288,14 @@ def _d_ListGroupsRequest_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListGroupsRequest(v_states_filter, v_types_filter, unknown), pos
 
 def _e_ListGroupsRequest_v5(o, out):

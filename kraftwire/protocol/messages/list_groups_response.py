@@ -69,7 +69,7 @@ class ListGroupsResponse:
             raise UnsupportedVersionError(f'ListGroupsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ListGroupsResponse v{version}: {e}') from e
 
     @classmethod
@@ -283,14 +283,14 @@ def _d_ListedGroup_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListedGroup(v_group_id, v_protocol_type, v_group_state, v_group_type, unknown), pos
 
 def _d_ListGroupsResponse_v3(buf, pos, blen):
@@ -321,14 +321,14 @@ def _d_ListGroupsResponse_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListGroupsResponse(v_throttle_time_ms, v_error_code, v_groups, unknown), pos
 
 def _e_ListedGroup_v3(o, out):
@@ -429,14 +429,14 @@ def _d_ListedGroup_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListedGroup(v_group_id, v_protocol_type, v_group_state, v_group_type, unknown), pos
 
 def _d_ListGroupsResponse_v4(buf, pos, blen):
@@ -467,14 +467,14 @@ def _d_ListGroupsResponse_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListGroupsResponse(v_throttle_time_ms, v_error_code, v_groups, unknown), pos
 
 def _e_ListedGroup_v4(o, out):
@@ -598,14 +598,14 @@ def _d_ListedGroup_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListedGroup(v_group_id, v_protocol_type, v_group_state, v_group_type, unknown), pos
 
 def _d_ListGroupsResponse_v5(buf, pos, blen):
@@ -636,14 +636,14 @@ def _d_ListGroupsResponse_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListGroupsResponse(v_throttle_time_ms, v_error_code, v_groups, unknown), pos
 
 def _e_ListedGroup_v5(o, out):

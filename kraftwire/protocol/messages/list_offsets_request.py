@@ -83,7 +83,7 @@ class ListOffsetsRequest:
             raise UnsupportedVersionError(f'ListOffsetsRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ListOffsetsRequest v{version}: {e}') from e
 
     @classmethod
@@ -495,14 +495,14 @@ def _d_ListOffsetsPartition_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListOffsetsPartition(v_partition_index, v_current_leader_epoch, v_timestamp, v_max_num_offsets, unknown), pos
 
 def _d_ListOffsetsTopic_v6(buf, pos, blen):
@@ -545,14 +545,14 @@ def _d_ListOffsetsTopic_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListOffsetsTopic(v_name, v_partitions, unknown), pos
 
 def _d_ListOffsetsRequest_v6(buf, pos, blen):
@@ -583,14 +583,14 @@ def _d_ListOffsetsRequest_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListOffsetsRequest(v_replica_id, v_isolation_level, v_topics, unknown), pos
 
 def _e_ListOffsetsPartition_v6(o, out):

@@ -83,7 +83,7 @@ class ListOffsetsResponse:
             raise UnsupportedVersionError(f'ListOffsetsResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ListOffsetsResponse v{version}: {e}') from e
 
     @classmethod
@@ -514,14 +514,14 @@ def _d_ListOffsetsPartitionResponse_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListOffsetsPartitionResponse(v_partition_index, v_error_code, v_old_style_offsets, v_timestamp, v_offset, v_leader_epoch, unknown), pos
 
 def _d_ListOffsetsTopicResponse_v6(buf, pos, blen):
@@ -564,14 +564,14 @@ def _d_ListOffsetsTopicResponse_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListOffsetsTopicResponse(v_name, v_partitions, unknown), pos
 
 def _d_ListOffsetsResponse_v6(buf, pos, blen):
@@ -602,14 +602,14 @@ def _d_ListOffsetsResponse_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ListOffsetsResponse(v_throttle_time_ms, v_topics, unknown), pos
 
 def _e_ListOffsetsPartitionResponse_v6(o, out):

@@ -70,7 +70,7 @@ class MetadataRequest:
             raise UnsupportedVersionError(f'MetadataRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'MetadataRequest v{version}: {e}') from e
 
     @classmethod
@@ -450,14 +450,14 @@ def _d_MetadataRequestTopic_v9(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return MetadataRequestTopic(v_topic_id, v_name, unknown), pos
 
 def _d_MetadataRequest_v9(buf, pos, blen):
@@ -490,14 +490,14 @@ def _d_MetadataRequest_v9(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return MetadataRequest(v_topics, v_allow_auto_topic_creation, v_include_cluster_authorized_operations, v_include_topic_authorized_operations, unknown), pos
 
 def _e_MetadataRequestTopic_v9(o, out):
@@ -564,14 +564,14 @@ def _d_MetadataRequestTopic_v10(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return MetadataRequestTopic(v_topic_id, v_name, unknown), pos
 
 def _d_MetadataRequest_v10(buf, pos, blen):
@@ -604,14 +604,14 @@ def _d_MetadataRequest_v10(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return MetadataRequest(v_topics, v_allow_auto_topic_creation, v_include_cluster_authorized_operations, v_include_topic_authorized_operations, unknown), pos
 
 def _e_MetadataRequestTopic_v10(o, out):
@@ -683,14 +683,14 @@ def _d_MetadataRequest_v11(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return MetadataRequest(v_topics, v_allow_auto_topic_creation, v_include_cluster_authorized_operations, v_include_topic_authorized_operations, unknown), pos
 
 _e_MetadataRequestTopic_v11 = _e_MetadataRequestTopic_v10

@@ -87,7 +87,7 @@ class OffsetCommitRequest:
             raise UnsupportedVersionError(f'OffsetCommitRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'OffsetCommitRequest v{version}: {e}') from e
 
     @classmethod
@@ -967,14 +967,14 @@ def _d_OffsetCommitRequestPartition_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetCommitRequestPartition(v_partition_index, v_committed_offset, v_committed_leader_epoch, v_commit_timestamp, v_committed_metadata, unknown), pos
 
 def _d_OffsetCommitRequestTopic_v8(buf, pos, blen):
@@ -1017,14 +1017,14 @@ def _d_OffsetCommitRequestTopic_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetCommitRequestTopic(v_name, v_partitions, unknown), pos
 
 def _d_OffsetCommitRequest_v8(buf, pos, blen):
@@ -1100,14 +1100,14 @@ def _d_OffsetCommitRequest_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetCommitRequest(v_group_id, v_generation_id_or_member_epoch, v_member_id, v_group_instance_id, v_retention_time_ms, v_topics, unknown), pos
 
 def _e_OffsetCommitRequestPartition_v8(o, out):

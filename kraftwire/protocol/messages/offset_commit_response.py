@@ -77,7 +77,7 @@ class OffsetCommitResponse:
             raise UnsupportedVersionError(f'OffsetCommitResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'OffsetCommitResponse v{version}: {e}') from e
 
     @classmethod
@@ -445,14 +445,14 @@ def _d_OffsetCommitResponsePartition_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetCommitResponsePartition(v_partition_index, v_error_code, unknown), pos
 
 def _d_OffsetCommitResponseTopic_v8(buf, pos, blen):
@@ -495,14 +495,14 @@ def _d_OffsetCommitResponseTopic_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetCommitResponseTopic(v_name, v_partitions, unknown), pos
 
 def _d_OffsetCommitResponse_v8(buf, pos, blen):
@@ -533,14 +533,14 @@ def _d_OffsetCommitResponse_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetCommitResponse(v_throttle_time_ms, v_topics, unknown), pos
 
 def _e_OffsetCommitResponsePartition_v8(o, out):

@@ -92,7 +92,7 @@ class OffsetFetchRequest:
             raise UnsupportedVersionError(f'OffsetFetchRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'OffsetFetchRequest v{version}: {e}') from e
 
     @classmethod
@@ -467,14 +467,14 @@ def _d_OffsetFetchRequestTopic_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchRequestTopic(v_name, v_partition_indexes, unknown), pos
 
 def _d_OffsetFetchRequest_v6(buf, pos, blen):
@@ -521,14 +521,14 @@ def _d_OffsetFetchRequest_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchRequest(v_group_id, v_topics, v_groups, v_require_stable, unknown), pos
 
 def _e_OffsetFetchRequestTopic_v6(o, out):
@@ -635,14 +635,14 @@ def _d_OffsetFetchRequest_v7(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchRequest(v_group_id, v_topics, v_groups, v_require_stable, unknown), pos
 
 def _e_OffsetFetchRequestTopic_v7(o, out):
@@ -738,14 +738,14 @@ def _d_OffsetFetchRequestTopics_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchRequestTopics(v_name, v_partition_indexes, unknown), pos
 
 def _d_OffsetFetchRequestGroup_v8(buf, pos, blen):
@@ -792,14 +792,14 @@ def _d_OffsetFetchRequestGroup_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchRequestGroup(v_group_id, v_member_id, v_member_epoch, v_topics, unknown), pos
 
 def _d_OffsetFetchRequest_v8(buf, pos, blen):
@@ -832,14 +832,14 @@ def _d_OffsetFetchRequest_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchRequest(v_group_id, v_topics, v_groups, v_require_stable, unknown), pos
 
 def _e_OffsetFetchRequestTopics_v8(o, out):
@@ -979,14 +979,14 @@ def _d_OffsetFetchRequestGroup_v9(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchRequestGroup(v_group_id, v_member_id, v_member_epoch, v_topics, unknown), pos
 
 def _d_OffsetFetchRequest_v9(buf, pos, blen):
@@ -1019,14 +1019,14 @@ def _d_OffsetFetchRequest_v9(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchRequest(v_group_id, v_topics, v_groups, v_require_stable, unknown), pos
 
 def _e_OffsetFetchRequestTopics_v9(o, out):

@@ -121,7 +121,7 @@ class OffsetFetchResponse:
             raise UnsupportedVersionError(f'OffsetFetchResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'OffsetFetchResponse v{version}: {e}') from e
 
     @classmethod
@@ -570,14 +570,14 @@ def _d_OffsetFetchResponsePartition_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchResponsePartition(v_partition_index, v_committed_offset, v_committed_leader_epoch, v_metadata, v_error_code, unknown), pos
 
 def _d_OffsetFetchResponseTopic_v6(buf, pos, blen):
@@ -620,14 +620,14 @@ def _d_OffsetFetchResponseTopic_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchResponseTopic(v_name, v_partitions, unknown), pos
 
 def _d_OffsetFetchResponse_v6(buf, pos, blen):
@@ -661,14 +661,14 @@ def _d_OffsetFetchResponse_v6(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchResponse(v_throttle_time_ms, v_topics, v_error_code, v_groups, unknown), pos
 
 def _e_OffsetFetchResponsePartition_v6(o, out):
@@ -824,14 +824,14 @@ def _d_OffsetFetchResponsePartitions_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchResponsePartitions(v_partition_index, v_committed_offset, v_committed_leader_epoch, v_metadata, v_error_code, unknown), pos
 
 def _d_OffsetFetchResponseTopics_v8(buf, pos, blen):
@@ -874,14 +874,14 @@ def _d_OffsetFetchResponseTopics_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchResponseTopics(v_name, v_partitions, unknown), pos
 
 def _d_OffsetFetchResponseGroup_v8(buf, pos, blen):
@@ -926,14 +926,14 @@ def _d_OffsetFetchResponseGroup_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchResponseGroup(v_group_id, v_topics, v_error_code, unknown), pos
 
 def _d_OffsetFetchResponse_v8(buf, pos, blen):
@@ -966,14 +966,14 @@ def _d_OffsetFetchResponse_v8(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return OffsetFetchResponse(v_throttle_time_ms, v_topics, v_error_code, v_groups, unknown), pos
 
 def _e_OffsetFetchResponsePartitions_v8(o, out):

@@ -65,7 +65,7 @@ class PartitionChangeRecord:
             raise UnsupportedVersionError(f'PartitionChangeRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'PartitionChangeRecord v{version}: {e}') from e
 
     @classmethod
@@ -116,8 +116,8 @@ def _d_PartitionChangeRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n1 = buf[pos]
@@ -130,14 +130,18 @@ def _d_PartitionChangeRecord_v0(buf, pos, blen):
                 if n1 != -1:
                     raise bad_length('PartitionChangeRecord.Isr', n1)
                 v_isr = None
-            elif n1 > (blen - pos) // 4:
+            elif n1 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.Isr', n1)
             else:
                 v_isr = list(unpack_from('>%di' % n1, buf, pos))
                 pos += 4 * n1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Isr does not fill its size')
         elif tag == 1:
             v_leader, = _S1.unpack_from(buf, pos)
             pos += 4
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Leader does not fill its size')
         elif tag == 2:
             n2 = buf[pos]
             if n2 < 128:
@@ -149,11 +153,13 @@ def _d_PartitionChangeRecord_v0(buf, pos, blen):
                 if n2 != -1:
                     raise bad_length('PartitionChangeRecord.Replicas', n2)
                 v_replicas = None
-            elif n2 > (blen - pos) // 4:
+            elif n2 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.Replicas', n2)
             else:
                 v_replicas = list(unpack_from('>%di' % n2, buf, pos))
                 pos += 4 * n2
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Replicas does not fill its size')
         elif tag == 3:
             n3 = buf[pos]
             if n3 < 128:
@@ -165,11 +171,13 @@ def _d_PartitionChangeRecord_v0(buf, pos, blen):
                 if n3 != -1:
                     raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
                 v_removing_replicas = None
-            elif n3 > (blen - pos) // 4:
+            elif n3 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
             else:
                 v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
                 pos += 4 * n3
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.RemovingReplicas does not fill its size')
         elif tag == 4:
             n4 = buf[pos]
             if n4 < 128:
@@ -181,19 +189,23 @@ def _d_PartitionChangeRecord_v0(buf, pos, blen):
                 if n4 != -1:
                     raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
                 v_adding_replicas = None
-            elif n4 > (blen - pos) // 4:
+            elif n4 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
             else:
                 v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
                 pos += 4 * n4
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.AddingReplicas does not fill its size')
         elif tag == 5:
             v_leader_recovery_state, = _S2.unpack_from(buf, pos)
             pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.LeaderRecoveryState does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionChangeRecord(v_partition_id, v_topic_id, v_isr, v_leader, v_replicas, v_removing_replicas, v_adding_replicas, v_leader_recovery_state, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
 
 def _e_PartitionChangeRecord_v0(o, out):
@@ -291,8 +303,8 @@ def _d_PartitionChangeRecord_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n1 = buf[pos]
@@ -305,14 +317,18 @@ def _d_PartitionChangeRecord_v1(buf, pos, blen):
                 if n1 != -1:
                     raise bad_length('PartitionChangeRecord.Isr', n1)
                 v_isr = None
-            elif n1 > (blen - pos) // 4:
+            elif n1 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.Isr', n1)
             else:
                 v_isr = list(unpack_from('>%di' % n1, buf, pos))
                 pos += 4 * n1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Isr does not fill its size')
         elif tag == 1:
             v_leader, = _S1.unpack_from(buf, pos)
             pos += 4
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Leader does not fill its size')
         elif tag == 2:
             n2 = buf[pos]
             if n2 < 128:
@@ -324,11 +340,13 @@ def _d_PartitionChangeRecord_v1(buf, pos, blen):
                 if n2 != -1:
                     raise bad_length('PartitionChangeRecord.Replicas', n2)
                 v_replicas = None
-            elif n2 > (blen - pos) // 4:
+            elif n2 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.Replicas', n2)
             else:
                 v_replicas = list(unpack_from('>%di' % n2, buf, pos))
                 pos += 4 * n2
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Replicas does not fill its size')
         elif tag == 3:
             n3 = buf[pos]
             if n3 < 128:
@@ -340,11 +358,13 @@ def _d_PartitionChangeRecord_v1(buf, pos, blen):
                 if n3 != -1:
                     raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
                 v_removing_replicas = None
-            elif n3 > (blen - pos) // 4:
+            elif n3 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
             else:
                 v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
                 pos += 4 * n3
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.RemovingReplicas does not fill its size')
         elif tag == 4:
             n4 = buf[pos]
             if n4 < 128:
@@ -356,14 +376,18 @@ def _d_PartitionChangeRecord_v1(buf, pos, blen):
                 if n4 != -1:
                     raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
                 v_adding_replicas = None
-            elif n4 > (blen - pos) // 4:
+            elif n4 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
             else:
                 v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
                 pos += 4 * n4
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.AddingReplicas does not fill its size')
         elif tag == 5:
             v_leader_recovery_state, = _S2.unpack_from(buf, pos)
             pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.LeaderRecoveryState does not fill its size')
         elif tag == 8:
             n5 = buf[pos]
             if n5 < 128:
@@ -375,18 +399,20 @@ def _d_PartitionChangeRecord_v1(buf, pos, blen):
                 if n5 != -1:
                     raise bad_length('PartitionChangeRecord.Directories', n5)
                 v_directories = None
-            elif n5 > (blen - pos) // 16:
+            elif n5 > (tend - pos) // 16:
                 raise bad_length('PartitionChangeRecord.Directories', n5)
             else:
                 v_directories = [make_uuid(x) for (x,) in iter_unpack('>16s', buf[pos:pos + 16 * n5])]
                 if len(v_directories) != n5:
                     raise truncated('PartitionChangeRecord.Directories')
                 pos += 16 * n5
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Directories does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionChangeRecord(v_partition_id, v_topic_id, v_isr, v_leader, v_replicas, v_removing_replicas, v_adding_replicas, v_leader_recovery_state, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
 
 def _e_PartitionChangeRecord_v1(o, out):
@@ -495,8 +521,8 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n1 = buf[pos]
@@ -509,14 +535,18 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
                 if n1 != -1:
                     raise bad_length('PartitionChangeRecord.Isr', n1)
                 v_isr = None
-            elif n1 > (blen - pos) // 4:
+            elif n1 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.Isr', n1)
             else:
                 v_isr = list(unpack_from('>%di' % n1, buf, pos))
                 pos += 4 * n1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Isr does not fill its size')
         elif tag == 1:
             v_leader, = _S1.unpack_from(buf, pos)
             pos += 4
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Leader does not fill its size')
         elif tag == 2:
             n2 = buf[pos]
             if n2 < 128:
@@ -528,11 +558,13 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
                 if n2 != -1:
                     raise bad_length('PartitionChangeRecord.Replicas', n2)
                 v_replicas = None
-            elif n2 > (blen - pos) // 4:
+            elif n2 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.Replicas', n2)
             else:
                 v_replicas = list(unpack_from('>%di' % n2, buf, pos))
                 pos += 4 * n2
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Replicas does not fill its size')
         elif tag == 3:
             n3 = buf[pos]
             if n3 < 128:
@@ -544,11 +576,13 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
                 if n3 != -1:
                     raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
                 v_removing_replicas = None
-            elif n3 > (blen - pos) // 4:
+            elif n3 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
             else:
                 v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
                 pos += 4 * n3
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.RemovingReplicas does not fill its size')
         elif tag == 4:
             n4 = buf[pos]
             if n4 < 128:
@@ -560,14 +594,18 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
                 if n4 != -1:
                     raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
                 v_adding_replicas = None
-            elif n4 > (blen - pos) // 4:
+            elif n4 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
             else:
                 v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
                 pos += 4 * n4
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.AddingReplicas does not fill its size')
         elif tag == 5:
             v_leader_recovery_state, = _S2.unpack_from(buf, pos)
             pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.LeaderRecoveryState does not fill its size')
         elif tag == 8:
             n5 = buf[pos]
             if n5 < 128:
@@ -579,13 +617,15 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
                 if n5 != -1:
                     raise bad_length('PartitionChangeRecord.Directories', n5)
                 v_directories = None
-            elif n5 > (blen - pos) // 16:
+            elif n5 > (tend - pos) // 16:
                 raise bad_length('PartitionChangeRecord.Directories', n5)
             else:
                 v_directories = [make_uuid(x) for (x,) in iter_unpack('>16s', buf[pos:pos + 16 * n5])]
                 if len(v_directories) != n5:
                     raise truncated('PartitionChangeRecord.Directories')
                 pos += 16 * n5
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Directories does not fill its size')
         elif tag == 6:
             n6 = buf[pos]
             if n6 < 128:
@@ -597,11 +637,13 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
                 if n6 != -1:
                     raise bad_length('PartitionChangeRecord.EligibleLeaderReplicas', n6)
                 v_eligible_leader_replicas = None
-            elif n6 > (blen - pos) // 4:
+            elif n6 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.EligibleLeaderReplicas', n6)
             else:
                 v_eligible_leader_replicas = list(unpack_from('>%di' % n6, buf, pos))
                 pos += 4 * n6
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.EligibleLeaderReplicas does not fill its size')
         elif tag == 7:
             n7 = buf[pos]
             if n7 < 128:
@@ -613,16 +655,18 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
                 if n7 != -1:
                     raise bad_length('PartitionChangeRecord.LastKnownElr', n7)
                 v_last_known_elr = None
-            elif n7 > (blen - pos) // 4:
+            elif n7 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.LastKnownElr', n7)
             else:
                 v_last_known_elr = list(unpack_from('>%di' % n7, buf, pos))
                 pos += 4 * n7
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.LastKnownElr does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionChangeRecord(v_partition_id, v_topic_id, v_isr, v_leader, v_replicas, v_removing_replicas, v_adding_replicas, v_leader_recovery_state, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
 
 def _e_PartitionChangeRecord_v2(o, out):

@@ -67,7 +67,7 @@ class PartitionRecord:
             raise UnsupportedVersionError(f'PartitionRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'PartitionRecord v{version}: {e}') from e
 
     @classmethod
@@ -167,17 +167,19 @@ def _d_PartitionRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             v_leader_recovery_state, = _S2.unpack_from(buf, pos)
             pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionRecord.LeaderRecoveryState does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionRecord(v_partition_id, v_topic_id, v_replicas, v_isr, v_removing_replicas, v_adding_replicas, v_leader, v_leader_recovery_state, v_leader_epoch, v_partition_epoch, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
 
 def _e_PartitionRecord_v0(o, out):
@@ -323,17 +325,19 @@ def _d_PartitionRecord_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             v_leader_recovery_state, = _S2.unpack_from(buf, pos)
             pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionRecord.LeaderRecoveryState does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionRecord(v_partition_id, v_topic_id, v_replicas, v_isr, v_removing_replicas, v_adding_replicas, v_leader, v_leader_recovery_state, v_leader_epoch, v_partition_epoch, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
 
 def _e_PartitionRecord_v1(o, out):
@@ -487,12 +491,14 @@ def _d_PartitionRecord_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             v_leader_recovery_state, = _S2.unpack_from(buf, pos)
             pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionRecord.LeaderRecoveryState does not fill its size')
         elif tag == 1:
             n6 = buf[pos]
             if n6 < 128:
@@ -504,11 +510,13 @@ def _d_PartitionRecord_v2(buf, pos, blen):
                 if n6 != -1:
                     raise bad_length('PartitionRecord.EligibleLeaderReplicas', n6)
                 v_eligible_leader_replicas = None
-            elif n6 > (blen - pos) // 4:
+            elif n6 > (tend - pos) // 4:
                 raise bad_length('PartitionRecord.EligibleLeaderReplicas', n6)
             else:
                 v_eligible_leader_replicas = list(unpack_from('>%di' % n6, buf, pos))
                 pos += 4 * n6
+            if pos != tend:
+                raise DecodeError('tagged field PartitionRecord.EligibleLeaderReplicas does not fill its size')
         elif tag == 2:
             n7 = buf[pos]
             if n7 < 128:
@@ -520,16 +528,18 @@ def _d_PartitionRecord_v2(buf, pos, blen):
                 if n7 != -1:
                     raise bad_length('PartitionRecord.LastKnownElr', n7)
                 v_last_known_elr = None
-            elif n7 > (blen - pos) // 4:
+            elif n7 > (tend - pos) // 4:
                 raise bad_length('PartitionRecord.LastKnownElr', n7)
             else:
                 v_last_known_elr = list(unpack_from('>%di' % n7, buf, pos))
                 pos += 4 * n7
+            if pos != tend:
+                raise DecodeError('tagged field PartitionRecord.LastKnownElr does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionRecord(v_partition_id, v_topic_id, v_replicas, v_isr, v_removing_replicas, v_adding_replicas, v_leader, v_leader_recovery_state, v_leader_epoch, v_partition_epoch, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
 
 def _e_PartitionRecord_v2(o, out):

@@ -79,7 +79,7 @@ class ProduceRequest:
             raise UnsupportedVersionError(f'ProduceRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ProduceRequest v{version}: {e}') from e
 
     @classmethod
@@ -580,14 +580,14 @@ def _d_PartitionProduceData_v9(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionProduceData(v_index, v_records, unknown), pos
 
 def _d_TopicProduceData_v9(buf, pos, blen):
@@ -630,14 +630,14 @@ def _d_TopicProduceData_v9(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicProduceData(v_name, v_partition_data, unknown), pos
 
 def _d_ProduceRequest_v9(buf, pos, blen):
@@ -684,14 +684,14 @@ def _d_ProduceRequest_v9(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ProduceRequest(v_transactional_id, v_acks, v_timeout_ms, v_topic_data, unknown), pos
 
 def _e_PartitionProduceData_v9(o, out):

@@ -122,7 +122,7 @@ class ProduceResponse:
             raise UnsupportedVersionError(f'ProduceResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ProduceResponse v{version}: {e}') from e
 
     @classmethod
@@ -795,14 +795,14 @@ def _d_BatchIndexAndErrorMessage_v9(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BatchIndexAndErrorMessage(v_batch_index, v_batch_index_error_message, unknown), pos
 
 def _d_PartitionProduceResponse_v9(buf, pos, blen):
@@ -850,14 +850,14 @@ def _d_PartitionProduceResponse_v9(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionProduceResponse(v_index, v_error_code, v_base_offset, v_log_append_time_ms, v_log_start_offset, v_record_errors, v_error_message, v_current_leader, unknown), pos
 
 def _d_TopicProduceResponse_v9(buf, pos, blen):
@@ -900,14 +900,14 @@ def _d_TopicProduceResponse_v9(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicProduceResponse(v_name, v_partition_responses, unknown), pos
 
 def _d_ProduceResponse_v9(buf, pos, blen):
@@ -939,14 +939,14 @@ def _d_ProduceResponse_v9(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ProduceResponse(v_responses, v_throttle_time_ms, v_node_endpoints, unknown), pos
 
 def _e_BatchIndexAndErrorMessage_v9(o, out):
@@ -1058,14 +1058,14 @@ def _d_LeaderIdAndEpoch_v10(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return LeaderIdAndEpoch(v_leader_id, v_leader_epoch, unknown), pos
 
 def _d_PartitionProduceResponse_v10(buf, pos, blen):
@@ -1113,16 +1113,18 @@ def _d_PartitionProduceResponse_v10(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
-            v_current_leader, pos = _d_LeaderIdAndEpoch_v10(buf, pos, blen)
+            v_current_leader, pos = _d_LeaderIdAndEpoch_v10(buf, pos, tend)
+            if pos != tend:
+                raise DecodeError('tagged field ProduceResponse.CurrentLeader does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionProduceResponse(v_index, v_error_code, v_base_offset, v_log_append_time_ms, v_log_start_offset, v_record_errors, v_error_message, v_current_leader, unknown), pos
 
 def _d_TopicProduceResponse_v10(buf, pos, blen):
@@ -1165,14 +1167,14 @@ def _d_TopicProduceResponse_v10(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicProduceResponse(v_name, v_partition_responses, unknown), pos
 
 def _d_NodeEndpoint_v10(buf, pos, blen):
@@ -1219,14 +1221,14 @@ def _d_NodeEndpoint_v10(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return NodeEndpoint(v_node_id, v_host, v_port, v_rack, unknown), pos
 
 def _d_ProduceResponse_v10(buf, pos, blen):
@@ -1258,8 +1260,8 @@ def _d_ProduceResponse_v10(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n3 = buf[pos]
@@ -1270,19 +1272,21 @@ def _d_ProduceResponse_v10(buf, pos, blen):
             n3 -= 1
             if n3 < 0:
                 raise bad_length('ProduceResponse.NodeEndpoints', n3)
-            elif n3 > (blen - pos) // 11:
+            elif n3 > (tend - pos) // 11:
                 raise bad_length('ProduceResponse.NodeEndpoints', n3)
             else:
                 v_node_endpoints = []
                 app = v_node_endpoints.append
                 for _ in range(n3):
-                    item4, pos = _d_NodeEndpoint_v10(buf, pos, blen)
+                    item4, pos = _d_NodeEndpoint_v10(buf, pos, tend)
                     app(item4)
+            if pos != tend:
+                raise DecodeError('tagged field ProduceResponse.NodeEndpoints does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ProduceResponse(v_responses, v_throttle_time_ms, v_node_endpoints, unknown), pos
 
 _e_BatchIndexAndErrorMessage_v10 = _e_BatchIndexAndErrorMessage_v9

@@ -55,7 +55,7 @@ class ProducerIdsRecord:
             raise UnsupportedVersionError(f'ProducerIdsRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'ProducerIdsRecord v{version}: {e}') from e
 
     @classmethod
@@ -96,14 +96,14 @@ def _d_ProducerIdsRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return ProducerIdsRecord(v_broker_id, v_broker_epoch, v_next_producer_id, unknown), pos
 
 def _e_ProducerIdsRecord_v0(o, out):

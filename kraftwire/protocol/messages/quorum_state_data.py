@@ -70,7 +70,7 @@ class QuorumStateData:
             raise UnsupportedVersionError(f'QuorumStateData version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'QuorumStateData v{version}: {e}') from e
 
     @classmethod
@@ -112,14 +112,14 @@ def _d_Voter_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return Voter(v_voter_id, unknown), pos
 
 def _d_QuorumStateData_v0(buf, pos, blen):
@@ -167,14 +167,14 @@ def _d_QuorumStateData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return QuorumStateData(v_cluster_id, v_leader_id, v_leader_epoch, v_voted_id, v_voted_directory_id, v_applied_offset, v_current_voters, unknown), pos
 
 def _e_Voter_v0(o, out):
@@ -231,14 +231,14 @@ def _d_QuorumStateData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return QuorumStateData(v_cluster_id, v_leader_id, v_leader_epoch, v_voted_id, v_voted_directory_id, v_applied_offset, v_current_voters, unknown), pos
 
 def _e_QuorumStateData_v1(o, out):

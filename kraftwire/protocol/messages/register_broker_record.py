@@ -92,7 +92,7 @@ class RegisterBrokerRecord:
             raise UnsupportedVersionError(f'RegisterBrokerRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'RegisterBrokerRecord v{version}: {e}') from e
 
     @classmethod
@@ -163,14 +163,14 @@ def _d_BrokerEndpoint_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerEndpoint(v_name, v_host, v_port, v_security_protocol, unknown), pos
 
 def _d_BrokerFeature_v0(buf, pos, blen):
@@ -199,14 +199,14 @@ def _d_BrokerFeature_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return BrokerFeature(v_name, v_min_supported_version, v_max_supported_version, unknown), pos
 
 def _d_RegisterBrokerRecord_v0(buf, pos, blen):
@@ -275,14 +275,14 @@ def _d_RegisterBrokerRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return RegisterBrokerRecord(v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch, v_end_points, v_features, v_rack, v_fenced, v_in_controlled_shutdown, v_log_dirs, unknown), pos
 
 def _e_BrokerEndpoint_v0(o, out):
@@ -445,14 +445,14 @@ def _d_RegisterBrokerRecord_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return RegisterBrokerRecord(v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch, v_end_points, v_features, v_rack, v_fenced, v_in_controlled_shutdown, v_log_dirs, unknown), pos
 
 def _e_BrokerEndpoint_v1(o, out):
@@ -612,14 +612,14 @@ def _d_RegisterBrokerRecord_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return RegisterBrokerRecord(v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch, v_end_points, v_features, v_rack, v_fenced, v_in_controlled_shutdown, v_log_dirs, unknown), pos
 
 def _e_BrokerEndpoint_v2(o, out):
@@ -777,8 +777,8 @@ def _d_RegisterBrokerRecord_v3(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n6 = buf[pos]
@@ -789,18 +789,20 @@ def _d_RegisterBrokerRecord_v3(buf, pos, blen):
             n6 -= 1
             if n6 < 0:
                 raise bad_length('RegisterBrokerRecord.LogDirs', n6)
-            elif n6 > (blen - pos) // 16:
+            elif n6 > (tend - pos) // 16:
                 raise bad_length('RegisterBrokerRecord.LogDirs', n6)
             else:
                 v_log_dirs = [make_uuid(x) for (x,) in iter_unpack('>16s', buf[pos:pos + 16 * n6])]
                 if len(v_log_dirs) != n6:
                     raise truncated('RegisterBrokerRecord.LogDirs')
                 pos += 16 * n6
+            if pos != tend:
+                raise DecodeError('tagged field RegisterBrokerRecord.LogDirs does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return RegisterBrokerRecord(v_broker_id, v_is_migrating_zk_broker, v_incarnation_id, v_broker_epoch, v_end_points, v_features, v_rack, v_fenced, v_in_controlled_shutdown, v_log_dirs, unknown), pos
 
 def _e_BrokerEndpoint_v3(o, out):

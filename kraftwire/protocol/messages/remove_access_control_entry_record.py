@@ -53,7 +53,7 @@ class RemoveAccessControlEntryRecord:
             raise UnsupportedVersionError(f'RemoveAccessControlEntryRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'RemoveAccessControlEntryRecord v{version}: {e}') from e
 
     @classmethod
@@ -95,14 +95,14 @@ def _d_RemoveAccessControlEntryRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return RemoveAccessControlEntryRecord(v_id_, unknown), pos
 
 def _e_RemoveAccessControlEntryRecord_v0(o, out):

@@ -54,7 +54,7 @@ class RemoveUserScramCredentialRecord:
             raise UnsupportedVersionError(f'RemoveUserScramCredentialRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'RemoveUserScramCredentialRecord v{version}: {e}') from e
 
     @classmethod
@@ -109,14 +109,14 @@ def _d_RemoveUserScramCredentialRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return RemoveUserScramCredentialRecord(v_name, v_mechanism, unknown), pos
 
 def _e_RemoveUserScramCredentialRecord_v0(o, out):

@@ -55,7 +55,7 @@ class RequestHeader:
             raise UnsupportedVersionError(f'RequestHeader version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'RequestHeader v{version}: {e}') from e
 
     @classmethod
@@ -144,14 +144,14 @@ def _d_RequestHeader_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return RequestHeader(v_request_api_key, v_request_api_version, v_correlation_id, v_client_id, unknown), pos
 
 def _e_RequestHeader_v2(o, out):

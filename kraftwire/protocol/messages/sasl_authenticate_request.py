@@ -52,7 +52,7 @@ class SaslAuthenticateRequest:
             raise UnsupportedVersionError(f'SaslAuthenticateRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'SaslAuthenticateRequest v{version}: {e}') from e
 
     @classmethod
@@ -136,14 +136,14 @@ def _d_SaslAuthenticateRequest_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return SaslAuthenticateRequest(v_auth_bytes, unknown), pos
 
 def _e_SaslAuthenticateRequest_v2(o, out):

@@ -57,7 +57,7 @@ class SaslAuthenticateResponse:
             raise UnsupportedVersionError(f'SaslAuthenticateResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'SaslAuthenticateResponse v{version}: {e}') from e
 
     @classmethod
@@ -220,14 +220,14 @@ def _d_SaslAuthenticateResponse_v2(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return SaslAuthenticateResponse(v_error_code, v_error_message, v_auth_bytes, v_session_lifetime_ms, unknown), pos
 
 def _e_SaslAuthenticateResponse_v2(o, out):

@@ -52,7 +52,7 @@ class SaslHandshakeRequest:
             raise UnsupportedVersionError(f'SaslHandshakeRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'SaslHandshakeRequest v{version}: {e}') from e
 
     @classmethod

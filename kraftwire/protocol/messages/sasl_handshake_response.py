@@ -54,7 +54,7 @@ class SaslHandshakeResponse:
             raise UnsupportedVersionError(f'SaslHandshakeResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'SaslHandshakeResponse v{version}: {e}') from e
 
     @classmethod

@@ -52,7 +52,7 @@ class SnapshotFooterRecord:
             raise UnsupportedVersionError(f'SnapshotFooterRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'SnapshotFooterRecord v{version}: {e}') from e
 
     @classmethod
@@ -93,14 +93,14 @@ def _d_SnapshotFooterRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return SnapshotFooterRecord(v_version, unknown), pos
 
 def _e_SnapshotFooterRecord_v0(o, out):

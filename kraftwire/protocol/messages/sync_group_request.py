@@ -70,7 +70,7 @@ class SyncGroupRequest:
             raise UnsupportedVersionError(f'SyncGroupRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'SyncGroupRequest v{version}: {e}') from e
 
     @classmethod
@@ -431,14 +431,14 @@ def _d_SyncGroupRequestAssignment_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return SyncGroupRequestAssignment(v_member_id, v_assignment, unknown), pos
 
 def _d_SyncGroupRequest_v4(buf, pos, blen):
@@ -515,14 +515,14 @@ def _d_SyncGroupRequest_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return SyncGroupRequest(v_group_id, v_generation_id, v_member_id, v_group_instance_id, v_protocol_type, v_protocol_name, v_assignments, unknown), pos
 
 def _e_SyncGroupRequestAssignment_v4(o, out):
@@ -705,14 +705,14 @@ def _d_SyncGroupRequest_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return SyncGroupRequest(v_group_id, v_generation_id, v_member_id, v_group_instance_id, v_protocol_type, v_protocol_name, v_assignments, unknown), pos
 
 def _e_SyncGroupRequestAssignment_v5(o, out):

@@ -58,7 +58,7 @@ class SyncGroupResponse:
             raise UnsupportedVersionError(f'SyncGroupResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'SyncGroupResponse v{version}: {e}') from e
 
     @classmethod
@@ -190,14 +190,14 @@ def _d_SyncGroupResponse_v4(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return SyncGroupResponse(v_throttle_time_ms, v_error_code, v_protocol_type, v_protocol_name, v_assignment, unknown), pos
 
 def _e_SyncGroupResponse_v4(o, out):
@@ -275,14 +275,14 @@ def _d_SyncGroupResponse_v5(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return SyncGroupResponse(v_throttle_time_ms, v_error_code, v_protocol_type, v_protocol_name, v_assignment, unknown), pos
 
 def _e_SyncGroupResponse_v5(o, out):

@@ -54,7 +54,7 @@ class TopicRecord:
             raise UnsupportedVersionError(f'TopicRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'TopicRecord v{version}: {e}') from e
 
     @classmethod
@@ -110,14 +110,14 @@ def _d_TopicRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicRecord(v_name, v_topic_id, unknown), pos
 
 def _e_TopicRecord_v0(o, out):

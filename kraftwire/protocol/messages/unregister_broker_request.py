@@ -53,7 +53,7 @@ class UnregisterBrokerRequest:
             raise UnsupportedVersionError(f'UnregisterBrokerRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'UnregisterBrokerRequest v{version}: {e}') from e
 
     @classmethod
@@ -94,14 +94,14 @@ def _d_UnregisterBrokerRequest_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return UnregisterBrokerRequest(v_broker_id, unknown), pos
 
 def _e_UnregisterBrokerRequest_v0(o, out):

@@ -71,7 +71,7 @@ class UpdateFeaturesRequest:
             raise UnsupportedVersionError(f'UpdateFeaturesRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'UpdateFeaturesRequest v{version}: {e}') from e
 
     @classmethod
@@ -128,14 +128,14 @@ def _d_FeatureUpdateKey_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FeatureUpdateKey(v_feature, v_max_version_level, v_allow_downgrade, v_upgrade_type, unknown), pos
 
 def _d_UpdateFeaturesRequest_v0(buf, pos, blen):
@@ -167,14 +167,14 @@ def _d_UpdateFeaturesRequest_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return UpdateFeaturesRequest(v_timeout_ms, v_feature_updates, v_validate_only, unknown), pos
 
 def _e_FeatureUpdateKey_v0(o, out):
@@ -244,14 +244,14 @@ def _d_FeatureUpdateKey_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return FeatureUpdateKey(v_feature, v_max_version_level, v_allow_downgrade, v_upgrade_type, unknown), pos
 
 def _d_UpdateFeaturesRequest_v1(buf, pos, blen):
@@ -284,14 +284,14 @@ def _d_UpdateFeaturesRequest_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return UpdateFeaturesRequest(v_timeout_ms, v_feature_updates, v_validate_only, unknown), pos
 
 def _e_FeatureUpdateKey_v1(o, out):

@@ -69,7 +69,7 @@ class UpdateFeaturesResponse:
             raise UnsupportedVersionError(f'UpdateFeaturesResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'UpdateFeaturesResponse v{version}: {e}') from e
 
     @classmethod
@@ -141,14 +141,14 @@ def _d_UpdatableFeatureResult_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return UpdatableFeatureResult(v_feature, v_error_code, v_error_message, unknown), pos
 
 def _d_UpdateFeaturesResponse_v0(buf, pos, blen):
@@ -195,14 +195,14 @@ def _d_UpdateFeaturesResponse_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return UpdateFeaturesResponse(v_throttle_time_ms, v_error_code, v_error_message, v_results, unknown), pos
 
 def _e_UpdatableFeatureResult_v0(o, out):

@@ -59,7 +59,7 @@ class UserScramCredentialRecord:
             raise UnsupportedVersionError(f'UserScramCredentialRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'UserScramCredentialRecord v{version}: {e}') from e
 
     @classmethod
@@ -158,14 +158,14 @@ def _d_UserScramCredentialRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return UserScramCredentialRecord(v_name, v_mechanism, v_salt, v_stored_key, v_server_key, v_iterations, unknown), pos
 
 def _e_UserScramCredentialRecord_v0(o, out):

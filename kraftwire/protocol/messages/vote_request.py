@@ -84,7 +84,7 @@ class VoteRequest:
             raise UnsupportedVersionError(f'VoteRequest version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'VoteRequest v{version}: {e}') from e
 
     @classmethod
@@ -129,14 +129,14 @@ def _d_PartitionData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, v_candidate_epoch, v_candidate_id, v_candidate_directory_id, v_voter_directory_id, v_last_offset_epoch, v_last_offset, unknown), pos
 
 def _d_TopicData_v0(buf, pos, blen):
@@ -179,14 +179,14 @@ def _d_TopicData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_partitions, unknown), pos
 
 def _d_VoteRequest_v0(buf, pos, blen):
@@ -232,14 +232,14 @@ def _d_VoteRequest_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return VoteRequest(v_cluster_id, v_voter_id, v_topics, unknown), pos
 
 def _e_PartitionData_v0(o, out):
@@ -318,14 +318,14 @@ def _d_PartitionData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, v_candidate_epoch, v_candidate_id, v_candidate_directory_id, v_voter_directory_id, v_last_offset_epoch, v_last_offset, unknown), pos
 
 def _d_TopicData_v1(buf, pos, blen):
@@ -368,14 +368,14 @@ def _d_TopicData_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_partitions, unknown), pos
 
 def _d_VoteRequest_v1(buf, pos, blen):
@@ -422,14 +422,14 @@ def _d_VoteRequest_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return VoteRequest(v_cluster_id, v_voter_id, v_topics, unknown), pos
 
 def _e_PartitionData_v1(o, out):

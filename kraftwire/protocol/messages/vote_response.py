@@ -95,7 +95,7 @@ class VoteResponse:
             raise UnsupportedVersionError(f'VoteResponse version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'VoteResponse v{version}: {e}') from e
 
     @classmethod
@@ -139,14 +139,14 @@ def _d_PartitionData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return PartitionData(v_partition_index, v_error_code, v_leader_id, v_leader_epoch, v_vote_granted, unknown), pos
 
 def _d_TopicData_v0(buf, pos, blen):
@@ -189,14 +189,14 @@ def _d_TopicData_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return TopicData(v_topic_name, v_partitions, unknown), pos
 
 def _d_VoteResponse_v0(buf, pos, blen):
@@ -228,14 +228,14 @@ def _d_VoteResponse_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return VoteResponse(v_error_code, v_topics, v_node_endpoints, unknown), pos
 
 def _e_PartitionData_v0(o, out):
@@ -325,14 +325,14 @@ def _d_NodeEndpoint_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return NodeEndpoint(v_node_id, v_host, v_port, unknown), pos
 
 def _d_VoteResponse_v1(buf, pos, blen):
@@ -364,8 +364,8 @@ def _d_VoteResponse_v1(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if tag == 0:
             n3 = buf[pos]
@@ -376,19 +376,21 @@ def _d_VoteResponse_v1(buf, pos, blen):
             n3 -= 1
             if n3 < 0:
                 raise bad_length('VoteResponse.NodeEndpoints', n3)
-            elif n3 > (blen - pos) // 8:
+            elif n3 > (tend - pos) // 8:
                 raise bad_length('VoteResponse.NodeEndpoints', n3)
             else:
                 v_node_endpoints = []
                 app = v_node_endpoints.append
                 for _ in range(n3):
-                    item4, pos = _d_NodeEndpoint_v1(buf, pos, blen)
+                    item4, pos = _d_NodeEndpoint_v1(buf, pos, tend)
                     app(item4)
+            if pos != tend:
+                raise DecodeError('tagged field VoteResponse.NodeEndpoints does not fill its size')
         else:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return VoteResponse(v_error_code, v_topics, v_node_endpoints, unknown), pos
 
 _e_PartitionData_v1 = _e_PartitionData_v0

@@ -92,7 +92,7 @@ class VotersRecord:
             raise UnsupportedVersionError(f'VotersRecord version {version} is not supported')
         try:
             fn(self, out)
-        except (pack_error, AttributeError, TypeError, OverflowError) as e:
+        except (pack_error, AttributeError, TypeError, OverflowError, ValueError) as e:
             raise EncodeError(f'VotersRecord v{version}: {e}') from e
 
     @classmethod
@@ -164,14 +164,14 @@ def _d_Endpoint_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return Endpoint(v_name, v_host, v_port, unknown), pos
 
 def _d_KRaftVersionFeature_v0(buf, pos, blen):
@@ -186,14 +186,14 @@ def _d_KRaftVersionFeature_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return KRaftVersionFeature(v_min_supported_version, v_max_supported_version, unknown), pos
 
 def _d_Voter_v0(buf, pos, blen):
@@ -226,14 +226,14 @@ def _d_Voter_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return Voter(v_voter_id, v_voter_directory_id, v_endpoints, v_k_raft_version_feature, unknown), pos
 
 def _d_VotersRecord_v0(buf, pos, blen):
@@ -264,14 +264,14 @@ def _d_VotersRecord_v0(buf, pos, blen):
     for _ in range(ntag):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
-        end = pos + size
-        if end > blen:
+        tend = pos + size
+        if tend > blen:
             raise truncated('tagged field')
         if True:
             if unknown is None:
                 unknown = []
-            unknown.append((tag, bytes(buf[pos:end])))
-        pos = end
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
     return VotersRecord(v_version, v_voters, unknown), pos
 
 def _e_Endpoint_v0(o, out):
