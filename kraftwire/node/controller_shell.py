@@ -21,6 +21,7 @@ from kraftwire.controller.responses import error_response
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.raft.core import NotLeaderError
 
 log = logging.getLogger(__name__)
 
@@ -80,15 +81,18 @@ class ControllerShell:
         if self.metrics is not None:
             self.metrics.leader_changed(leader_id)
         if self.controller.active and (leader_id != self.node_id or epoch != self.controller.epoch):
-            log.info("controller deactivated: leader is now %s in epoch %d", leader_id, epoch)
-            self.controller.deactivate()
-            self._fail_all()
+            self._step_down(f"leader is now {leader_id} in epoch {epoch}")
 
     # -- activation -----------------------------------------------------------------------------
     def maybe_activate(self) -> None:
         core = self.core
         ctl = self.controller
-        if ctl.active or core is None or not core.is_leader:
+        if core is None:
+            return
+        if ctl.active and (not core.is_leader or core.epoch != ctl.epoch):
+            self._step_down("the raft leader resigned")  # e.g. check-quorum: still "leader" of its epoch
+            return
+        if ctl.active or not core.is_leader:
             return
         state = core.state
         if core.hw is None or core.hw <= state.epoch_start_offset:
@@ -104,18 +108,32 @@ class ControllerShell:
         state = self.core.state
         return self.core.log.end_offset + len(getattr(state, "pending", ()))
 
-    def _append(self, records: list[MetadataRecord]) -> None:
-        self.driver.append([Record(value=encode_record(r.message, r.version)) for r in records])
+    def _append(self, records: list[MetadataRecord]) -> bool:
+        """Hand records to raft; on a lost leadership the controller steps down and False is returned."""
+        try:
+            self.driver.append([Record(value=encode_record(r.message, r.version)) for r in records])
+            return True
+        except NotLeaderError:
+            self._step_down("raft leadership lost before the append")
+            return False
+
+    def _step_down(self, why: str) -> None:
+        if self.controller.active:
+            log.info("controller deactivated: %s", why)
+            self.controller.deactivate()
+        self._fail_all()
 
     # -- requests -------------------------------------------------------------------------------
     async def handle(self, body: Any, version: int) -> Any:
         """Run a controller API request; returns the response body to send."""
         ctl = self.controller
+        self.maybe_activate()
         if ctl.active:
             ctl.set_next_offset(self._next_offset())
         result = ctl.handle(self.driver.clock(), body, version)
         if result.records:
-            self._append(result.records)
+            if not self._append(result.records):
+                return error_response(body, Errors.NOT_CONTROLLER, "leadership lost", version)
             self._wake.set()
         if result.commit_offset < 0:
             return result.response
@@ -146,6 +164,7 @@ class ControllerShell:
         """Drive the controller's periodic work (lease expiry, NoOpRecords) while active."""
         while True:
             ctl = self.controller
+            self.maybe_activate()
             if ctl.active:
                 ctl.set_next_offset(self._next_offset())
                 records = ctl.tick(self.driver.clock())
