@@ -534,7 +534,7 @@ class Emitter:
             flex = self.flexible(v)
             decs[v] = self.decoder(s.root, v, flex)
             encs[v] = self.encoder(s.root, v, flex)
-        parts = [HEADER.format(source=s.source), f'"""{_doc(s.about) or s.name} (generated codec)."""', "",
+        parts = [HEADER.format(source=s.source), f'"""Generated codec for {s.name}: {_sentence(_doc(s.about) or s.name)}"""', "",
                  "from __future__ import annotations", "",
                  "import struct",
                  "import uuid  # noqa: F401",
@@ -561,6 +561,11 @@ class Emitter:
         parts.append("_DECODERS = {" + ", ".join(f"{v}: {fn}" for v, fn in decs.items()) + "}")
         parts.append("_ENCODERS = {" + ", ".join(f"{v}: {fn}" for v, fn in encs.items()) + "}")
         return "\n".join(parts) + "\n"
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending in exactly one full stop (or its own ``!``/``?``)."""
+    return text if text.endswith((".", "!", "?")) else text + "."
 
 
 def _doc(text: str) -> str:

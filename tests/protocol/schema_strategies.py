@@ -1,0 +1,101 @@
+"""Hypothesis strategies for generated messages, built from the parsed schemas in schemas/.
+
+For a (schema, version) pair the strategy produces instances of the generated class holding only
+values that version can carry: fields absent from the version keep their defaults, nulls appear only
+in nullable versions, tagged fields take arbitrary values, and flexible structs may carry unknown
+tagged fields (tags no field of that struct declares) that must survive a round trip.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from codegen.schema import Field, Schema, Struct, load_all
+from kraftwire.protocol.messages import message_class
+
+ROOT = Path(__file__).resolve().parents[2]
+INT_RANGES = {
+    "int8": (-(1 << 7), (1 << 7) - 1), "int16": (-(1 << 15), (1 << 15) - 1), "uint16": (0, (1 << 16) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
+}
+MAX_LIST = 2  # elements per array: nested arrays multiply, and every shape is still exercised
+
+
+@cache
+def schemas() -> dict[str, Schema]:
+    return {s.name: s for s in load_all(ROOT / "schemas")}
+
+
+def schema_versions() -> list[tuple[str, int]]:
+    """Every (schema name, valid version) pair."""
+    return [(s.name, v) for s in schemas().values() for v in s.versions]
+
+
+def _struct_class(schema: Schema, st_: Struct) -> type:
+    root = message_class(schema.name)
+    if st_ is schema.root:
+        return root
+    return getattr(__import__(root.__module__, fromlist=["_"]), st_.name)
+
+
+def _text() -> st.SearchStrategy[str]:
+    # any encodable text, including multi-byte UTF-8 (lengths are byte counts on the wire)
+    return st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
+
+
+def _primitive(kind: str, version: int) -> st.SearchStrategy:
+    if kind in INT_RANGES:
+        lo, hi = INT_RANGES[kind]
+        return st.integers(lo, hi)
+    if kind == "bool":
+        return st.booleans()
+    if kind == "float64":
+        return st.floats(allow_nan=False)
+    if kind == "uuid":
+        return st.uuids(allow_nil=True)
+    if kind == "string":
+        return _text()
+    if kind in ("bytes", "records"):
+        return st.binary(max_size=12)
+    raise ValueError(kind)
+
+
+def _field(schema: Schema, f: Field, version: int, flexible: bool) -> st.SearchStrategy:
+    if f.is_struct:
+        elem = struct_strategy(schema.name, f.struct.name, version, flexible)
+    else:
+        elem = _primitive(f.element_type, version)
+    value = st.lists(elem, max_size=MAX_LIST) if f.is_array else elem
+    if version in f.nullable_versions:
+        value = st.none() | value
+    return value
+
+
+def _unknown_tags(st_: Struct) -> st.SearchStrategy:
+    declared = {f.tag for f in st_.fields if f.tag is not None}
+    tags = st.lists(st.integers(0, 300).filter(lambda t: t not in declared), min_size=1, max_size=2, unique=True)
+    entries = tags.flatmap(lambda ts: st.tuples(*[st.tuples(st.just(t), st.binary(max_size=6)) for t in sorted(ts)]))
+    return st.none() | entries.map(list)
+
+
+@cache
+def struct_strategy(schema_name: str, struct_name: str, version: int, flexible: bool) -> st.SearchStrategy:
+    schema = schemas()[schema_name]
+    st_ = schema.root if struct_name == schema.root.name else next(
+        s for s in schema.structs if s.name == struct_name)
+    cls = _struct_class(schema, st_)
+    kwargs = {}
+    for f in st_.fields:
+        if version in f.versions:
+            kwargs[f.attr] = st.deferred(lambda f=f: _field(schema, f, version, flexible))
+    if flexible:
+        kwargs["unknown_tagged_fields"] = _unknown_tags(st_)
+    return st.builds(cls, **kwargs)
+
+
+def message_strategy(name: str, version: int) -> st.SearchStrategy:
+    schema = schemas()[name]
+    return struct_strategy(name, schema.root.name, version, version in schema.flexible)
