@@ -131,7 +131,12 @@ def register_broker(ctl: QuorumController, now: int, req: Any, version: int) -> 
         ctl.sessions[bid] = Session(now)
     else:
         s.last_seen_ms = now
-    return [wrap(rec, versions.register_broker)], BrokerRegistrationResponse(broker_epoch=rec.broker_epoch)
+    records: Records = [wrap(rec, versions.register_broker)]
+    if existing is not None and not same:
+        # A new incarnation means the old process is gone (unclean shutdown): the fenced registration
+        # must not keep leading or sit in ISRs. Kafka does this since 3.7 (handleBrokerUncleanShutdown).
+        records.extend(remove_from_isrs(ctl, bid))
+    return records, BrokerRegistrationResponse(broker_epoch=rec.broker_epoch)
 
 
 def _active_pred(image: MetadataImage, exclude: int = -1, include: int = -1) -> Callable[[int], bool]:

@@ -129,7 +129,7 @@ class Simulation:
         try:
             node.core = RaftCore(nid, self.voter_ids, self.raft, node.log, node.store,
                                  random.Random(self.rng.getrandbits(64)), self.cfg.cluster_id, self.now,
-                                 _Listener(self, nid), rejoining=rejoining)
+                                 self._listener_for(nid), rejoining=rejoining)
         except SimulatedCrash:
             node.log.crash()
             self.schedule(self.now + self.rng.randint(20, 500), RESTART, (nid, node.incarnation))
@@ -137,6 +137,10 @@ class Simulation:
         self.checker.on_start(node)
         node.tick_at = None
         self._run_core(node, lambda c: c.tick(self.now))
+
+    def _listener_for(self, nid: int) -> Any:
+        """The raft listener for a new incarnation of node ``nid`` (subclasses plug in their own)."""
+        return _Listener(self, nid)
 
     def crash(self, nid: int, mode: str = "crash", restart_after: int | None = None, wipe: bool = False) -> None:
         node = self.nodes[nid]

@@ -65,6 +65,23 @@ def test_new_incarnation_allowed_once_fenced_or_lease_expired() -> None:
     assert epoch > old and h.image.brokers[1].fenced
 
 
+def test_new_incarnation_before_the_fence_tick_moves_leaders_off() -> None:
+    # The old process died; its lease expired but the fencing tick has not run yet when the new
+    # incarnation registers. The new (fenced) registration must not be left leading partitions.
+    h = Harness(session_timeout_ms=1000)
+    h.start_brokers(1, 2, 3)
+    h.create_topic("t", 6, 2)
+    assert any(p.leader == 1 for p in h.topic("t").partitions.values())
+    h.now = 1500
+    h.heartbeat(2)
+    h.heartbeat(3)
+    h.register(1, gen=1)
+    assert h.image.brokers[1].fenced
+    for p in h.topic("t").partitions.values():
+        assert p.leader != 1
+        assert 1 not in p.isr or p.isr == (1,)
+
+
 def test_fenced_broker_id_can_be_taken_without_expiry() -> None:
     h = Harness()
     h.register(1)  # registered but never unfenced

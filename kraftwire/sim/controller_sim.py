@@ -1,0 +1,505 @@
+"""Quorum controller on the simulated quorum, with scripted broker and admin agents.
+
+Every voter runs a ``QuorumController`` fed by its raft core's commits (the same wiring as
+``kraftwire.node.controller_shell``, without I/O). Broker agents register, heartbeat, catch up,
+ask for controlled shutdown, crash and come back with a new incarnation; an admin agent creates
+topics. Their requests cross the simulated network (latency, loss, crashes), so controller
+failovers land mid-registration, mid-controlled-shutdown and between heartbeats.
+
+Checked after every event, on top of the raft invariants:
+
+* one epoch per registration: every acknowledged registration's epoch is the offset of a committed
+  RegisterBrokerRecord for that broker and incarnation, and an incarnation never gets two epochs;
+* no fenced broker leads a partition, in any controller's committed image or the active one's latest;
+* an acknowledged CreateTopics is in the responder's committed image, and at the end in every
+  replica's image; replicas that replayed the same offsets hold the same topics and brokers.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records
+from kraftwire.controller.image import MetadataImage
+from kraftwire.controller.responses import error_response
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.messages import broker_registration_request as brq
+from kraftwire.protocol.messages import create_topics_request as ctq
+from kraftwire.protocol.messages.broker_heartbeat_request import BrokerHeartbeatRequest
+from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRecord
+from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
+from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.raft.core import NotLeaderError
+from kraftwire.sim.cluster import SimNode, Simulation
+from kraftwire.sim.config import SeedResult, SimConfig
+from kraftwire.sim.invariants import InvariantChecker, Violation
+
+CTICK, AGENT_WAKE, AGENT_REQ, AGENT_RESP, AGENT_TIMEOUT = range(20, 25)
+NOT_CONTROLLER = int(Errors.NOT_CONTROLLER)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSimConfig:
+    """Agents and controller timing on top of the raft ``SimConfig``."""
+
+    brokers: int = 4
+    session_timeout_ms: int = 900
+    heartbeat_interval_ms: int = 150
+    agent_request_timeout_ms: int = 600
+    topic_interval_ms: tuple[int, int] = (150, 400)
+    broker_fault_interval_ms: int = 700   # mean gap between broker crashes / controlled shutdowns
+    controller_tick_ms: int = 50
+
+
+# ---------------------------------------------------------------------------------------- controller glue
+class SimControllerShell:
+    """One voter's controller: replays commits, activates when its raft core leads, answers agents."""
+
+    def __init__(self, sim: ControllerSimulation, node: SimNode) -> None:
+        self.sim = sim
+        self.node = node
+        self.ctl = QuorumController(sim.ctl_config, seed=sim.rng.getrandbits(32))
+        self.waiters: list[tuple[int, str, Any]] = []   # (commit offset, request type, callback(ok))
+
+    # raft listener -----------------------------------------------------------------------------
+    def handle_commit(self, batches: list[RecordBatch]) -> None:
+        self.sim.checker.on_commit_callback(self.node.node_id, batches)
+        for batch in batches:
+            for i, rec in enumerate(batch.records):
+                if rec.value is not None:
+                    self.ctl.replay(batch.base_offset + i, decode_record(rec.value))
+        last = batches[-1].last_offset
+        self.ctl.handle_commit(last)
+        self.sim.checker.check_image(self.node.node_id, self.ctl.committed_image, "committed")
+        ready = [cb for off, _, cb in self.waiters if off <= last]
+        self.waiters = [w for w in self.waiters if w[0] > last]
+        for cb in ready:
+            cb(True)
+
+    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        if self.ctl.active and (leader_id != self.node.node_id or epoch != self.ctl.epoch):
+            self.step_down()
+
+    # activation --------------------------------------------------------------------------------
+    def maybe_activate(self) -> None:
+        core, ctl = self.node.core, self.ctl
+        if core is None:
+            return
+        if ctl.active and (not core.is_leader or core.epoch != ctl.epoch):
+            self.step_down()
+            return
+        if ctl.active or not core.is_leader:
+            return
+        if core.hw is None or core.hw <= core.state.epoch_start_offset:
+            return
+        boot = ctl.activate(core.epoch, self.next_offset(), self.sim.now, self.sim.bootstrap)
+        self.sim.activations += 1
+        if boot:
+            self.append(boot)
+
+    def next_offset(self) -> int:
+        core = self.node.core
+        assert core is not None
+        return core.log.end_offset + len(getattr(core.state, "pending", ()))
+
+    def append(self, records: list[MetadataRecord]) -> bool:
+        core = self.node.core
+        if core is None:
+            self.step_down()
+            return False
+        try:
+            core.append(self.sim.now, [Record(value=encode_record(r.message, r.version)) for r in records])
+        except NotLeaderError:
+            self.step_down()
+            return False
+        self.sim.checker.check_image(self.node.node_id, self.ctl.image, "latest")
+        self.sim._schedule_tick(self.node)
+        return True
+
+    def step_down(self) -> None:
+        self.ctl.deactivate()
+        waiters, self.waiters = self.waiters, []
+        for _, what, cb in waiters:
+            self.sim.interrupted[what] = self.sim.interrupted.get(what, 0) + 1
+            cb(False)
+
+    def tick(self) -> None:
+        self.maybe_activate()
+        if self.ctl.active:
+            self.ctl.set_next_offset(self.next_offset())
+            records = self.ctl.tick(self.sim.now)
+            if records:
+                self.append(records)
+
+    def handle(self, request: Any, reply: Any) -> None:
+        """Run an agent's request; ``reply(response)`` once its records commit (or at once)."""
+        self.maybe_activate()
+        ctl = self.ctl
+        if ctl.active:
+            ctl.set_next_offset(self.next_offset())
+        result = ctl.handle(self.sim.now, request)
+        if result.records and not self.append(result.records):
+            reply(error_response(request, Errors.NOT_CONTROLLER, None, type(request).MAX_VERSION))
+            return
+        if result.commit_offset < 0:
+            reply(result.response)
+            return
+        failed = error_response(request, Errors.NOT_CONTROLLER, None, type(request).MAX_VERSION)
+        what = type(request).__name__
+        if what == "BrokerHeartbeatRequest" and request.want_shut_down:
+            what = "ControlledShutdown"
+        self.waiters.append((result.commit_offset, what, lambda ok: reply(result.response if ok else failed)))
+
+
+class _Listener:
+    """The raft listener of one incarnation: forwards to that incarnation's controller shell."""
+
+    def __init__(self, shell: SimControllerShell) -> None:
+        self.shell = shell
+
+    def handle_commit(self, batches: list[RecordBatch]) -> None:
+        self.shell.handle_commit(batches)
+
+    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        self.shell.handle_leader_change(leader_id, epoch)
+
+
+# ---------------------------------------------------------------------------------------- agents
+@dataclass(slots=True)
+class BrokerAgent:
+    broker_id: int
+    generation: int = 0
+    up: bool = True
+    epoch: int = -1               # -1: not registered in this incarnation
+    fenced: bool = True
+    want_shutdown: bool = False
+    target: int = 1               # the voter it believes is the active controller
+    inflight: int | None = None   # request sequence awaiting an answer
+    life: int = 0                 # bumps on crash/restart so stale wakes and answers are ignored
+
+    @property
+    def incarnation(self) -> uuid.UUID:
+        return uuid.UUID(int=(self.broker_id << 32) | (self.generation + 1))
+
+
+@dataclass(slots=True)
+class AdminAgent:
+    target: int = 1
+    next_topic: int = 0
+    current: str | None = None    # topic being created (retried with the same name until answered)
+    inflight: int | None = None
+
+
+# ---------------------------------------------------------------------------------------- checker
+class ControllerChecker(InvariantChecker):
+    def __init__(self, sim: ControllerSimulation) -> None:
+        super().__init__(sim)
+        self.csim = sim
+        self.reg_epochs: dict[tuple[int, uuid.UUID], int] = {}
+        self.acked_topics: set[str] = set()
+        self.topic_acks_after_heal = 0
+
+    def check_image(self, nid: int, image: MetadataImage, which: str) -> None:
+        for topic in image.topics.values():
+            for pid, p in topic.partitions.items():
+                if p.leader < 0:
+                    continue
+                b = image.brokers.get(p.leader)
+                if b is None or b.fenced:
+                    state = "unregistered" if b is None else "fenced"
+                    raise Violation(f"node {nid} {which} image: {state} broker {p.leader} leads "
+                                    f"{topic.name}-{pid}")
+
+    def on_registration_ack(self, agent: BrokerAgent, epoch: int) -> None:
+        key = (agent.broker_id, agent.incarnation)
+        prev = self.reg_epochs.setdefault(key, epoch)
+        if prev != epoch:
+            raise Violation(f"broker {agent.broker_id} incarnation {agent.generation} got epochs {prev} and {epoch}")
+        if epoch >= len(self.committed):
+            raise Violation(f"broker {agent.broker_id} acknowledged epoch {epoch} is not committed")
+        value = self.committed[epoch][1]
+        msg = decode_record(value).message if value else None
+        if not (isinstance(msg, RegisterBrokerRecord) and msg.broker_id == agent.broker_id
+                and msg.incarnation_id == agent.incarnation and msg.broker_epoch == epoch):
+            raise Violation(f"broker {agent.broker_id} epoch {epoch} is not the offset of its RegisterBrokerRecord "
+                            f"(offset holds {type(msg).__name__})")
+
+    def on_topic_ack(self, name: str, responder: SimControllerShell) -> None:
+        if responder.ctl.committed_image.topic_by_name(name) is None:
+            raise Violation(f"CreateTopics {name} acknowledged by node {responder.node.node_id} "
+                            "but not in its committed image")
+        self.acked_topics.add(name)
+        if self.sim.healed:
+            self.topic_acks_after_heal += 1
+
+    def check_liveness(self) -> None:
+        sim = self.csim
+        leaders = [n for n in sim.nodes.values() if n.core is not None and n.core.is_leader]
+        if not leaders:
+            raise Violation("liveness: no raft leader after the heal")
+        if not any(s.ctl.active for s in sim.shells.values()):
+            raise Violation("liveness: no active controller after the heal")
+        if self.topic_acks_after_heal == 0:
+            raise Violation("liveness: no CreateTopics acknowledged after the heal")
+        by_offset: dict[int, tuple[int, Any]] = {}
+        for nid, shell in sim.shells.items():
+            if sim.nodes[nid].core is None:
+                continue
+            image = shell.ctl.committed_image
+            missing = [t for t in self.acked_topics
+                       if t not in image.topic_ids and shell.ctl.committed_offset >= self._acked_by]
+            if missing:
+                raise Violation(f"node {nid}: acknowledged topics {sorted(missing)[:5]} missing from its image")
+            digest = (tuple(sorted(image.topic_ids)),
+                      tuple(sorted((b.id, b.epoch, b.fenced) for b in image.brokers.values())))
+            other = by_offset.setdefault(shell.ctl.committed_offset, (nid, digest))
+            if other[1] != digest:
+                raise Violation(f"nodes {other[0]} and {nid} replayed to offset {shell.ctl.committed_offset} "
+                                "but hold different images")
+
+    @property
+    def _acked_by(self) -> int:
+        return self.csim.last_topic_ack_offset
+
+
+# ---------------------------------------------------------------------------------------- simulation
+class ControllerSimulation(Simulation):
+    """The raft simulation with a controller on every voter and scripted agents as the workload."""
+
+    def __init__(self, seed: int, cfg: SimConfig, ccfg: ControllerSimConfig | None = None) -> None:
+        self.ccfg = ccfg or ControllerSimConfig()
+        super().__init__(seed, replace(cfg, observers=0))
+        self.checker = ControllerChecker(self)
+        self.ctl_config = ControllerConfig(cluster_id=cfg.cluster_id, session_timeout_ms=self.ccfg.session_timeout_ms,
+                                           max_idle_interval_ms=500, default_replication_factor=2,
+                                           auto_leader_rebalance=False)
+        self.bootstrap = bootstrap_records(21)
+        self.shells: dict[int, SimControllerShell] = {}
+        self.agents = {1000 + i: BrokerAgent(1000 + i) for i in range(1, self.ccfg.brokers + 1)}
+        self.admin = AdminAgent()
+        self._agent_seq = 0
+        self._agent_calls: dict[int, tuple[Any, int, Any]] = {}   # seq -> (agent key, life, request)
+        self.activations = 0
+        self.shutdowns = 0
+        self.interrupted: dict[str, int] = {}   # request kind -> answers lost to a controller failover
+        self.last_topic_ack_offset = -1
+
+    # nodes get a fresh controller per incarnation (it replays the log from the start) ------------
+    def _start(self, nid: int, rejoining: bool) -> None:
+        node = self.nodes[nid]
+        shell = SimControllerShell(self, node)
+        self.shells[nid] = shell
+        super()._start(nid, rejoining)
+        if node.core is not None:
+            self.schedule(self.now + self.ccfg.controller_tick_ms, CTICK, (nid, node.incarnation))
+
+    def _listener_for(self, nid: int) -> Any:
+        return _Listener(self.shells[nid])
+
+    def crash(self, nid: int, mode: str = "crash", restart_after: int | None = None, wipe: bool = False) -> None:
+        shell = self.shells.get(nid)
+        if shell is not None and self.nodes[nid].core is not None:
+            shell.step_down()
+        super().crash(nid, mode, restart_after, wipe)
+
+    def _run_core(self, node: SimNode, fn: Any) -> None:
+        super()._run_core(node, fn)
+        shell = self.shells.get(node.node_id)
+        if shell is not None and node.core is not None and shell.node is node:
+            shell.maybe_activate()
+
+    # workload ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        super().start()
+        for bid, agent in self.agents.items():
+            agent.target = self.rng.choice(self.voter_ids)
+            self.schedule(self.rng.randint(0, 300), AGENT_WAKE, (bid, agent.life))
+        self.admin.target = self.rng.choice(self.voter_ids)
+        self.schedule(self.rng.randint(200, 500), AGENT_WAKE, ("admin", 0))
+        if self.faults:
+            self.schedule(self.rng.randint(0, self.ccfg.broker_fault_interval_ms), AGENT_WAKE, ("fault", 0))
+
+    def _append(self) -> None:
+        return None   # the agents are the workload; raw appends would not be metadata records
+
+    def _dispatch(self, kind: int, payload: Any) -> SimNode | None:
+        if kind < CTICK:
+            return super()._dispatch(kind, payload)
+        if kind == CTICK:
+            nid, inc = payload
+            node = self.nodes[nid]
+            if node.core is None or node.incarnation != inc:
+                return None
+            self.shells[nid].tick()
+            self.schedule(self.now + self.ccfg.controller_tick_ms, CTICK, payload)
+            return node
+        if kind == AGENT_WAKE:
+            self._wake(*payload)
+        elif kind == AGENT_REQ:
+            seq, dest, request = payload
+            node = self.nodes[dest]
+            if node.core is None:
+                return None
+            inc = node.incarnation
+            self.shells[dest].handle(request, lambda resp: self._answer(seq, dest, inc, resp))
+            return node
+        elif kind == AGENT_RESP:
+            seq, dest, response = payload
+            self._on_response(seq, dest, response)
+        elif kind == AGENT_TIMEOUT:
+            self._on_response(payload, None, None)
+        return None
+
+    def _answer(self, seq: int, dest: int, inc: int, response: Any) -> None:
+        if self.nodes[dest].incarnation != inc:
+            return
+        if self.drop_p and self.rng.random() < self.drop_p:
+            return
+        self.schedule(self.now + self._latency(dest, dest), AGENT_RESP, (seq, dest, response))
+
+    def _send(self, key: Any, life: int, target: int, request: Any) -> int:
+        self._agent_seq += 1
+        seq = self._agent_seq
+        self._agent_calls[seq] = (key, life, request)
+        self.schedule(self.now + self.ccfg.agent_request_timeout_ms, AGENT_TIMEOUT, seq)
+        if not (self.drop_p and self.rng.random() < self.drop_p):
+            self.schedule(self.now + self._latency(target, target), AGENT_REQ, (seq, target, request))
+        return seq
+
+    def _retarget(self, current: int) -> int:
+        others = [v for v in self.voter_ids if v != current] or self.voter_ids
+        return self.rng.choice(others)
+
+    # agent behaviour ---------------------------------------------------------------------------
+    def _wake(self, key: Any, life: int) -> None:
+        if key == "fault":
+            if not self.healed:
+                self._broker_fault()
+                self.schedule(self.now + self.rng.randint(1, 2 * self.ccfg.broker_fault_interval_ms),
+                              AGENT_WAKE, ("fault", 0))
+            return
+        if key == "admin":
+            self._admin_step()
+            return
+        agent = self.agents[key]
+        if life != agent.life:
+            return
+        if not agent.up:
+            agent.up = True
+            agent.generation += 1
+            agent.epoch, agent.fenced, agent.want_shutdown = -1, True, False
+        if agent.inflight is not None:
+            return
+        if agent.epoch < 0:
+            req = brq.BrokerRegistrationRequest(
+                broker_id=agent.broker_id, cluster_id=self.cfg.cluster_id, incarnation_id=agent.incarnation,
+                listeners=[brq.Listener("PLAINTEXT", f"b{agent.broker_id}", 9092, 0)],
+                features=[brq.Feature("metadata.version", 1, 21)], rack=None,
+                log_dirs=[uuid.UUID(int=agent.broker_id << 64 | 1)])
+        else:
+            req = BrokerHeartbeatRequest(broker_id=agent.broker_id, broker_epoch=agent.epoch,
+                                         current_metadata_offset=len(self.checker.committed) - 1,
+                                         want_fence=False, want_shut_down=agent.want_shutdown)
+        agent.inflight = self._send(agent.broker_id, agent.life, agent.target, req)
+
+    def _broker_fault(self) -> None:
+        up = [a for a in self.agents.values() if a.up]
+        if not up:
+            return
+        agent = self.rng.choice(up)
+        if self.rng.random() < 0.5:
+            # kill -9: silence, then a new incarnation later
+            agent.up = False
+            agent.inflight = None
+            agent.life += 1
+            self.schedule(self.now + self.rng.randint(300, 2500), AGENT_WAKE, (agent.broker_id, agent.life))
+        elif agent.epoch >= 0:
+            agent.want_shutdown = True
+
+    def _admin_step(self) -> None:
+        adm = self.admin
+        lo, hi = self.ccfg.topic_interval_ms
+        self.schedule(self.now + self.rng.randint(lo, hi), AGENT_WAKE, ("admin", 0))
+        if adm.inflight is not None:
+            return
+        if adm.current is None:
+            adm.current = f"t{adm.next_topic}"
+            adm.next_topic += 1
+        topic = ctq.CreatableTopic(name=adm.current, num_partitions=2, replication_factor=2)
+        adm.inflight = self._send("admin", 0, adm.target, ctq.CreateTopicsRequest(topics=[topic], timeout_ms=5000))
+
+    def _on_response(self, seq: int, dest: int | None, response: Any) -> None:
+        call = self._agent_calls.pop(seq, None)
+        if call is None:
+            return   # answered already, or timed out already
+        key, life, request = call
+        if key == "admin":
+            self._admin_response(seq, dest, response)
+            return
+        agent = self.agents[key]
+        if life != agent.life or agent.inflight != seq:
+            return
+        agent.inflight = None
+        next_wake = self.ccfg.heartbeat_interval_ms
+        if response is None or response.error_code == NOT_CONTROLLER:
+            agent.target = self._retarget(agent.target)
+            next_wake = 20
+        elif isinstance(request, brq.BrokerRegistrationRequest):
+            if response.error_code == 0:
+                agent.epoch = response.broker_epoch
+                self.checker.on_registration_ack(agent, agent.epoch)
+                next_wake = 1
+            else:
+                next_wake = 100   # e.g. DUPLICATE_BROKER_REGISTRATION while the old lease lives
+        else:
+            code = response.error_code
+            if code == 0:
+                agent.fenced = response.is_fenced
+                if agent.want_shutdown and response.should_shut_down:
+                    self.shutdowns += 1
+                    agent.up = False
+                    agent.life += 1
+                    self.schedule(self.now + self.rng.randint(200, 1500), AGENT_WAKE,
+                                  (agent.broker_id, agent.life))
+                    return
+            elif code in (int(Errors.STALE_BROKER_EPOCH), int(Errors.BROKER_ID_NOT_REGISTERED)):
+                agent.epoch = -1
+                next_wake = 1
+        self.schedule(self.now + next_wake, AGENT_WAKE, (agent.broker_id, agent.life))
+
+    def _admin_response(self, seq: int, dest: int | None, response: Any) -> None:
+        adm = self.admin
+        if adm.inflight != seq:
+            return
+        adm.inflight = None
+        if response is None or response.topics[0].error_code == NOT_CONTROLLER:
+            adm.target = self._retarget(adm.target)
+            return
+        code = response.topics[0].error_code
+        if code == 0:
+            assert dest is not None
+            shell = self.shells[dest]
+            self.last_topic_ack_offset = max(self.last_topic_ack_offset, shell.ctl.committed_offset)
+            self.checker.on_topic_ack(adm.current, shell)
+            adm.current = None
+        elif code == int(Errors.TOPIC_ALREADY_EXISTS):
+            adm.current = None   # an earlier try committed but its answer was lost
+        elif code == int(Errors.INVALID_REPLICATION_FACTOR):
+            pass                 # too few unfenced brokers right now: try again later
+        else:
+            raise Violation(f"CreateTopics {adm.current}: unexpected error {Errors(code).name}")
+
+    # results -----------------------------------------------------------------------------------
+    def run(self) -> SeedResult:
+        result = super().run()
+        result.committed = len(self.checker.committed)
+        return result
+
+
+def run_controller_seed(seed: int, cfg: SimConfig | None = None,
+                        ccfg: ControllerSimConfig | None = None) -> tuple[SeedResult, ControllerSimulation]:
+    """Run one seed; the finished simulation is returned for its counters."""
+    sim = ControllerSimulation(seed, cfg or SimConfig(), ccfg)
+    return sim.run(), sim
