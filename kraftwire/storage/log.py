@@ -1,10 +1,17 @@
 """``FileLog``: the ``__cluster_metadata-0`` directory as a durable ReplicatedLog.
 
 Layout (Kafka's): ``<baseOffset:020d>.log`` segments of v2 record batches, a sparse ``.index``
-per segment (relative offset int32, position int32 every ``index_interval_bytes``) and the
-``leader-epoch-checkpoint`` text file. Appends are written at once but become durable only on
-``flush()`` (fsync), which is what advances ``flushed_offset``. Opening the directory validates
-every batch's CRC, truncates a torn or corrupt tail, and rebuilds the epoch cache and indexes.
+per segment (int32 offset of a batch's last record relative to the segment base, int32 position
+of the batch, one entry every ``index_interval_bytes``), the ``leader-epoch-checkpoint`` text file
+and snapshots ``<endOffset:020d>-<epoch:010d>.checkpoint`` (see ``kraftwire.storage.snapshot``).
+The log start offset, when cleaning moved it past the first segment's base, is kept in Kafka's
+``log-start-offset-checkpoint`` in the parent (log) directory.
+
+Appends are written at once but become durable only on ``flush()`` (fsync), which is what
+advances ``flushed_offset``. Opening the directory validates every batch's CRC, truncates a torn
+or corrupt tail, rebuilds the epoch cache and indexes, removes unfinished snapshot files, and, if
+the latest snapshot lies beyond the log (a follower that crashed while installing one), replaces
+the log with an empty one starting at the snapshot's end offset.
 """
 
 from __future__ import annotations
@@ -20,7 +27,15 @@ from pathlib import Path
 from kraftwire.protocol.errors import CorruptRecordError
 from kraftwire.protocol.records import Record, RecordBatch, decode_batch, encode_batch, iter_batches
 from kraftwire.raft.log import OffsetAndEpoch, SnapshotId
+from kraftwire.storage import StorageError
 from kraftwire.storage.fsutil import atomic_write, fsync_dir
+from kraftwire.storage.offset_checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    partition_of,
+    read_offsets,
+    update_offset,
+)
+from kraftwire.storage.snapshot import SnapshotStore, check_framing, encode_batches, parse_snapshot
 
 log = logging.getLogger(__name__)
 EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -69,7 +84,15 @@ class FileLog:
         self._start = 0
         self._end = 0
         self._flushed = 0
+        self._tp = partition_of(self.dir)
+        self._start_checkpoint = self.dir.parent / LOG_START_OFFSET_CHECKPOINT
+        for leftover in (*self.dir.glob("*.index.tmp"), self.dir / (EPOCH_CHECKPOINT + ".tmp")):
+            leftover.unlink(missing_ok=True)
+        self.snapshots = SnapshotStore(self.dir)
         self._recover()
+        self._recover_start()
+        self._truncate_to_latest_snapshot()
+        self._write_epochs()
 
     # -- open / recovery ------------------------------------------------------------------------
     def _recover(self) -> None:
@@ -80,9 +103,7 @@ class FileLog:
             if expected is not None and base != expected:
                 log.warning("%s: segment does not continue the log at %d; removing it and later ones", path,
                             expected)
-                for p in paths[i:]:
-                    p.unlink()
-                    p.with_suffix(".index").unlink(missing_ok=True)
+                self._remove_files(paths[i:])
                 break
             seg = _Segment(base, path, os.open(path, os.O_RDWR))
             data = os.pread(seg.fd, os.fstat(seg.fd).st_size, 0)
@@ -109,10 +130,7 @@ class FileLog:
             seg.size = good
             self._segments.append(seg)
             if torn or good != len(data):
-                for p in paths[i + 1:]:
-                    log.warning("%s: follows a torn segment; removing", p)
-                    p.unlink()
-                    p.with_suffix(".index").unlink(missing_ok=True)
+                self._remove_files(paths[i + 1:], "follows a torn segment")
                 break
         if not self._segments:
             self._segments.append(self._new_segment(0))
@@ -121,14 +139,53 @@ class FileLog:
         self._flushed = self._end
         for seg in self._segments:
             self._write_index(seg)
-        self._write_epochs()
+
+    def _remove_files(self, paths: Sequence[Path], why: str = "") -> None:
+        for p in paths:
+            if why:
+                log.warning("%s: %s; removing", p, why)
+            p.unlink()
+            p.with_suffix(".index").unlink(missing_ok=True)
+        if paths:
+            fsync_dir(self.dir)
+
+    def _recover_start(self) -> None:
+        """Apply the checkpointed log start offset, drop what lies wholly below it, check snapshots."""
+        saved = read_offsets(self._start_checkpoint).get(self._tp, 0)
+        if saved > self._start:
+            self._start = self._boundary(saved)
+            self._drop_segments_below(self._start)
+            self._truncate_epochs_from_start()
+        latest = self.snapshots.latest()
+        if self._start > 0 and (latest is None or latest.end_offset < self._start):
+            raise StorageError(f"{self.dir}: the log starts at offset {self._start} but no snapshot covers the "
+                               f"offsets below it (latest snapshot: {latest}); refusing to start")
+        stale = [s for s in self.snapshots.ids() if s.end_offset < self._start]
+        if stale:
+            log.info("%s: removing snapshots below the log start %d: %s", self.dir, self._start, stale)
+            self.snapshots.remove(stale)
+
+    def _truncate_to_latest_snapshot(self) -> bool:
+        """Kafka's rule: a snapshot beyond the log (by epoch, or by offset in the same epoch) replaces it."""
+        sid = self.snapshots.latest()
+        last = self._epochs[-1][0] if self._epochs else 0
+        if sid is None or not (sid.epoch > last or (sid.epoch == last and sid.end_offset > self._end)):
+            return False
+        if self._start == self._end == sid.end_offset and not self._epochs:
+            return False  # already an empty log at the snapshot
+        log.info("%s: snapshot %s is beyond the log end %d (epoch %d); starting the log at %d", self.dir, sid,
+                 self._end, last, sid.end_offset)
+        self._truncate_fully_and_start_at(sid.end_offset)
+        self.snapshots.delete_before(sid)
+        return True
 
     def _track(self, seg: _Segment, batch: RecordBatch, pos: int, size: int) -> None:
         seg.batches.append(_BatchPos(batch.base_offset, batch.next_offset, batch.leader_epoch, pos, size))
         if not self._epochs or batch.leader_epoch > self._epochs[-1][0]:
             self._epochs.append((batch.leader_epoch, batch.base_offset))
         if seg.bytes_since_index >= self.index_interval_bytes or not seg.index_entries:
-            seg.index_entries.append((batch.base_offset - seg.base_offset, pos))
+            # Kafka indexes a batch by its last offset (kafka-dump-log checks exactly that).
+            seg.index_entries.append((batch.next_offset - 1 - seg.base_offset, pos))
             seg.bytes_since_index = 0
         seg.bytes_since_index += size
 
@@ -152,7 +209,10 @@ class FileLog:
         return self._flushed
 
     def last_epoch(self) -> int:
-        return self._epochs[-1][0] if self._epochs else 0
+        if self._epochs:
+            return self._epochs[-1][0]
+        sid = self.snapshots.latest()
+        return sid.epoch if sid is not None else 0
 
     def epochs(self) -> list[tuple[int, int]]:
         """The epoch cache: (epoch, start offset) pairs, ascending."""
@@ -176,8 +236,8 @@ class FileLog:
             raise ValueError(f"batch at {batch.base_offset} does not start at the log end {self._end}")
         if not batch.records:
             raise ValueError("empty batch")
-        if self._epochs and batch.leader_epoch < self._epochs[-1][0]:
-            raise ValueError(f"epoch {batch.leader_epoch} is below the last epoch {self._epochs[-1][0]}")
+        if batch.leader_epoch < self.last_epoch():
+            raise ValueError(f"epoch {batch.leader_epoch} is below the last epoch {self.last_epoch()}")
         seg = self._segments[-1]
         if seg.size > 0 and seg.size + len(raw) > self.segment_bytes:
             self._roll()
@@ -234,6 +294,7 @@ class FileLog:
         seg.index_entries = [e for e in seg.index_entries if e[1] < cut_pos]
         seg.bytes_since_index = 0
         self._end = seg.batches[-1].next_offset if seg.batches else seg.base_offset
+        self._end = max(self._end, self._start)
         while self._epochs and self._epochs[-1][1] >= self._end:
             self._epochs.pop()
         self._flushed = min(self._flushed, self._end)
@@ -254,6 +315,16 @@ class FileLog:
         if b < 0:
             return None
         return s, b
+
+    def _boundary(self, offset: int) -> int:
+        """The batch boundary at or below ``offset``, within [start, end]."""
+        if offset >= self._end:
+            return self._end
+        loc = self._locate(offset)
+        if loc is None:
+            return self._start
+        s, b = loc
+        return self._segments[s].batches[b].base_offset
 
     def read_raw(self, start_offset: int, max_bytes: int) -> bytes:
         """Whole batches' bytes from the batch containing ``start_offset`` (at least one batch)."""
@@ -285,15 +356,114 @@ class FileLog:
 
     # -- epochs -----------------------------------------------------------------------------------
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        if not self._epochs:
+            return OffsetAndEpoch(self._end, self.last_epoch())
         lo = bisect_right([e for e, _ in self._epochs], epoch)
         if lo == 0:
+            # Below every epoch held: the snapshot at the log start stands in (Kafka's override).
+            first = self.snapshots.earliest()
+            if first is not None and first.end_offset == self._epochs[0][1]:
+                return OffsetAndEpoch(first.end_offset, first.epoch)
             return OffsetAndEpoch(self._start, 0)
         found = self._epochs[lo - 1][0]
         end = self._epochs[lo][1] if lo < len(self._epochs) else self._end
         return OffsetAndEpoch(end, found)
 
+    def _epoch_at(self, offset: int) -> int | None:
+        """Epoch of the record at ``offset`` per the epoch cache (None if not held)."""
+        i = bisect_right([o for _, o in self._epochs], offset) - 1
+        return self._epochs[i][0] if i >= 0 and self._start <= offset < self._end else None
+
+    def _truncate_epochs_from_start(self) -> None:
+        """Drop epoch entries wholly below the start; the last of them now starts at the start."""
+        below = [e for e in self._epochs if e[1] <= self._start]
+        if below:
+            self._epochs = [(below[-1][0], self._start)] + [e for e in self._epochs if e[1] > self._start]
+
+    # -- snapshots (KIP-630) ----------------------------------------------------------------------
     def latest_snapshot_id(self) -> SnapshotId | None:
-        return None
+        return self.snapshots.latest()
+
+    def create_snapshot(self, snapshot_id: SnapshotId, batches: Sequence[RecordBatch]) -> None:
+        """Store a snapshot durably. One below the log start is declined (logged), like Kafka."""
+        sid = snapshot_id
+        if sid.end_offset > self._end:
+            raise ValueError(f"snapshot {sid} ends beyond the log end offset {self._end}")
+        if sid.end_offset < self._start:
+            log.info("%s: not creating snapshot %s below the log start offset %d", self.dir, sid, self._start)
+            return
+        latest = self.snapshots.latest()
+        if latest is not None and (latest.epoch > sid.epoch or latest.end_offset > sid.end_offset):
+            raise ValueError(f"snapshot {sid} is older than the latest snapshot {latest}")
+        if sid.end_offset > self._start:
+            held = self._epoch_at(sid.end_offset - 1)
+            if held != sid.epoch:
+                raise ValueError(f"snapshot {sid}: the record at offset {sid.end_offset - 1} has epoch {held}")
+        check_framing(batches)
+        self.snapshots.write(sid, encode_batches(batches))
+
+    def snapshot_size(self, snapshot_id: SnapshotId) -> int:
+        return self.snapshots.size(snapshot_id)
+
+    def read_snapshot_chunk(self, snapshot_id: SnapshotId, position: int, max_bytes: int) -> bytes:
+        return self.snapshots.read_chunk(snapshot_id, position, max_bytes)
+
+    def read_snapshot(self, snapshot_id: SnapshotId) -> list[RecordBatch]:
+        """All batches of a stored snapshot, CRCs verified (CorruptRecordError otherwise)."""
+        return self.snapshots.read(snapshot_id)
+
+    def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        """Store a downloaded snapshot, then restart the log, empty, at its end offset.
+
+        ``data`` is validated first (CRCs, header and footer; CorruptRecordError). The snapshot is
+        durable before any segment is removed, so a crash in between is finished on the next open.
+        """
+        parse_snapshot(data)
+        self.snapshots.write(snapshot_id, data)
+        self._truncate_fully_and_start_at(snapshot_id.end_offset)
+        self.snapshots.delete_before(snapshot_id)
+
+    def delete_before(self, snapshot_id: SnapshotId) -> None:
+        """Advance the log start to ``snapshot_id`` (a batch boundary at or below its end offset),
+        delete the segments wholly below it and every older snapshot."""
+        if snapshot_id not in self.snapshots:
+            raise KeyError(f"no snapshot {snapshot_id} held")
+        if snapshot_id.end_offset > self._end:
+            raise ValueError(f"snapshot {snapshot_id} ends beyond the log end offset {self._end}")
+        new_start = self._boundary(snapshot_id.end_offset)
+        if new_start > self._start:
+            self._start = new_start
+            update_offset(self._start_checkpoint, self._tp, new_start)
+            self._drop_segments_below(new_start)
+            self._truncate_epochs_from_start()
+            self._write_epochs()
+        self.snapshots.delete_before(snapshot_id)
+
+    def _drop_segments_below(self, offset: int) -> None:
+        """Delete segments holding only offsets below ``offset`` (rolling the active one if needed)."""
+        if self._end <= offset and self._segments[-1].size > 0:
+            self._roll()
+        while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
+            seg = self._segments.pop(0)
+            os.close(seg.fd)
+            seg.path.unlink()
+            seg.index_path.unlink(missing_ok=True)
+        fsync_dir(self.dir)
+
+    def _truncate_fully_and_start_at(self, offset: int) -> None:
+        """Remove every segment (newest first) and start an empty log at ``offset``."""
+        while self._segments:
+            seg = self._segments.pop()
+            os.close(seg.fd)
+            seg.path.unlink()
+            seg.index_path.unlink(missing_ok=True)
+        fsync_dir(self.dir)
+        self._segments.append(self._new_segment(offset))
+        self._epochs = []
+        self._start = self._end = self._flushed = offset
+        self._write_epochs()
+        self._write_index(self._segments[0])
+        update_offset(self._start_checkpoint, self._tp, offset)
 
     # -- side files -------------------------------------------------------------------------------
     def _write_epochs(self) -> None:

@@ -16,6 +16,8 @@ class FileQuorumStateStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # A temp file left by a crash mid-write never replaced the real one: drop it.
+        self.path.with_name(self.path.name + ".tmp").unlink(missing_ok=True)
 
     def read(self) -> ElectionState | None:
         if not self.path.exists():
@@ -23,12 +25,14 @@ class FileQuorumStateStore:
         text = self.path.read_text()
         try:
             data = json.loads(text)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
             leader = data.get("leaderId", -1)
             voted = data.get("votedId", -1)
             voters = frozenset(v["voterId"] for v in data.get("currentVoters") or [])
             return ElectionState(int(data["leaderEpoch"]), None if leader < 0 else leader,
                                  None if voted < 0 else voted, voters)
-        except (ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise StorageError(f"{self.path}: corrupt quorum-state ({e}); refusing to guess the epoch") from None
 
     def write(self, state: ElectionState) -> None:

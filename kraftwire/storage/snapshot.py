@@ -1,0 +1,198 @@
+"""KIP-630 snapshot files: naming, framing, validation and the per-directory snapshot store.
+
+A snapshot of the metadata log is the file ``<endOffset:020d>-<epoch:010d>.checkpoint`` in the
+partition directory. Its content is a run of v2 record batches whose offsets count from 0 inside
+the file, all stamped with the snapshot's epoch: a control batch whose first record is a
+SnapshotHeaderRecord, batches of framed metadata records, and a control batch holding the
+SnapshotFooterRecord. Files are written as ``<name>.checkpoint.part``, fsynced, renamed and the
+directory fsynced, so a crash leaves either no snapshot or a whole one; leftover ``.part`` files
+(and ``.deleted`` ones, Kafka's rename-before-delete) are removed when the store opens.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from kraftwire.protocol.control import (
+    ControlType,
+    control_type,
+    snapshot_footer_record,
+    snapshot_header_record,
+)
+from kraftwire.protocol.errors import CorruptRecordError
+from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
+from kraftwire.protocol.records import Record, RecordBatch, encode_batch, iter_batches
+from kraftwire.raft.log import SnapshotId
+from kraftwire.storage.fsutil import fsync_dir
+
+log = logging.getLogger(__name__)
+
+SUFFIX = ".checkpoint"
+PARTIAL_SUFFIX = SUFFIX + ".part"
+DELETED_SUFFIX = SUFFIX + ".deleted"
+_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$")
+DEFAULT_BATCH_BYTES = 1 << 20
+
+
+def snapshot_name(sid: SnapshotId) -> str:
+    return f"{sid.end_offset:020d}-{sid.epoch:010d}{SUFFIX}"
+
+
+def parse_snapshot_name(name: str) -> tuple[SnapshotId, str] | None:
+    """(id, "" | ".part" | ".deleted") for a snapshot file name, else None."""
+    m = _NAME.match(name)
+    if m is None:
+        return None
+    return SnapshotId(int(m.group(1)), int(m.group(2))), m.group(3) or ""
+
+
+# -- content ----------------------------------------------------------------------------------------
+def frame_snapshot(sid: SnapshotId, records: Iterable[MetadataRecord], *, timestamp_ms: int = 0,
+                   last_contained_timestamp_ms: int = 0,
+                   max_batch_bytes: int = DEFAULT_BATCH_BYTES) -> list[RecordBatch]:
+    """The batches of a snapshot file holding ``records`` (header, data batches, footer)."""
+    epoch = sid.epoch
+    header = snapshot_header_record(last_contained_log_timestamp=last_contained_timestamp_ms)
+    out = [RecordBatch(0, epoch, (header,), control=True, base_timestamp=timestamp_ms)]
+    offset = 1
+    pending: list[Record] = []
+    size = 0
+    for r in records:
+        value = encode_record(r.message, r.version)
+        if pending and size + len(value) > max_batch_bytes:
+            out.append(RecordBatch(offset, epoch, tuple(pending), base_timestamp=timestamp_ms))
+            offset += len(pending)
+            pending, size = [], 0
+        pending.append(Record(value=value))
+        size += len(value) + 8
+    if pending:
+        out.append(RecordBatch(offset, epoch, tuple(pending), base_timestamp=timestamp_ms))
+        offset += len(pending)
+    out.append(RecordBatch(offset, epoch, (snapshot_footer_record(),), control=True, base_timestamp=timestamp_ms))
+    return out
+
+
+def check_framing(batches: Sequence[RecordBatch]) -> None:
+    """Raise CorruptRecordError unless ``batches`` start with a header and end with a footer."""
+    if not batches:
+        raise CorruptRecordError("snapshot has no batches")
+    first, last = batches[0], batches[-1]
+    if not (first.control and first.records and control_type(first.records[0]) == ControlType.SNAPSHOT_HEADER):
+        raise CorruptRecordError("snapshot does not start with a SnapshotHeaderRecord control batch")
+    if not (last.control and last.records and control_type(last.records[-1]) == ControlType.SNAPSHOT_FOOTER):
+        raise CorruptRecordError("snapshot does not end with a SnapshotFooterRecord control batch")
+
+
+def parse_snapshot(data: bytes) -> list[RecordBatch]:
+    """Every batch of a whole snapshot file, CRCs verified; truncated or mis-framed data raises
+    CorruptRecordError."""
+    batches: list[RecordBatch] = []
+    end = 0
+    for batch, pos, size in iter_batches(data, verify_crc=True):
+        batches.append(batch)
+        end = pos + size
+    if end != len(data):
+        raise CorruptRecordError(f"snapshot has {len(data) - end} trailing bytes after position {end}")
+    check_framing(batches)
+    return batches
+
+
+def snapshot_records(batches: Iterable[RecordBatch]) -> list[MetadataRecord]:
+    """The framed metadata records of a snapshot (control batches skipped)."""
+    return [decode_record(r.value) for b in batches if not b.control for r in b.records if r.value is not None]
+
+
+def encode_batches(batches: Sequence[RecordBatch]) -> bytes:
+    return b"".join(b.raw if b.raw is not None else encode_batch(b) for b in batches)
+
+
+# -- files ------------------------------------------------------------------------------------------
+def write_durably(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via ``path.part``: write, fsync, rename, fsync the directory."""
+    part = path.with_name(path.name + ".part")
+    with open(part, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(part, path)
+    fsync_dir(path.parent)
+
+
+class SnapshotStore:
+    """The snapshot files of one partition directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = Path(directory)
+        self._ids: set[SnapshotId] = set()
+        for path in self.dir.iterdir():
+            parsed = parse_snapshot_name(path.name)
+            if parsed is None:
+                continue
+            sid, kind = parsed
+            if kind:
+                log.info("%s: removing an unfinished or deleted snapshot file", path)
+                path.unlink(missing_ok=True)
+            else:
+                self._ids.add(sid)
+
+    def ids(self) -> list[SnapshotId]:
+        """Held snapshots, oldest first."""
+        return sorted(self._ids, key=lambda s: (s.end_offset, s.epoch))
+
+    def latest(self) -> SnapshotId | None:
+        ids = self.ids()
+        return ids[-1] if ids else None
+
+    def earliest(self) -> SnapshotId | None:
+        ids = self.ids()
+        return ids[0] if ids else None
+
+    def __contains__(self, sid: object) -> bool:
+        return sid in self._ids
+
+    def path(self, sid: SnapshotId) -> Path:
+        return self.dir / snapshot_name(sid)
+
+    def _held(self, sid: SnapshotId) -> Path:
+        if sid not in self._ids:
+            raise KeyError(f"no snapshot {snapshot_name(sid)} in {self.dir}")
+        return self.path(sid)
+
+    def write(self, sid: SnapshotId, data: bytes) -> None:
+        write_durably(self.path(sid), data)
+        self._ids.add(sid)
+
+    def size(self, sid: SnapshotId) -> int:
+        return self._held(sid).stat().st_size
+
+    def read_chunk(self, sid: SnapshotId, position: int, max_bytes: int) -> bytes:
+        if position < 0 or max_bytes < 0:
+            raise ValueError(f"bad snapshot read position {position} / size {max_bytes}")
+        with open(self._held(sid), "rb") as f:
+            return os.pread(f.fileno(), max_bytes, position)
+
+    def read(self, sid: SnapshotId) -> list[RecordBatch]:
+        path = self._held(sid)
+        try:
+            return parse_snapshot(path.read_bytes())
+        except CorruptRecordError as e:
+            raise CorruptRecordError(f"{path}: {e}") from None
+
+    def remove(self, sids: Iterable[SnapshotId]) -> None:
+        """Forget and delete these snapshots."""
+        gone = [s for s in sids if s in self._ids]
+        for s in gone:
+            self._ids.discard(s)
+            self.path(s).unlink(missing_ok=True)
+        if gone:
+            fsync_dir(self.dir)
+
+    def delete_before(self, sid: SnapshotId) -> list[SnapshotId]:
+        """Delete every snapshot older than ``sid``; returns the ids removed."""
+        gone = [s for s in self._ids if (s.end_offset, s.epoch) < (sid.end_offset, sid.epoch)]
+        self.remove(gone)
+        return gone
