@@ -1,0 +1,426 @@
+"""``kraftwire metadata-shell``: browse the metadata image as a file tree, like kafka-metadata-shell.
+
+The image is rebuilt by replaying records through ``QuorumController`` (standby replay): from a
+snapshot file, from a log directory (latest snapshot plus the segments after it, read-only), or —
+beyond Kafka — live, by fetching the committed ``__cluster_metadata`` log from a controller over
+the Kafka protocol. The tree (see docs/storage.md):
+
+    /features/<name>                          finalized level
+    /cluster/brokers/<id>/<field>             registration fields
+    /cluster/controllers/<id>/<field>
+    /topics/<name>/id                         topic id (Kafka's base64 form)
+    /topics/<name>/<partition>/<field>        replicas, isr, leader, epochs, ...
+    /topicIds/<id>                            topic name
+    /configs/<TYPE>/<resource>/<key>          value (<default> names the default resource)
+    /acls/<id>                                one line describing the ACL
+    /clientQuotas/<entity>/<key>              value
+    /producerIds/nextProducerId
+    /scram/<mechanism>/<user>                 iterations (keys are not shown)
+    /provenance/<field>                       where the image came from and up to which offset
+
+Commands: ls, cd, cat, tree, find, pwd, help, exit (paths may use * and ? globs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import fnmatch
+import shlex
+import sys
+import uuid
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from kraftwire.controller import ControllerConfig, ImageLoader, MetadataImage, QuorumController
+from kraftwire.controller.image import MetadataReplayError
+from kraftwire.net.client import RequestFailed
+from kraftwire.protocol.errors import KafkaProtocolError
+from kraftwire.storage import StorageError
+from kraftwire.storage.reader import MetadataSource, read_metadata
+
+Tree = dict[str, Any]  # a directory: name -> Tree or str (a file)
+
+SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+CONFIG_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
+RESOURCE_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "CLUSTER", 5: "TRANSACTIONAL_ID",
+                  6: "DELEGATION_TOKEN", 7: "USER"}
+PATTERN_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "MATCH", 3: "LITERAL", 4: "PREFIXED"}
+OPERATIONS = {0: "UNKNOWN", 1: "ANY", 2: "ALL", 3: "READ", 4: "WRITE", 5: "CREATE", 6: "DELETE", 7: "ALTER",
+              8: "DESCRIBE", 9: "CLUSTER_ACTION", 10: "DESCRIBE_CONFIGS", 11: "ALTER_CONFIGS",
+              12: "IDEMPOTENT_WRITE", 13: "CREATE_TOKENS", 14: "DESCRIBE_TOKENS", 15: "TWO_PHASE_COMMIT"}
+PERMISSIONS = {0: "UNKNOWN", 1: "ANY", 2: "DENY", 3: "ALLOW"}
+SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+RECOVERY_STATES = {0: "RECOVERED", 1: "RECOVERING"}
+DEFAULT_NAME = "<default>"
+
+
+def kafka_uuid(value: uuid.UUID) -> str:
+    """Kafka's textual Uuid: URL-safe base64 of the 16 bytes, unpadded."""
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def _list(items: Any) -> str:
+    return "[" + ", ".join(str(kafka_uuid(i) if isinstance(i, uuid.UUID) else i) for i in items) + "]"
+
+
+def _name(value: str | None) -> str:
+    return DEFAULT_NAME if not value else value.replace("/", "%2F")
+
+
+def _endpoints(endpoints: Any) -> str:
+    """``NAME://host:port``, with the security protocol added when the name does not say it."""
+    out = []
+    for e in endpoints:
+        proto = SECURITY_PROTOCOLS.get(e.security_protocol, str(e.security_protocol))
+        out.append(f"{e.name}://{e.host}:{e.port}" + ("" if proto == e.name else f" ({proto})"))
+    return ", ".join(out)
+
+
+# -- image -> tree --------------------------------------------------------------------------------------
+def image_tree(image: MetadataImage, provenance: dict[str, str]) -> Tree:
+    brokers = {str(b.id): {
+        "id": str(b.id), "epoch": str(b.epoch), "incarnationId": kafka_uuid(b.incarnation_id),
+        "listeners": _endpoints(b.listeners),
+        "supportedFeatures": ", ".join(f"{n}: {lo}-{hi}" for n, lo, hi in b.features),
+        "rack": b.rack or "null", "fenced": str(b.fenced).lower(),
+        "inControlledShutdown": str(b.in_controlled_shutdown).lower(),
+        "isMigratingZkBroker": str(b.is_migrating_zk_broker).lower(), "directories": _list(b.directories),
+    } for b in image.brokers.values()}
+    controllers = {str(c.id): {
+        "id": str(c.id), "incarnationId": kafka_uuid(c.incarnation_id),
+        "listeners": _endpoints(c.listeners),
+        "supportedFeatures": ", ".join(f"{n}: {lo}-{hi}" for n, lo, hi in c.features),
+        "zkMigrationReady": str(c.zk_migration_ready).lower(),
+    } for c in image.controllers.values()}
+    topics: Tree = {}
+    for t in image.topics.values():
+        node: Tree = {"id": kafka_uuid(t.id)}
+        for pid, p in t.partitions.items():
+            node[str(pid)] = {
+                "replicas": _list(p.replicas), "isr": _list(p.isr), "leader": str(p.leader),
+                "leaderEpoch": str(p.leader_epoch), "partitionEpoch": str(p.partition_epoch),
+                "removingReplicas": _list(p.removing_replicas), "addingReplicas": _list(p.adding_replicas),
+                "leaderRecoveryState": RECOVERY_STATES.get(p.leader_recovery_state, str(p.leader_recovery_state)),
+                "directories": _list(p.directories), "eligibleLeaderReplicas": _list(p.elr),
+                "lastKnownElr": _list(p.last_known_elr),
+            }
+        topics[_name(t.name)] = node
+    configs: Tree = {}
+    for (rtype, rname), kv in image.configs.items():
+        configs.setdefault(CONFIG_TYPES.get(rtype, str(rtype)), {})[_name(rname)] = dict(kv)
+    quotas = {",".join(f"{t}={_name(n)}" for t, n in entity): {k: repr(v) if not float(v).is_integer() else
+                                                                 str(int(v)) for k, v in kv.items()}
+              for entity, kv in image.quotas.items()}
+    acls = {kafka_uuid(aid): (
+        f"resourceType={RESOURCE_TYPES.get(a.resource_type, a.resource_type)} resourceName={a.resource_name} "
+        f"patternType={PATTERN_TYPES.get(a.pattern_type, a.pattern_type)} principal={a.principal} host={a.host} "
+        f"operation={OPERATIONS.get(a.operation, a.operation)} "
+        f"permissionType={PERMISSIONS.get(a.permission_type, a.permission_type)}") for aid, a in image.acls.items()}
+    scram: Tree = {}
+    for (user, mech), cred in image.scram.items():
+        scram.setdefault(SCRAM_MECHANISMS.get(mech, str(mech)), {})[_name(user)] = f"iterations={cred.iterations}"
+    return {
+        "features": {n: str(v) for n, v in image.features.items()},
+        "cluster": {"brokers": brokers, "controllers": controllers},
+        "topics": topics,
+        "topicIds": {kafka_uuid(t.id): t.name for t in image.topics.values()},
+        "configs": configs,
+        "acls": acls,
+        "clientQuotas": quotas,
+        "producerIds": {"nextProducerId": str(image.next_producer_id)},
+        "scram": scram,
+        "provenance": provenance,
+    }
+
+
+def build_image(src: MetadataSource) -> MetadataImage:
+    """Replay a source through a standby QuorumController (snapshot first, then the log)."""
+    ctl = QuorumController(ControllerConfig(max_idle_interval_ms=0, auto_leader_rebalance=False))
+    if src.snapshot_id is not None or src.snapshot:
+        loader = ImageLoader()
+        for r in src.snapshot:
+            loader.replay(r)
+        ctl.load_snapshot(loader.image, src.snapshot_id.end_offset if src.snapshot_id else len(src.snapshot))
+    for offset, record in src.records:
+        ctl.replay(offset, record)
+    return ctl.committed_image
+
+
+def provenance(src: MetadataSource) -> dict[str, str]:
+    sid = src.snapshot_id
+    return {"source": src.source,
+            "snapshot": f"{sid.end_offset:020d}-{sid.epoch:010d}" if sid else "none",
+            "lastContainedOffset": str(src.last_offset), "lastContainedEpoch": str(src.last_epoch),
+            "logRecordsReplayed": str(len(src.records))}
+
+
+# -- the shell ------------------------------------------------------------------------------------------
+def _sort_key(name: str) -> tuple[int, int, str]:
+    return (0, int(name), "") if name.isdigit() else (1, 0, name)
+
+
+class Shell:
+    """ls/cd/cat/tree/find/pwd over a ``Tree``; output to ``out``, complaints to ``err``."""
+
+    def __init__(self, tree: Tree, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        self.root = tree
+        self.cwd: list[str] = []
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.failed = False
+        self.commands: dict[str, Callable[[list[str]], None]] = {
+            "ls": self.ls, "cd": self.cd, "cat": self.cat, "tree": self.tree, "find": self.find,
+            "pwd": self.pwd, "help": self.help,
+        }
+
+    # -- paths -----------------------------------------------------------------------------------
+    def _node(self, parts: list[str]) -> Any:
+        node: Any = self.root
+        for p in parts:
+            if not isinstance(node, dict) or p not in node:
+                return None
+            node = node[p]
+        return node
+
+    def resolve(self, path: str) -> list[list[str]]:
+        """Absolute component lists matching ``path`` (relative to the cwd, with globs)."""
+        found = [[] if path.startswith("/") else list(self.cwd)]
+        for comp in (c for c in path.split("/") if c):
+            nxt: list[list[str]] = []
+            for parts in found:
+                if comp == ".":
+                    nxt.append(parts)
+                elif comp == "..":
+                    nxt.append(parts[:-1])
+                elif any(ch in comp for ch in "*?["):
+                    node = self._node(parts)
+                    if isinstance(node, dict):
+                        nxt += [parts + [n] for n in sorted(node, key=_sort_key) if fnmatch.fnmatchcase(n, comp)]
+                else:
+                    nxt.append(parts + [comp])
+            found = nxt
+        return [p for p in found if self._node(p) is not None]
+
+    def _targets(self, cmd: str, args: list[str], default: str = ".") -> list[list[str]]:
+        out: list[list[str]] = []
+        for a in args or [default]:
+            hits = self.resolve(a)
+            if not hits:
+                self._fail(f"{cmd}: {a}: no such file or directory")
+            out += hits
+        return out
+
+    def _fail(self, message: str) -> None:
+        self.failed = True
+        print(message, file=self.err)
+
+    @staticmethod
+    def _path(parts: list[str]) -> str:
+        return "/" + "/".join(parts)
+
+    # -- commands --------------------------------------------------------------------------------
+    def ls(self, args: list[str]) -> None:
+        targets = self._targets("ls", args)
+        for i, parts in enumerate(targets):
+            node = self._node(parts)
+            if not isinstance(node, dict):
+                print(parts[-1] if parts else "/", file=self.out)
+                continue
+            if len(targets) > 1:
+                print(("\n" if i else "") + self._path(parts) + ":", file=self.out)
+            for name in sorted(node, key=_sort_key):
+                print(name, file=self.out)
+
+    def cd(self, args: list[str]) -> None:
+        if len(args) > 1:
+            return self._fail("cd: too many arguments")
+        hits = self.resolve(args[0] if args else "/")
+        if len(hits) != 1:
+            return self._fail(f"cd: {args[0]}: " + ("no such directory" if not hits else "ambiguous"))
+        if not isinstance(self._node(hits[0]), dict):
+            return self._fail(f"cd: {args[0]}: not a directory")
+        self.cwd = hits[0]
+
+    def cat(self, args: list[str]) -> None:
+        if not args:
+            return self._fail("cat: a path is required")
+        for parts in self._targets("cat", args):
+            node = self._node(parts)
+            if isinstance(node, dict):
+                self._fail(f"cat: {self._path(parts)}: is a directory")
+            else:
+                print(node, file=self.out)
+
+    def tree(self, args: list[str]) -> None:
+        for parts in self._targets("tree", args):
+            node = self._node(parts)
+            name = parts[-1] if parts else "/"
+            if isinstance(node, dict):
+                print(f"{name}:", file=self.out)
+                self._tree(node, "  ")
+            else:
+                print(f"{name}: {node}", file=self.out)
+
+    def _tree(self, node: Tree, indent: str) -> None:
+        for name in sorted(node, key=_sort_key):
+            child = node[name]
+            if isinstance(child, dict):
+                print(f"{indent}{name}:", file=self.out)
+                self._tree(child, indent + "  ")
+            else:
+                print(f"{indent}{name}: {child}", file=self.out)
+
+    def find(self, args: list[str]) -> None:
+        for parts in self._targets("find", args):
+            self._find(parts)
+
+    def _find(self, parts: list[str]) -> None:
+        print(self._path(parts), file=self.out)
+        node = self._node(parts)
+        if isinstance(node, dict):
+            for name in sorted(node, key=_sort_key):
+                self._find(parts + [name])
+
+    def pwd(self, args: list[str]) -> None:
+        print(self._path(self.cwd), file=self.out)
+
+    def help(self, args: list[str]) -> None:
+        print("Commands:\n"
+              "  ls [PATH...]      list a directory (or name a file)\n"
+              "  cd [PATH]         change directory (default /)\n"
+              "  cat PATH...       print files\n"
+              "  tree [PATH...]    print a subtree with file contents\n"
+              "  find [PATH...]    print every path below\n"
+              "  pwd               print the current directory\n"
+              "  help              this text\n"
+              "  exit              leave the shell\n"
+              "Paths are absolute or relative, may use . and .., and * ? [..] globs.", file=self.out)
+
+    def run_line(self, line: str) -> bool:
+        """Run one command line; False when the shell should exit."""
+        try:
+            words = shlex.split(line)
+        except ValueError as e:
+            self._fail(f"syntax error: {e}")
+            return True
+        if not words:
+            return True
+        cmd, args = words[0], words[1:]
+        if cmd in ("exit", "quit"):
+            return False
+        fn = self.commands.get(cmd)
+        if fn is None:
+            self._fail(f"{cmd}: unknown command (try help)")
+        else:
+            fn(args)
+        return True
+
+    def interact(self, stdin: TextIO) -> None:
+        prompt = stdin.isatty()
+        while True:
+            if prompt:
+                print(f"[ kraftwire metadata shell ] {self._path(self.cwd)} >> ", end="", file=self.out, flush=True)
+            line = stdin.readline()
+            if not line or not self.run_line(line):
+                return
+
+
+# -- sources --------------------------------------------------------------------------------------------
+def load_live(addr: str, timeout: float) -> MetadataSource:
+    """Fetch the committed ``__cluster_metadata`` log from ``addr`` (a controller) as a consumer would."""
+    import anyio
+
+    return anyio.run(_fetch_live, addr, timeout)
+
+
+async def _fetch_live(addr: str, timeout: float) -> MetadataSource:
+    import anyio
+
+    from kraftwire.net.client import Connection
+    from kraftwire.node.reads import METADATA_TOPIC
+    from kraftwire.protocol.errors import Errors
+    from kraftwire.protocol.messages import fetch_request as fq
+    from kraftwire.protocol.messages import list_offsets_request as lq
+    from kraftwire.protocol.metadata import decode_record
+    from kraftwire.protocol.records import decode_batches
+
+    host, _, port = addr.rpartition(":")
+    out = MetadataSource(addr)
+    async with anyio.create_task_group() as tg:
+        conn = Connection(tg, host, int(port), client_id="kraftwire-metadata-shell")
+        try:
+            with anyio.fail_after(timeout):
+                bounds = []
+                for ts in (-2, -1):  # earliest, then the committed end
+                    resp = await conn.request(lq.ListOffsetsRequest(replica_id=-1, isolation_level=1, topics=[
+                        lq.ListOffsetsTopic(METADATA_TOPIC, [lq.ListOffsetsPartition(0, timestamp=ts)])]), None, timeout)
+                    part = resp.topics[0].partitions[0]
+                    if part.error_code:
+                        raise RequestFailed(f"ListOffsets failed: {Errors.of(part.error_code)!r}")
+                    bounds.append(part.offset)
+                start, end = bounds
+                if start > 0:
+                    raise RequestFailed(f"the log at {addr} starts at offset {start}: older records were cleaned "
+                                        "into a snapshot that clients cannot fetch; copy the latest .checkpoint "
+                                        "file and use --snapshot")
+                offset = start
+                while offset < end:
+                    req = fq.FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=8 << 20,
+                                          isolation_level=1, topics=[fq.FetchTopic(topic=METADATA_TOPIC, partitions=[
+                                              fq.FetchPartition(partition=0, fetch_offset=offset,
+                                                                partition_max_bytes=8 << 20)])])
+                    part = (await conn.request(req, 12, timeout)).responses[0].partitions[0]
+                    if part.error_code:
+                        raise RequestFailed(f"Fetch failed: {Errors.of(part.error_code)!r}")
+                    batches = decode_batches(part.records) if part.records else []
+                    if not batches:
+                        raise RequestFailed(f"Fetch at offset {offset} returned nothing below the end {end}")
+                    for b in batches:
+                        if not b.control:
+                            out.records += [(b.base_offset + i, decode_record(r.value))
+                                            for i, r in enumerate(b.records)
+                                            if r.value is not None and offset <= b.base_offset + i < end]
+                        if b.base_offset < end:
+                            out.last_offset, out.last_epoch = min(b.last_offset, end - 1), b.leader_epoch
+                        offset = max(offset, b.next_offset)
+        finally:
+            await conn.close()
+            tg.cancel_scope.cancel()
+    return out
+
+
+# -- CLI ------------------------------------------------------------------------------------------------
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "metadata-shell", help="browse the metadata image (snapshot, log directory or live controller)",
+        description="Rebuild the metadata image and browse it as a tree with ls/cd/cat/tree/find. "
+                    "Without a trailing command, commands are read from stdin (interactive on a terminal).")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--snapshot", metavar="PATH",
+                     help="a .checkpoint snapshot file, a .log segment, or a (metadata) log directory")
+    src.add_argument("--bootstrap-controller", "--bootstrap-server", dest="bootstrap", metavar="HOST:PORT",
+                     help="fetch the committed __cluster_metadata log from this controller (live view)")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds allowed for the live fetch")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="one command to run, e.g. ls /topics")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.bootstrap:
+            src = load_live(args.bootstrap, args.timeout)
+        else:
+            src = read_metadata(args.snapshot)
+        for w in src.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        image = build_image(src)
+    except (StorageError, MetadataReplayError, RequestFailed, KafkaProtocolError, TimeoutError, OSError) as e:
+        print(f"error: {e or type(e).__name__}", file=sys.stderr)
+        return 1
+    shell = Shell(image_tree(image, provenance(src)))
+    if args.command:
+        shell.run_line(shlex.join(args.command))
+    else:
+        shell.interact(sys.stdin)
+    return 1 if shell.failed else 0
