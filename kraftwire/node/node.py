@@ -151,6 +151,8 @@ class Node:
             raise ConnectionError(f"API {key} v{version} is not served here")
         if key == 18:
             return Reply(api_versions_response(self.apis), version)
+        if key == 55:
+            return Reply(await self._describe_quorum(body, version), version)
         if key in RAFT_KEYS:
             return Reply(await self.driver.handle_inbound(key, body, version), version)
         if key == 1:
@@ -188,6 +190,18 @@ class Node:
                 return resp
             with anyio.move_on_after(remaining):
                 await changed.wait()
+
+    async def _describe_quorum(self, body: Any, version: int) -> Any:
+        """DescribeQuorum; a follower asks the leader for the client, as a Kafka broker forwards it to the
+        active controller (kafka-python and Java Admin via bootstrap.servers ask any node)."""
+        resp = await self.driver.handle_inbound(55, body, version)
+        part = resp.topics[0].partitions[0] if resp.topics and resp.topics[0].partitions else None
+        leader = self.view.leader_id
+        if (part is None or part.error_code != Errors.NOT_LEADER_OR_FOLLOWER or leader < 0
+                or leader == self.cfg.node_id):
+            return resp
+        forwarded = await self.driver.forward(leader, body, version)
+        return resp if forwarded is None else forwarded
 
     def _describe_cluster(self, body: Any, version: int) -> DescribeClusterResponse:
         endpoint_type = getattr(body, "endpoint_type", 1)
