@@ -71,8 +71,9 @@ class MetadataWriter:
     def snapshot(self) -> SnapshotId:
         """Snapshot the committed image at the log end (what the controller would do)."""
         sid = SnapshotId(self.log.end_offset, EPOCH)
-        self.log.create_snapshot(sid, frame_snapshot(sid, image_to_records(self.ctl.committed_image),
-                                                     timestamp_ms=self.now))
+        batches = frame_snapshot(sid, image_to_records(self.ctl.committed_image), timestamp_ms=self.now,
+                                 last_contained_timestamp_ms=self.now)
+        self.log.create_snapshot(sid, batches)
         return sid
 
 
