@@ -2,7 +2,8 @@
 
 Layout (Kafka's): ``<baseOffset:020d>.log`` segments of v2 record batches, a sparse ``.index``
 per segment (int32 offset of a batch's last record relative to the segment base, int32 position
-of the batch, one entry every ``index_interval_bytes``), the ``leader-epoch-checkpoint`` text file
+of the batch, one entry every ``index_interval_bytes``; appended as batches are written, fsynced
+on roll and close, rebuilt on open), the ``leader-epoch-checkpoint`` text file
 and snapshots ``<endOffset:020d>-<epoch:010d>.checkpoint`` (see ``kraftwire.storage.snapshot``).
 The log start offset, when cleaning moved it past the first segment's base, is kept in Kafka's
 ``log-start-offset-checkpoint`` in the parent (log) directory.
@@ -61,6 +62,7 @@ class _Segment:
     dirty: bool = False
     index_entries: list[tuple[int, int]] = field(default_factory=list)
     bytes_since_index: int = 0
+    index_fd: int = -1
 
     @property
     def index_path(self) -> Path:
@@ -138,7 +140,7 @@ class FileLog:
         self._end = expected if expected is not None else self._start
         self._flushed = self._end
         for seg in self._segments:
-            self._write_index(seg)
+            self._open_index(seg)
 
     def _remove_files(self, paths: Sequence[Path], why: str = "") -> None:
         for p in paths:
@@ -187,13 +189,31 @@ class FileLog:
             # Kafka indexes a batch by its last offset (kafka-dump-log checks exactly that).
             seg.index_entries.append((batch.next_offset - 1 - seg.base_offset, pos))
             seg.bytes_since_index = 0
+            if seg.index_fd >= 0:
+                os.pwrite(seg.index_fd, _INDEX_ENTRY.pack(*seg.index_entries[-1]), 8 * (len(seg.index_entries) - 1))
         seg.bytes_since_index += size
 
     def _new_segment(self, base: int) -> _Segment:
         path = self.dir / segment_name(base)
         seg = _Segment(base, path, os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
+        self._open_index(seg)
         fsync_dir(self.dir)
         return seg
+
+    def _open_index(self, seg: _Segment) -> None:
+        """Open (creating) the segment's index and make it hold exactly ``seg.index_entries``."""
+        if seg.index_fd < 0:
+            seg.index_fd = os.open(seg.index_path, os.O_RDWR | os.O_CREAT, 0o644)
+        data = b"".join(_INDEX_ENTRY.pack(rel, pos) for rel, pos in seg.index_entries)
+        os.ftruncate(seg.index_fd, len(data))
+        os.pwrite(seg.index_fd, data, 0)
+
+    def _drop_segment(self, seg: _Segment) -> None:
+        os.close(seg.fd)
+        if seg.index_fd >= 0:
+            os.close(seg.index_fd)
+        seg.path.unlink()
+        seg.index_path.unlink(missing_ok=True)
 
     # -- ReplicatedLog: positions ---------------------------------------------------------------
     @property
@@ -254,8 +274,8 @@ class FileLog:
     def _roll(self) -> None:
         old = self._segments[-1]
         os.fsync(old.fd)
+        os.fsync(old.index_fd)
         old.dirty = False
-        self._write_index(old)
         self._segments.append(self._new_segment(self._end))
 
     def flush(self) -> None:
@@ -271,10 +291,7 @@ class FileLog:
         offset = max(offset, self._start)
         keep_prefix: RecordBatch | None = None
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
-            seg = self._segments.pop()
-            os.close(seg.fd)
-            seg.path.unlink()
-            seg.index_path.unlink(missing_ok=True)
+            self._drop_segment(self._segments.pop())
         seg = self._segments[-1]
         j = next((k for k, bp in enumerate(seg.batches) if bp.next_offset > offset), len(seg.batches))
         cut_pos = seg.size
@@ -292,6 +309,7 @@ class FileLog:
         os.fsync(seg.fd)
         seg.size = cut_pos
         seg.index_entries = [e for e in seg.index_entries if e[1] < cut_pos]
+        os.ftruncate(seg.index_fd, 8 * len(seg.index_entries))
         seg.bytes_since_index = 0
         self._end = seg.batches[-1].next_offset if seg.batches else seg.base_offset
         self._end = max(self._end, self._start)
@@ -301,7 +319,6 @@ class FileLog:
         if keep_prefix is not None:
             self._write(keep_prefix, encode_batch(keep_prefix))
             self.flush()
-        self._write_index(seg)
         self._write_epochs()
 
     # -- ReplicatedLog: reads -------------------------------------------------------------------
@@ -444,25 +461,18 @@ class FileLog:
         if self._end <= offset and self._segments[-1].size > 0:
             self._roll()
         while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
-            seg = self._segments.pop(0)
-            os.close(seg.fd)
-            seg.path.unlink()
-            seg.index_path.unlink(missing_ok=True)
+            self._drop_segment(self._segments.pop(0))
         fsync_dir(self.dir)
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
         """Remove every segment (newest first) and start an empty log at ``offset``."""
         while self._segments:
-            seg = self._segments.pop()
-            os.close(seg.fd)
-            seg.path.unlink()
-            seg.index_path.unlink(missing_ok=True)
+            self._drop_segment(self._segments.pop())
         fsync_dir(self.dir)
         self._segments.append(self._new_segment(offset))
         self._epochs = []
         self._start = self._end = self._flushed = offset
         self._write_epochs()
-        self._write_index(self._segments[0])
         update_offset(self._start_checkpoint, self._tp, offset)
 
     # -- side files -------------------------------------------------------------------------------
@@ -470,14 +480,11 @@ class FileLog:
         lines = ["0", str(len(self._epochs))] + [f"{e} {o}" for e, o in self._epochs]
         atomic_write(self.dir / EPOCH_CHECKPOINT, ("\n".join(lines) + "\n").encode())
 
-    def _write_index(self, seg: _Segment) -> None:
-        data = b"".join(_INDEX_ENTRY.pack(rel, pos) for rel, pos in seg.index_entries)
-        atomic_write(seg.index_path, data)
-
     def close(self) -> None:
         self.flush()
         for seg in self._segments:
-            self._write_index(seg)
+            os.fsync(seg.index_fd)
+            os.close(seg.index_fd)
             os.close(seg.fd)
         self._segments = []
 

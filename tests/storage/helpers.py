@@ -88,6 +88,7 @@ class PowerLoss:
     def crash(self, log: FileLog, extra: int = 0) -> None:
         for seg in log._segments:
             os.close(seg.fd)
+            os.close(seg.index_fd)
         log._segments = []
         for path in sorted(log.dir.glob("*.log")):
             size = path.stat().st_size

@@ -30,8 +30,9 @@ def test_process_kill_keeps_what_reached_the_os(tmp_path) -> None:
     log.append_as_leader(recs(2), 1)
     log.append_as_leader(recs(2), 2)
     expected = all_records(log)
-    for seg in log._segments:  # kill -9: no flush, no index write, but the page cache survives
+    for seg in log._segments:  # kill -9: no flush, no fsync, but the page cache survives
         os.close(seg.fd)
+        os.close(seg.index_fd)
     again = open_log(tmp_path)
     assert all_records(again) == expected
 

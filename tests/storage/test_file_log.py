@@ -192,3 +192,15 @@ def test_raw_batches_are_valid_kafka_v2(tmp_path) -> None:
     again = decode_batch(raw)
     assert again == b and again.leader_epoch == 4 and again.base_timestamp == 123
     assert raw[16] == 2  # magic
+
+
+def test_index_is_kept_current_while_open(tmp_path) -> None:
+    log = open_log(tmp_path, index_interval_bytes=100)
+    for i in range(12):
+        log.append_as_leader(recs(2, f"k{i}"), 1)
+    index = log.dir / "00000000000000000000.index"
+    entries = list(struct.iter_unpack(">ii", index.read_bytes()))
+    assert len(entries) > 3 and entries == log._segments[0].index_entries
+    log.truncate_to(9)
+    kept = list(struct.iter_unpack(">ii", index.read_bytes()))
+    assert kept == entries[: len(kept)] and all(pos < log._segments[0].size for _, pos in kept)
