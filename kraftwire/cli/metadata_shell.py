@@ -101,7 +101,8 @@ def image_tree(image: MetadataImage, provenance: dict[str, str]) -> Tree:
                 "replicas": _list(p.replicas), "isr": _list(p.isr), "leader": str(p.leader),
                 "leaderEpoch": str(p.leader_epoch), "partitionEpoch": str(p.partition_epoch),
                 "removingReplicas": _list(p.removing_replicas), "addingReplicas": _list(p.adding_replicas),
-                "leaderRecoveryState": RECOVERY_STATES.get(p.leader_recovery_state, str(p.leader_recovery_state)),
+                "leaderRecoveryState": RECOVERY_STATES.get(p.leader_recovery_state,
+                                                           str(p.leader_recovery_state)),
                 "directories": _list(p.directories), "eligibleLeaderReplicas": _list(p.elr),
                 "lastKnownElr": _list(p.last_known_elr),
             }
@@ -114,12 +115,14 @@ def image_tree(image: MetadataImage, provenance: dict[str, str]) -> Tree:
               for entity, kv in image.quotas.items()}
     acls = {kafka_uuid(aid): (
         f"resourceType={RESOURCE_TYPES.get(a.resource_type, a.resource_type)} resourceName={a.resource_name} "
-        f"patternType={PATTERN_TYPES.get(a.pattern_type, a.pattern_type)} principal={a.principal} host={a.host} "
-        f"operation={OPERATIONS.get(a.operation, a.operation)} "
-        f"permissionType={PERMISSIONS.get(a.permission_type, a.permission_type)}") for aid, a in image.acls.items()}
+        f"patternType={PATTERN_TYPES.get(a.pattern_type, a.pattern_type)} principal={a.principal} "
+        f"host={a.host} operation={OPERATIONS.get(a.operation, a.operation)} "
+        f"permissionType={PERMISSIONS.get(a.permission_type, a.permission_type)}")
+        for aid, a in image.acls.items()}
     scram: Tree = {}
     for (user, mech), cred in image.scram.items():
-        scram.setdefault(SCRAM_MECHANISMS.get(mech, str(mech)), {})[_name(user)] = f"iterations={cred.iterations}"
+        by_user = scram.setdefault(SCRAM_MECHANISMS.get(mech, str(mech)), {})
+        by_user[_name(user)] = f"iterations={cred.iterations}"
     return {
         "features": {n: str(v) for n, v in image.features.items()},
         "cluster": {"brokers": brokers, "controllers": controllers},
@@ -196,7 +199,8 @@ class Shell:
                 elif any(ch in comp for ch in "*?["):
                     node = self._node(parts)
                     if isinstance(node, dict):
-                        nxt += [parts + [n] for n in sorted(node, key=_sort_key) if fnmatch.fnmatchcase(n, comp)]
+                        names = sorted(node, key=_sort_key)
+                        nxt += [parts + [n] for n in names if fnmatch.fnmatchcase(n, comp)]
                 else:
                     nxt.append(parts + [comp])
             found = nxt
@@ -320,7 +324,8 @@ class Shell:
         prompt = stdin.isatty()
         while True:
             if prompt:
-                print(f"[ kraftwire metadata shell ] {self._path(self.cwd)} >> ", end="", file=self.out, flush=True)
+                print(f"[ kraftwire metadata shell ] {self._path(self.cwd)} >> ", end="", file=self.out,
+                      flush=True)
             line = stdin.readline()
             if not line or not self.run_line(line):
                 return
@@ -353,23 +358,24 @@ async def _fetch_live(addr: str, timeout: float) -> MetadataSource:
             with anyio.fail_after(timeout):
                 bounds = []
                 for ts in (-2, -1):  # earliest, then the committed end
-                    resp = await conn.request(lq.ListOffsetsRequest(replica_id=-1, isolation_level=1, topics=[
-                        lq.ListOffsetsTopic(METADATA_TOPIC, [lq.ListOffsetsPartition(0, timestamp=ts)])]), None, timeout)
+                    req = lq.ListOffsetsRequest(replica_id=-1, isolation_level=1, topics=[
+                        lq.ListOffsetsTopic(METADATA_TOPIC, [lq.ListOffsetsPartition(0, timestamp=ts)])])
+                    resp = await conn.request(req, None, timeout)
                     part = resp.topics[0].partitions[0]
                     if part.error_code:
                         raise RequestFailed(f"ListOffsets failed: {Errors.of(part.error_code)!r}")
                     bounds.append(part.offset)
                 start, end = bounds
                 if start > 0:
-                    raise RequestFailed(f"the log at {addr} starts at offset {start}: older records were cleaned "
-                                        "into a snapshot that clients cannot fetch; copy the latest .checkpoint "
-                                        "file and use --snapshot")
+                    raise RequestFailed(f"the log at {addr} starts at offset {start}: older records were "
+                                        "cleaned into a snapshot that clients cannot fetch; copy the latest "
+                                        ".checkpoint file and use --snapshot")
                 offset = start
                 while offset < end:
+                    wanted = fq.FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=8 << 20)
                     req = fq.FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=8 << 20,
-                                          isolation_level=1, topics=[fq.FetchTopic(topic=METADATA_TOPIC, partitions=[
-                                              fq.FetchPartition(partition=0, fetch_offset=offset,
-                                                                partition_max_bytes=8 << 20)])])
+                                          isolation_level=1,
+                                          topics=[fq.FetchTopic(topic=METADATA_TOPIC, partitions=[wanted])])
                     part = (await conn.request(req, 12, timeout)).responses[0].partitions[0]
                     if part.error_code:
                         raise RequestFailed(f"Fetch failed: {Errors.of(part.error_code)!r}")

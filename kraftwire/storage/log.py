@@ -76,7 +76,8 @@ def segment_name(base_offset: int) -> str:
 class FileLog:
     """A segmented, fsync-on-flush metadata log (implements ``kraftwire.raft.log.ReplicatedLog``)."""
 
-    def __init__(self, directory: Path, *, segment_bytes: int = 1 << 30, index_interval_bytes: int = 4096) -> None:
+    def __init__(self, directory: Path, *, segment_bytes: int = 1 << 30,
+                 index_interval_bytes: int = 4096) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.segment_bytes = segment_bytes
@@ -126,7 +127,8 @@ class FileLog:
                 torn = True
             if good != len(data):
                 if not torn:
-                    log.warning("%s: torn tail of %d bytes; truncating at position %d", path, len(data) - good, good)
+                    log.warning("%s: torn tail of %d bytes; truncating at position %d", path,
+                                len(data) - good, good)
                 os.ftruncate(seg.fd, good)
                 os.fsync(seg.fd)
             seg.size = good
@@ -160,8 +162,8 @@ class FileLog:
             self._truncate_epochs_from_start()
         latest = self.snapshots.latest()
         if self._start > 0 and (latest is None or latest.end_offset < self._start):
-            raise StorageError(f"{self.dir}: the log starts at offset {self._start} but no snapshot covers the "
-                               f"offsets below it (latest snapshot: {latest}); refusing to start")
+            raise StorageError(f"{self.dir}: the log starts at offset {self._start} but no snapshot covers "
+                               f"the offsets below it (latest snapshot: {latest}); refusing to start")
         stale = [s for s in self.snapshots.ids() if s.end_offset < self._start]
         if stale:
             log.info("%s: removing snapshots below the log start %d: %s", self.dir, self._start, stale)
@@ -190,7 +192,8 @@ class FileLog:
             seg.index_entries.append((batch.next_offset - 1 - seg.base_offset, pos))
             seg.bytes_since_index = 0
             if seg.index_fd >= 0:
-                os.pwrite(seg.index_fd, _INDEX_ENTRY.pack(*seg.index_entries[-1]), 8 * (len(seg.index_entries) - 1))
+                entry = _INDEX_ENTRY.pack(*seg.index_entries[-1])
+                os.pwrite(seg.index_fd, entry, 8 * (len(seg.index_entries) - 1))
         seg.bytes_since_index += size
 
     def _new_segment(self, base: int) -> _Segment:
@@ -415,7 +418,8 @@ class FileLog:
         if sid.end_offset > self._start:
             held = self._epoch_at(sid.end_offset - 1)
             if held != sid.epoch:
-                raise ValueError(f"snapshot {sid}: the record at offset {sid.end_offset - 1} has epoch {held}")
+                raise ValueError(f"snapshot {sid}: the record at offset {sid.end_offset - 1} "
+                                 f"has epoch {held}")
         check_framing(batches)
         self.snapshots.write(sid, encode_batches(batches))
 

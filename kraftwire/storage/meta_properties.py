@@ -65,7 +65,8 @@ def load_checked(log_dir: Path, node_id: int, cluster_id: str | None = None) -> 
     """The directory's meta.properties, refusing a missing file or a node/cluster id mismatch."""
     meta = read_meta(log_dir)
     if meta is None:
-        raise StorageError(f"{log_dir} is not formatted: run `kraftwire storage format -c CONFIG -t CLUSTER_ID`")
+        raise StorageError(f"{log_dir} is not formatted: "
+                           "run `kraftwire storage format -c CONFIG -t CLUSTER_ID`")
     if meta.node_id != node_id:
         raise StorageError(f"{log_dir}/meta.properties has node.id={meta.node_id} but the configuration "
                            f"says node.id={node_id}; refusing to start")

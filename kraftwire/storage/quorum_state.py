@@ -33,7 +33,8 @@ class FileQuorumStateStore:
             return ElectionState(int(data["leaderEpoch"]), None if leader < 0 else leader,
                                  None if voted < 0 else voted, voters)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise StorageError(f"{self.path}: corrupt quorum-state ({e}); refusing to guess the epoch") from None
+            raise StorageError(f"{self.path}: corrupt quorum-state ({e}); "
+                               "refusing to guess the epoch") from None
 
     def write(self, state: ElectionState) -> None:
         data = {

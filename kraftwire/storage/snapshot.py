@@ -72,7 +72,8 @@ def frame_snapshot(sid: SnapshotId, records: Iterable[MetadataRecord], *, timest
     if pending:
         out.append(RecordBatch(offset, epoch, tuple(pending), base_timestamp=timestamp_ms))
         offset += len(pending)
-    out.append(RecordBatch(offset, epoch, (snapshot_footer_record(),), control=True, base_timestamp=timestamp_ms))
+    footer = snapshot_footer_record()
+    out.append(RecordBatch(offset, epoch, (footer,), control=True, base_timestamp=timestamp_ms))
     return out
 
 
@@ -81,7 +82,8 @@ def check_framing(batches: Sequence[RecordBatch]) -> None:
     if not batches:
         raise CorruptRecordError("snapshot has no batches")
     first, last = batches[0], batches[-1]
-    if not (first.control and first.records and control_type(first.records[0]) == ControlType.SNAPSHOT_HEADER):
+    if not (first.control and first.records
+            and control_type(first.records[0]) == ControlType.SNAPSHOT_HEADER):
         raise CorruptRecordError("snapshot does not start with a SnapshotHeaderRecord control batch")
     if not (last.control and last.records and control_type(last.records[-1]) == ControlType.SNAPSHOT_FOOTER):
         raise CorruptRecordError("snapshot does not end with a SnapshotFooterRecord control batch")
@@ -103,7 +105,8 @@ def parse_snapshot(data: bytes) -> list[RecordBatch]:
 
 def snapshot_records(batches: Iterable[RecordBatch]) -> list[MetadataRecord]:
     """The framed metadata records of a snapshot (control batches skipped)."""
-    return [decode_record(r.value) for b in batches if not b.control for r in b.records if r.value is not None]
+    return [decode_record(r.value) for b in batches if not b.control
+            for r in b.records if r.value is not None]
 
 
 def encode_batches(batches: Sequence[RecordBatch]) -> bytes:

@@ -36,8 +36,8 @@ class MetadataWriter:
 
     def _append(self, records: list[Any]) -> None:
         if records:
-            self.log.append_as_leader([Record(value=encode_record(r.message, r.version)) for r in records], EPOCH,
-                                      timestamp_ms=self.now)
+            values = [Record(value=encode_record(r.message, r.version)) for r in records]
+            self.log.append_as_leader(values, EPOCH, timestamp_ms=self.now)
             self.log.flush()
             self.ctl.handle_commit(self.log.end_offset - 1)
 
@@ -86,8 +86,9 @@ def populated(root: Path, **log_kw: Any) -> MetadataWriter:
         w.unfence(bid)
     w.create_topic("orders", 3, 2, {"cleanup.policy": "compact"})
     w.create_topic("payments", 1, 3)
+    retention = iacq.AlterableConfig("log.retention.ms", 0, "86400000")
     w.run(iacq.IncrementalAlterConfigsRequest(resources=[iacq.AlterConfigsResource(
-        resource_type=4, resource_name="", configs=[iacq.AlterableConfig("log.retention.ms", 0, "86400000")])]))
+        resource_type=4, resource_name="", configs=[retention])]))
     resp = w.run(caq.CreateAclsRequest(creations=[caq.AclCreation(2, "orders", 3, "User:alice", "*", 3, 3)]))
     assert resp.results[0].error_code == 0, resp
     return w

@@ -25,7 +25,8 @@ SOURCE = Path(__file__).with_name("java") / "ReadLog.java"
 
 def _jars() -> list[Path] | None:
     try:
-        lib = Path(str(importlib.metadata.distribution("shigawire-apache-flink-libraries").locate_file("pyflink/lib")))
+        dist = importlib.metadata.distribution("shigawire-apache-flink-libraries")
+        lib = Path(str(dist.locate_file("pyflink/lib")))
     except importlib.metadata.PackageNotFoundError:
         return None
     jars = [lib / "kafka-clients.jar", lib / "slf4j-api.jar"]

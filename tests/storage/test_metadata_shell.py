@@ -52,14 +52,15 @@ def test_ls_cat_tree_find_on_a_log_directory(cluster, tmp_path, capsys) -> None:
     root = str(tmp_path)
     code, out, _ = shell_run(capsys, "--snapshot", root, "ls", "/")
     assert code == 0
-    assert out.split() == ["acls", "clientQuotas", "cluster", "configs", "features", "producerIds", "provenance",
-                           "scram", "topicIds", "topics"]
+    assert out.split() == ["acls", "clientQuotas", "cluster", "configs", "features", "producerIds",
+                           "provenance", "scram", "topicIds", "topics"]
     assert shell_run(capsys, "--snapshot", root, "ls", "/topics")[1].split() == ["orders", "payments"]
     assert shell_run(capsys, "--snapshot", root, "ls", "/topics/orders")[1].split() == ["0", "1", "2", "id"]
     image = cluster.ctl.committed_image
     orders = image.topic_by_name("orders")
     code, out, _ = shell_run(capsys, "--snapshot", root, "cat", "/topics/orders/id", "/topics/orders/1/isr")
-    assert out.splitlines() == [kafka_uuid(orders.id), "[" + ", ".join(map(str, orders.partitions[1].isr)) + "]"]
+    isr = "[" + ", ".join(map(str, orders.partitions[1].isr)) + "]"
+    assert out.splitlines() == [kafka_uuid(orders.id), isr]
     code, out, _ = shell_run(capsys, "--snapshot", root, "tree", "/cluster/brokers/2")
     assert out.splitlines()[0] == "2:"
     assert "  rack: r2" in out and "  fenced: false" in out
@@ -67,7 +68,8 @@ def test_ls_cat_tree_find_on_a_log_directory(cluster, tmp_path, capsys) -> None:
     code, out, _ = shell_run(capsys, "--snapshot", root, "find", "/features")
     assert out.splitlines() == ["/features", "/features/metadata.version"]
     assert shell_run(capsys, "--snapshot", root, "cat", "/features/metadata.version")[1] == "21\n"
-    assert shell_run(capsys, "--snapshot", root, "cat", "/configs/TOPIC/orders/cleanup.policy")[1] == "compact\n"
+    assert shell_run(capsys, "--snapshot", root, "cat",
+                     "/configs/TOPIC/orders/cleanup.policy")[1] == "compact\n"
     assert shell_run(capsys, "--snapshot", root, "cat",
                      "/configs/BROKER/<default>/log.retention.ms")[1] == "86400000\n"
     acl = shell_run(capsys, "--snapshot", root, "cat", "/acls/*")[1]
@@ -112,7 +114,8 @@ def test_snapshot_file_gives_the_same_image(cluster, tmp_path, capsys) -> None:
     assert build_image(src) == cluster.ctl.committed_image
     code, out, _ = shell_run(capsys, "--snapshot", str(path), "cat", "/provenance/snapshot",
                              "/provenance/lastContainedOffset")
-    assert code == 0 and out.splitlines() == [f"{sid.end_offset:020d}-{sid.epoch:010d}", str(sid.end_offset - 1)]
+    assert code == 0
+    assert out.splitlines() == [f"{sid.end_offset:020d}-{sid.epoch:010d}", str(sid.end_offset - 1)]
     assert shell_run(capsys, "--snapshot", str(path), "ls", "/topics")[1].split() == ["orders", "payments"]
 
 
@@ -180,8 +183,10 @@ async def _call(conn: Connection, request, timeout: float = 20.0):
 
 async def test_live_view_from_a_running_controller() -> None:
     port = free_port()
-    cfg = load_config({"process.roles": "controller", "node.id": "1", "controller.quorum.voters": f"1@127.0.0.1:{port}",
-                       "listeners": f"CONTROLLER://127.0.0.1:{port}", "controller.listener.names": "CONTROLLER",
+    cfg = load_config({"process.roles": "controller", "node.id": "1",
+                       "controller.quorum.voters": f"1@127.0.0.1:{port}",
+                       "listeners": f"CONTROLLER://127.0.0.1:{port}",
+                       "controller.listener.names": "CONTROLLER",
                        "controller.quorum.election.timeout.ms": "200", "metadata.max.idle.interval.ms": "50"})
     node = Node(cfg, log=MemoryLog(), store=MemoryStateStore(), cluster_id=CLUSTER_ID,
                 offset_store=MemoryOffsetStore())

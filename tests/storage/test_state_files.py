@@ -39,7 +39,8 @@ def test_reads_a_file_written_by_kafka(tmp_path) -> None:
     (tmp_path / "quorum-state").write_text(
         '{"clusterId":"","leaderId":-1,"leaderEpoch":3,"votedId":1,"appliedOffset":0,'
         '"currentVoters":[{"voterId":1},{"voterId":2}],"data_version":0}')
-    assert FileQuorumStateStore(tmp_path / "quorum-state").read() == ElectionState(3, None, 1, frozenset({1, 2}))
+    expected = ElectionState(3, None, 1, frozenset({1, 2}))
+    assert FileQuorumStateStore(tmp_path / "quorum-state").read() == expected
 
 
 @pytest.mark.parametrize("leftover", [b"", b'{"clusterId":"","leaderId":5,"leaderE'])
