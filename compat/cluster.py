@@ -1,0 +1,166 @@
+"""A throwaway kraftwire quorum of real ``kraftwire server`` processes on free loopback ports."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from kraftwire.cli.metadata_quorum import describe
+from kraftwire.cli.quickstart import write_configs
+from kraftwire.cli.storage import format_storage
+from kraftwire.config import load_config
+from kraftwire.storage.meta_properties import random_uuid
+
+# Quick elections so the matrix does not wait on defaults; a short initial rebalance delay keeps the
+# consumer-group checks quick (Kafka's own tests do the same).
+# A NoOpRecord every 100 ms gives the log enough committed records to read within seconds.
+OVERRIDES = ("controller.quorum.election.timeout.ms=800", "controller.quorum.fetch.timeout.ms=1600",
+             "controller.quorum.election.backoff.max.ms=400", "group.initial.rebalance.delay.ms=100",
+             "metadata.max.idle.interval.ms=100")
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct ports the kernel just handed out on 127.0.0.1 (released before returning)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+@dataclass
+class QuorumStatus:
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: list[int]
+
+
+class Quorum:
+    """``n`` voters formatted with one cluster id; ``start()`` runs them, ``stop()`` ends them."""
+
+    def __init__(self, root: Path, n: int = 3, extra: tuple[str, ...] = ()) -> None:
+        self.root = Path(root)
+        self.n = n
+        self.extra = extra
+        self.cluster_id = random_uuid()
+        ports = free_ports(n)
+        # write_configs numbers ports from a base; rewrite them to the free ports we were given.
+        self.configs = write_configs(self.root, n, ports[0])
+        quorum = ",".join(f"{i}@127.0.0.1:{p}" for i, p in enumerate(ports, 1))
+        for i, cfg in enumerate(self.configs, 1):
+            lines = []
+            for line in cfg.read_text().splitlines():
+                if line.startswith("controller.quorum.voters="):
+                    line = f"controller.quorum.voters={quorum}"
+                elif line.startswith("listeners="):
+                    line = f"listeners=CONTROLLER://127.0.0.1:{ports[i - 1]}"
+                lines.append(line)
+            cfg.write_text("\n".join(lines) + "\n")
+            format_storage(load_config(cfg), self.cluster_id, quiet=True)
+        self.ports = ports
+        self.procs: dict[int, subprocess.Popen] = {}
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(self.addr(i) for i in range(1, self.n + 1))
+
+    def addr(self, node: int) -> str:
+        return f"127.0.0.1:{self.ports[node - 1]}"
+
+    def log_dir(self, node: int) -> Path:
+        return Path(load_config(self.configs[node - 1]).metadata_log_dir) / "__cluster_metadata-0"
+
+    def start(self) -> None:
+        for i in range(1, self.n + 1):
+            self.start_node(i)
+
+    def start_node(self, node: int) -> None:
+        cfg = self.configs[node - 1]
+        args = [sys.executable, "-m", "kraftwire", "server", str(cfg)]
+        for o in OVERRIDES + self.extra:
+            args += ["--override", o]
+        out = open(cfg.parent / "server.log", "ab")  # noqa: SIM115 - the child keeps it
+        self.procs[node] = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+
+    def stop_node(self, node: int) -> None:
+        """Graceful stop (SIGTERM: a leader resigns with EndQuorumEpoch first)."""
+        proc = self.procs.pop(node)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def change_leader(self, timeout_s: float = 60.0) -> QuorumStatus:
+        """Stop the leader, wait for another to be elected, restart the old one: the log then holds a
+        LeaderChange control batch between data batches, as any long-lived cluster's does."""
+        before = self.wait_ready(timeout_s=timeout_s)
+        self.stop_node(before.leader_id)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            now = self.status()
+            if now is not None and now.leader_id not in (-1, before.leader_id) and now.leader_epoch > before.leader_epoch:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no new leader within {timeout_s}s after stopping node {before.leader_id}")
+            time.sleep(0.3)
+        self.start_node(before.leader_id)
+        return self.wait_ready(min_hw=now.high_watermark + 1, timeout_s=timeout_s)
+
+    def status(self, timeout_s: float = 5.0) -> QuorumStatus | None:
+        """The quorum as DescribeQuorum reports it (asking each node in turn), None if nobody answers."""
+        for i in range(1, self.n + 1):
+            try:
+                d = anyio.run(describe, self.addr(i), timeout_s)
+            except Exception:  # noqa: BLE001 - not up yet, or no leader yet: try the next node
+                continue
+            return QuorumStatus(d["LeaderId"], d["LeaderEpoch"], d["HighWatermark"],
+                                sorted(d["CurrentVoters"]))
+        return None
+
+    def wait_ready(self, min_hw: int = 1, timeout_s: float = 60.0) -> QuorumStatus:
+        """Wait for a leader whose high watermark has reached ``min_hw`` (committed metadata)."""
+        deadline = time.monotonic() + timeout_s
+        last = None
+        while time.monotonic() < deadline:
+            dead = [i for i, p in self.procs.items() if p.poll() is not None]
+            if dead:
+                raise RuntimeError(f"kraftwire node(s) {dead} exited; see {self.root}/node*/server.log")
+            last = self.status()
+            if last is not None and last.leader_id >= 0 and last.high_watermark >= min_hw:
+                return last
+            time.sleep(0.3)
+        raise TimeoutError(f"no leader with high watermark >= {min_hw} within {timeout_s}s (last: {last})")
+
+    def stop(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs.values():
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait()
+
+    def __enter__(self) -> Quorum:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
