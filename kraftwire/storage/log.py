@@ -59,6 +59,7 @@ class _Segment:
     fd: int
     size: int = 0
     batches: list[_BatchPos] = field(default_factory=list)
+    bases: list[int] = field(default_factory=list)  # batches' base offsets, for bisection
     dirty: bool = False
     index_entries: list[tuple[int, int]] = field(default_factory=list)
     bytes_since_index: int = 0
@@ -185,6 +186,7 @@ class FileLog:
 
     def _track(self, seg: _Segment, batch: RecordBatch, pos: int, size: int) -> None:
         seg.batches.append(_BatchPos(batch.base_offset, batch.next_offset, batch.leader_epoch, pos, size))
+        seg.bases.append(batch.base_offset)
         if not self._epochs or batch.leader_epoch > self._epochs[-1][0]:
             self._epochs.append((batch.leader_epoch, batch.base_offset))
         if seg.bytes_since_index >= self.index_interval_bytes or not seg.index_entries:
@@ -296,7 +298,9 @@ class FileLog:
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
             self._drop_segment(self._segments.pop())
         seg = self._segments[-1]
-        j = next((k for k, bp in enumerate(seg.batches) if bp.next_offset > offset), len(seg.batches))
+        j = max(bisect_right(seg.bases, offset) - 1, 0)
+        if j < len(seg.batches) and seg.batches[j].next_offset <= offset:
+            j += 1
         cut_pos = seg.size
         if j < len(seg.batches):
             bp = seg.batches[j]
@@ -308,6 +312,7 @@ class FileLog:
                                           whole.base_timestamp, whole.producer_id, whole.producer_epoch,
                                           whole.base_sequence, whole.transactional)
             del seg.batches[j:]
+            del seg.bases[j:]
         os.ftruncate(seg.fd, cut_pos)
         os.fsync(seg.fd)
         seg.size = cut_pos
@@ -331,7 +336,7 @@ class FileLog:
             return None
         s = bisect_right([seg.base_offset for seg in self._segments], offset) - 1
         seg = self._segments[s]
-        b = bisect_right([bp.base_offset for bp in seg.batches], offset) - 1
+        b = bisect_right(seg.bases, offset) - 1
         if b < 0:
             return None
         return s, b
@@ -355,11 +360,11 @@ class FileLog:
         out = bytearray()
         while s < len(self._segments):
             seg = self._segments[s]
-            batches = seg.batches[b:]
-            if batches:
-                first = batches[0].position
+            if b < len(seg.batches):
+                first = seg.batches[b].position
                 end = first
-                for bp in batches:
+                for k in range(b, len(seg.batches)):
+                    bp = seg.batches[k]
                     if (out or end > first) and len(out) + (bp.position + bp.size - first) > max_bytes:
                         break
                     end = bp.position + bp.size
