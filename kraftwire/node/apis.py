@@ -39,6 +39,13 @@ CONTROLLER_APIS = {
     70: (0, 0),   # ControllerRegistration
 }
 
+# Envelope (KIP-590): brokers forward admin writes to the active controller inside it.
+ENVELOPE_APIS = {58: (0, 0)}
+
+# Client APIs a broker serves from its own metadata image, and admin writes it forwards.
+BROKER_LOCAL_APIS = {29: CONTROLLER_APIS[29], 32: CONTROLLER_APIS[32]}   # DescribeAcls, DescribeConfigs
+BROKER_FORWARDED_APIS = {k: CONTROLLER_APIS[k] for k in (19, 20, 30, 31, 33, 37, 43, 44, 57)}
+
 
 def supported(extra: dict[int, tuple[int, int]] | None = None) -> dict[int, tuple[int, int]]:
     table = dict(CLIENT_APIS)

@@ -171,3 +171,77 @@ async def serve_metrics(metrics: RaftMetrics, host: str, port: int,
 
     async with listener:
         await listener.serve(handle)
+
+
+class ForwardingMetrics:
+    """KIP-590's forwarding metrics on a broker (``kafka.server:type=forwarding-metrics``).
+
+    ``num_client_forwarding_to_controller_*``: client requests waiting on a forward (count) and
+    how fast forwards start (rate); ``num_messages_redirected_*``: Envelope requests sent, retries
+    included; ``request_forwarding_to_controller_authorization_fail_count``: envelopes the
+    controller refused with CLUSTER_AUTHORIZATION_FAILED; plus the client-observed latency.
+    """
+
+    PREFIX = "kafka_server_forwarding_metrics_"
+
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        self.clock = clock
+        self.pending = 0
+        self.forwards = _Rate()
+        self.redirected = _Rate()
+        self.auth_failures = 0
+        self.timeouts = 0
+        self.latency = _Latency()
+
+    def started(self) -> float:
+        now = self.clock()
+        self.pending += 1
+        self.forwards.add(1, now)
+        return now
+
+    def envelope_sent(self) -> None:
+        self.redirected.add(1, self.clock())
+
+    def finished(self, started: float) -> None:
+        now = self.clock()
+        self.pending -= 1
+        self.latency.add((now - started) * 1000, now)
+
+    def samples(self) -> list[tuple[str, float, str]]:
+        now = self.clock()
+        avg, mx = self.latency.stats(now)
+        return [
+            ("num_client_forwarding_to_controller_count", self.pending,
+             "Client requests currently waiting on a forward to the controller"),
+            ("num_client_forwarding_to_controller_rate", self.forwards.rate(now),
+             "Client requests forwarded to the controller per second"),
+            ("num_client_forwarding_to_controller_total", self.forwards.total,
+             "Client requests forwarded to the controller since start"),
+            ("num_messages_redirected_count", self.redirected.total, "Envelope requests sent, retries included"),
+            ("num_messages_redirected_rate", self.redirected.rate(now), "Envelope requests sent per second"),
+            ("request_forwarding_to_controller_authorization_fail_count", self.auth_failures,
+             "Envelopes refused by the controller with CLUSTER_AUTHORIZATION_FAILED"),
+            ("request_forwarding_to_controller_timeout_count", self.timeouts,
+             "Forwards that ran out of the client's time budget"),
+            ("forwarding_latency_avg", avg, "Average ms from receiving a forwardable request to answering it"),
+            ("forwarding_latency_max", mx, "Maximum forwarding latency in ms"),
+        ]
+
+    def render(self) -> str:
+        lines = []
+        for name, value, help_text in self.samples():
+            metric = self.PREFIX + name
+            lines.append(f"# HELP {metric} {help_text}")
+            lines.append(f"# TYPE {metric} gauge")
+            lines.append(f"{metric} {_num(value)}")
+        return "\n".join(lines) + "\n"
+
+
+class CombinedMetrics:
+    """Several metric sets behind one /metrics endpoint."""
+
+    def __init__(self, *parts: Any) -> None:
+        self.parts = parts
+
+    def render(self) -> str:
+        return "".join(p.render() for p in self.parts)

@@ -18,10 +18,11 @@ from kraftwire.config import NodeConfig
 from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.net.server import KafkaServer, ListenerSpec, Reply, RequestContext
-from kraftwire.node import reads
-from kraftwire.node.apis import CONTROLLER_APIS, api_versions_response, supported
+from kraftwire.node import reads, serving
+from kraftwire.node.apis import CONTROLLER_APIS, ENVELOPE_APIS, api_versions_response, supported
 from kraftwire.node.bootstrap import read_bootstrap
 from kraftwire.node.controller_shell import ControllerShell
+from kraftwire.node.envelope import ENVELOPE, handle_envelope
 from kraftwire.node.group_shell import GroupShell
 from kraftwire.node.metrics import RaftMetrics, serve_metrics
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
@@ -31,11 +32,6 @@ from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages.describe_cluster_response import (
     DescribeClusterBroker,
     DescribeClusterResponse,
-)
-from kraftwire.protocol.messages.produce_response import (
-    PartitionProduceResponse,
-    ProduceResponse,
-    TopicProduceResponse,
 )
 from kraftwire.raft.config import RaftConfig
 from kraftwire.raft.core import RaftCore
@@ -106,7 +102,7 @@ class Node:
             cfg.raw, host=client.host, port=client.port)), wall_ms,
             voters=[(v.node_id, v.host, v.port) for v in cfg.voters])
         self.view = LogPartitionView(self.core, self.log)
-        self.apis = supported({**CONTROLLER_APIS, **GROUP_APIS})
+        self.apis = supported({**CONTROLLER_APIS, **GROUP_APIS, **ENVELOPE_APIS})
         self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
             self.apis, int(Errors.UNSUPPORTED_VERSION)), 0),
             max_request_bytes=cfg["socket.request.max.bytes"],
@@ -159,7 +155,7 @@ class Node:
             replica = body.replica_state.replica_id if version >= 15 else body.replica_id
             if replica >= 0:
                 return Reply(await self.driver.handle_inbound(1, body, version), version)
-            return Reply(await self._consumer_fetch(body, version), version)
+            return Reply(await serving.consumer_fetch(body, version, self.view, lambda: self.driver.changed), version)
         if key == 3:
             return Reply(reads.metadata_response(body, version, view=self.view, brokers=self._brokers(),
                                                  voters=self.voters, cluster_id=self.cluster_id,
@@ -173,23 +169,16 @@ class Node:
             return Reply(await self.controller.handle(body, version), version)
         if key == 60:
             return Reply(self._describe_cluster(body, version), version)
+        if key == ENVELOPE:
+            self.controller.maybe_activate()
+            return Reply(await handle_envelope(body, ctx, active=self.controller.controller.active,
+                                               served=self.apis, dispatch=self.handle), version)
         if key == 0:
-            return self._refuse_produce(body, version)
+            return serving.refuse_produce(body, version)
         raise ConnectionError(f"API {key} has no handler")
 
     def _brokers(self) -> list[reads.BrokerInfo]:
         return [reads.BrokerInfo(i, h, p) for i, h, p, _ in self.nodes]
-
-    async def _consumer_fetch(self, body: Any, version: int) -> Any:
-        deadline = anyio.current_time() + max(0, body.max_wait_ms) / 1000
-        while True:
-            changed = self.driver.changed
-            resp, size = reads.consumer_fetch_response(body, version, self.view)
-            remaining = deadline - anyio.current_time()
-            if size >= max(1, body.min_bytes) or remaining <= 0 or _has_error(resp):
-                return resp
-            with anyio.move_on_after(remaining):
-                await changed.wait()
 
     async def _describe_quorum(self, body: Any, version: int) -> Any:
         """DescribeQuorum; a follower asks the leader for the client, as a Kafka broker forwards it to the
@@ -211,19 +200,3 @@ class Node:
         if version >= 1:
             resp.endpoint_type = endpoint_type
         return resp
-
-    def _refuse_produce(self, body: Any, version: int) -> Reply | None:
-        if body.acks == 0:
-            return None
-        topics = []
-        for t in body.topic_data:
-            parts = [PartitionProduceResponse(index=p.index, error_code=int(Errors.INVALID_TOPIC_EXCEPTION),
-                                              error_message=f"{t.name} is read-only: only the quorum writes "
-                                              "__cluster_metadata" if version >= 8 else None)
-                     for p in t.partition_data]
-            topics.append(TopicProduceResponse(name=t.name, partition_responses=parts))
-        return Reply(ProduceResponse(responses=topics), version)
-
-
-def _has_error(resp: Any) -> bool:
-    return any(p.error_code for t in resp.responses for p in t.partitions)
