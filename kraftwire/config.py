@@ -157,6 +157,7 @@ SPEC: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "default.replication.factor": (_int(1), "1"),
     "super.users": (_str, ""),
     "broker.rack": (_str, ""),
+    "request.timeout.ms": (_int(1), "30000"),
     "cluster.id": (_str, ""),
     # kraftwire's own: Prometheus metrics HTTP port (0 = off).
     "kraftwire.metrics.port": (_int(0, 65535), "0"),

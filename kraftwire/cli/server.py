@@ -40,15 +40,26 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from kraftwire.node.node import Node
+    from kraftwire.node.node import FatalNodeError, Node
     from kraftwire.storage import StorageError
 
     try:
-        node = Node(cfg)
+        if cfg.is_controller:
+            node = Node(cfg)
+        else:
+            from kraftwire.node.broker_node import BrokerNode
+
+            node = BrokerNode(cfg)
     except StorageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    return anyio.run(serve, node)
+    failure = None
+    try:
+        return anyio.run(serve, node)
+    except* FatalNodeError as group:
+        failure = group.exceptions[0]
+    log.error("%s", failure)
+    return 1
 
 
 async def serve(node) -> int:

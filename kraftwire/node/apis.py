@@ -47,9 +47,11 @@ BROKER_LOCAL_APIS = {29: CONTROLLER_APIS[29], 32: CONTROLLER_APIS[32]}   # Descr
 BROKER_FORWARDED_APIS = {k: CONTROLLER_APIS[k] for k in (19, 20, 30, 31, 33, 37, 43, 44, 57)}
 
 
-def supported(extra: dict[int, tuple[int, int]] | None = None) -> dict[int, tuple[int, int]]:
+def supported(extra: dict[int, tuple[int, int]] | None = None, *, raft: bool = True) -> dict[int, tuple[int, int]]:
+    """The ApiVersions table: client APIs, raft APIs (voters only) and ``extra``."""
     table = dict(CLIENT_APIS)
-    table.update(RAFT_APIS)
+    if raft:
+        table.update(RAFT_APIS)
     table.update(extra or {})
     for key, (lo, hi) in table.items():
         cls = request_class(key)

@@ -1,0 +1,95 @@
+"""A broker's metadata image: committed records replayed through the controller's image code.
+
+``BrokerMetadataListener`` is the broker's Raft listener. Every committed batch is decoded and
+replayed into a standby ``QuorumController`` (never activated on a broker), so brokers and
+controllers build their images with the same code. A committed record that cannot be applied
+stops the broker loudly (``fatal``): serving clients from an image that disagrees with the log
+would be worse than stopping.
+
+Snapshots (KIP-630): ``load_snapshot`` replaces the image with the content of a snapshot whose
+end offset is ``end_offset``; the Raft layer calls ``handle_snapshot`` when it installs one
+fetched from the leader, and the broker calls it at start when its log begins after offset 0.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kraftwire.controller import ImageLoader, MetadataImage, QuorumController
+from kraftwire.protocol.metadata import decode_record
+from kraftwire.protocol.records import RecordBatch
+
+log = logging.getLogger(__name__)
+
+
+class BrokerMetadataListener:
+    """RaftListener that keeps a broker's image up to date."""
+
+    def __init__(self, controller: QuorumController) -> None:
+        self.controller = controller
+        self.leader: tuple[int | None, int] = (None, 0)
+        self.fatal: BaseException | None = None
+        self.on_change: list[Callable[[], None]] = []
+        self.on_fatal: list[Callable[[BaseException], None]] = []
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.controller.committed_image
+
+    @property
+    def applied_offset(self) -> int:
+        """Offset of the last record replayed into the image (-1 before any)."""
+        return self.controller.committed_offset
+
+    # -- RaftListener ---------------------------------------------------------------------------
+    def handle_commit(self, batches: list[RecordBatch]) -> None:
+        if self.fatal is not None:
+            return
+        ctl = self.controller
+        try:
+            for batch in batches:
+                for i, rec in enumerate(batch.records):
+                    offset = batch.base_offset + i
+                    if rec.value is None or offset <= ctl.committed_offset:
+                        continue
+                    ctl.replay(offset, decode_record(rec.value))
+        except Exception as e:  # noqa: BLE001 - any failure to apply a committed record is fatal
+            self._fail(e)
+            return
+        ctl.handle_commit(batches[-1].last_offset)
+        self._changed()
+
+    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        self.leader = (leader_id, epoch)
+        self._changed()
+
+    def handle_snapshot(self, end_offset: int, batches: Iterable[RecordBatch]) -> None:
+        """A snapshot (``end_offset`` exclusive) replaces everything replayed so far."""
+        from kraftwire.storage.snapshot import snapshot_records
+
+        try:
+            self.load_snapshot(end_offset, [r.message for r in snapshot_records(batches)])
+        except Exception as e:  # noqa: BLE001
+            self._fail(e)
+
+    # -- snapshots ------------------------------------------------------------------------------
+    def load_snapshot(self, end_offset: int, records: Iterable[Any]) -> None:
+        loader = ImageLoader()
+        for msg in records:
+            loader.replay(msg)
+        self.controller.load_snapshot(loader.image, end_offset)
+        log.info("metadata image loaded from the snapshot ending at offset %d", end_offset)
+        self._changed()
+
+    # -- internals ------------------------------------------------------------------------------
+    def _fail(self, e: BaseException) -> None:
+        log.critical("cannot apply committed metadata: %s; the broker stops", e)
+        self.fatal = e
+        for fn in self.on_fatal:
+            fn(e)
+
+    def _changed(self) -> None:
+        for fn in self.on_change:
+            fn()

@@ -1,0 +1,300 @@
+"""A kraftwire broker process (``process.roles=broker``): observer, registrant, metadata cache, forwarder.
+
+``BrokerNode.run()`` opens the broker's own copy of the metadata log, follows the quorum as a Raft
+observer (Fetch with ReplicaId = node.id), replays committed records into its metadata image,
+registers with the active controller and heartbeats (``kraftwire.broker.lifecycle``), and serves
+clients: Metadata and DescribeCluster from the image, ``__cluster_metadata`` reads from its
+replica, DescribeConfigs/DescribeAcls from the image, and admin writes forwarded to the active
+controller in Envelopes. ``shutdown()`` is Kafka's controlled shutdown.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import random
+import uuid
+from typing import Any
+
+import anyio
+
+from kraftwire.broker.channel import ControllerChannel
+from kraftwire.broker.envelope import FORWARDED_APIS
+from kraftwire.broker.forwarding import ForwardingManager
+from kraftwire.broker.heartbeats import LifecycleDriver
+from kraftwire.broker.lifecycle import SECURITY_PROTOCOLS, BrokerLifecycle, BrokerState, LifecycleConfig
+from kraftwire.broker.metadata import BrokerMetadataListener
+from kraftwire.broker.metadata_cache import LocalView, describe_cluster_response, metadata_response
+from kraftwire.config import NodeConfig
+from kraftwire.controller import ControllerConfig, QuorumController
+from kraftwire.controller import acls as acl_cmds
+from kraftwire.controller import configs as config_cmds
+from kraftwire.controller.features import SUPPORTED_FEATURES
+from kraftwire.controller.responses import error_response
+from kraftwire.controller.result import CommandError
+from kraftwire.net.client import Connection, RequestFailed
+from kraftwire.net.server import KafkaServer, ListenerSpec, Reply, RequestContext
+from kraftwire.node import reads, serving
+from kraftwire.node.apis import BROKER_FORWARDED_APIS, BROKER_LOCAL_APIS, api_versions_response, supported
+from kraftwire.node.metrics import CombinedMetrics, ForwardingMetrics, RaftMetrics, serve_metrics
+from kraftwire.node.node import FatalNodeError, raft_config
+from kraftwire.node.raft_driver import RaftDriver, wall_ms
+from kraftwire.node.view import LogPartitionView
+from kraftwire.protocol.errors import Errors, KafkaProtocolError
+from kraftwire.protocol.framing import Request
+from kraftwire.raft.core import RaftCore
+
+log = logging.getLogger(__name__)
+
+
+class BrokerLogView(LogPartitionView):
+    """The broker's replica of ``__cluster_metadata`` as clients see it: led by this broker."""
+
+    def __init__(self, core: Any, log_: Any, node_id: int) -> None:
+        super().__init__(core, log_)
+        self.node_id = node_id
+
+    @property
+    def leader_id(self) -> int:
+        return self.node_id if self.core.leader_id is not None else -1
+
+
+def directory_uuid(directory_id: str) -> uuid.UUID:
+    """meta.properties' base64url directory.id as the UUID BrokerRegistration carries."""
+    try:
+        raw = base64.urlsafe_b64decode(directory_id + "==")
+        if len(raw) == 16:
+            return uuid.UUID(bytes=raw)
+    except ValueError:
+        pass
+    return uuid.uuid4()
+
+
+async def discover_voters(servers: list[str], listener: str, timeout_s: float) -> dict[int, tuple[str, int]]:
+    """Voter ids and controller endpoints from DescribeQuorum v2 on controller.quorum.bootstrap.servers."""
+    from kraftwire.protocol.messages import describe_quorum_request as dq
+
+    last: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        for server in servers:
+            host, _, port = server.rpartition(":")
+            conn = Connection(tg, host.strip("[]"), int(port), client_id="kraftwire-broker-bootstrap",
+                              connect_timeout_s=timeout_s)
+            try:
+                resp = await conn.request(dq.DescribeQuorumRequest([dq.TopicData(
+                    reads.METADATA_TOPIC, [dq.PartitionData(0)])]), None, timeout_s)
+            except (RequestFailed, KafkaProtocolError) as e:
+                last = e
+                continue
+            finally:
+                await conn.close()
+            found = {}
+            for node in resp.nodes:
+                eps = [e for e in node.listeners if e.name == listener] or list(node.listeners)
+                if eps:
+                    found[node.node_id] = (eps[0].host, eps[0].port)
+            if found:
+                tg.cancel_scope.cancel()
+                return found
+    raise FatalNodeError(f"no voter endpoints from controller.quorum.bootstrap.servers {servers}: {last}")
+
+
+class BrokerNode:
+    """One broker-only kraftwire process."""
+
+    def __init__(self, cfg: NodeConfig, *, log: Any = None, store: Any = None, cluster_id: str | None = None,
+                 directory_id: uuid.UUID | None = None) -> None:
+        self.cfg = cfg
+        if log is None:
+            from kraftwire.storage.log import FileLog
+            from kraftwire.storage.meta_properties import load_checked
+            from kraftwire.storage.quorum_state import FileQuorumStateStore
+
+            meta = load_checked(cfg.metadata_log_dir, cfg.node_id)
+            cluster_id = meta.cluster_id
+            directory_id = directory_uuid(meta.directory_id)
+            log = FileLog(cfg.metadata_log_dir / "__cluster_metadata-0",
+                          segment_bytes=cfg["metadata.log.segment.bytes"])
+            store = FileQuorumStateStore(cfg.metadata_log_dir / "__cluster_metadata-0" / "quorum-state")
+        self.cluster_id: str = cluster_id or ""
+        self.log = log
+        self.store = store
+        self.ctl = QuorumController(ControllerConfig(node_id=cfg.node_id, cluster_id=self.cluster_id))
+        self.metadata = BrokerMetadataListener(self.ctl)
+        self._load_local_snapshot()
+        self.voters: dict[int, tuple[str, int]] = {v.node_id: (v.host, v.port) for v in cfg.voters}
+        self.core: Any = None
+        self.driver: Any = None
+        self.view: Any = None
+        self.raft_metrics: Any = None
+        if self.voters:
+            self._build_raft()
+        controller_names = set(cfg["controller.listener.names"])
+        self.advertised = {e.name: e for e in cfg.advertised() if e.name not in controller_names}
+        rack = cfg["broker.rack"] or None
+        self.rack = rack
+        self.lifecycle = BrokerLifecycle(LifecycleConfig(
+            node_id=cfg.node_id, cluster_id=self.cluster_id, incarnation_id=uuid.uuid4(),
+            listeners=tuple((e.name, e.host, e.port, SECURITY_PROTOCOLS[cfg.security_protocol(e.name)])
+                            for e in self.advertised.values()),
+            features=tuple((n, lo, hi) for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())),
+            log_dirs=(directory_id or uuid.uuid4(),), rack=rack,
+            heartbeat_interval_ms=cfg["broker.heartbeat.interval.ms"],
+            session_timeout_ms=cfg["broker.session.timeout.ms"],
+            retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]),
+            max_backoff_ms=max(100, min(1000, cfg["broker.heartbeat.interval.ms"]))))
+        self.channel = ControllerChannel(self.voters, self._leader_hint, client_id=f"kraftwire-broker-{cfg.node_id}",
+                                         connect_timeout_s=cfg["controller.quorum.request.timeout.ms"] / 1000)
+        self.lifecycle_driver = LifecycleDriver(self.lifecycle, self.channel, lambda: self.metadata.applied_offset,
+                                                wall_ms, request_timeout_ms=cfg["controller.quorum.request.timeout.ms"])
+        self.metadata.on_change.append(self.lifecycle_driver.wake)
+        self.forwarding_metrics = ForwardingMetrics()
+        self.forwarding = ForwardingManager(self.channel, self.forwarding_metrics,
+                                            default_timeout_ms=cfg["request.timeout.ms"],
+                                            retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]))
+        self.apis = supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS}, raft=False)
+        self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
+            self.apis, int(Errors.UNSUPPORTED_VERSION)), 0),
+            max_request_bytes=cfg["socket.request.max.bytes"],
+            idle_timeout_s=cfg["connections.max.idle.ms"] / 1000)
+        self.bound: dict[str, tuple[str, int]] = {}
+        self._fatal: str | None = None
+        self._fatal_event = anyio.Event()
+        self.metadata.on_fatal.append(lambda e: self._stop(f"cannot apply committed metadata: {e}"))
+
+    # -- construction helpers -------------------------------------------------------------------
+    def _build_raft(self) -> None:
+        cfg = self.cfg
+        self.core = RaftCore(cfg.node_id, frozenset(self.voters), raft_config(cfg), self.log, self.store,
+                             random.Random(), self.cluster_id, wall_ms(), listener=self.metadata)
+        self.driver = RaftDriver(self.core, dict(self.voters),
+                                 request_timeout_ms=cfg["controller.quorum.request.timeout.ms"], nodes=[],
+                                 leader_endpoints=[])
+        self.view = BrokerLogView(self.core, self.log, cfg.node_id)
+        self.raft_metrics = RaftMetrics(self.core, self.log)
+        self.driver.metrics = self.raft_metrics
+
+    def _load_local_snapshot(self) -> None:
+        """A log that starts after offset 0 begins with the snapshot ending there: load it first."""
+        start = getattr(self.log, "start_offset", 0)
+        latest = getattr(self.log, "latest_snapshot_id", lambda: None)()
+        if start > 0 and latest is not None:
+            self.metadata.handle_snapshot(latest.end_offset, self.log.read_snapshot(latest))
+
+    def _leader_hint(self) -> int | None:
+        return None if self.core is None else self.core.leader_id
+
+    def _stop(self, why: str) -> None:
+        if self._fatal is None:
+            self._fatal = why
+            self._fatal_event.set()
+
+    # -- running --------------------------------------------------------------------------------
+    @property
+    def state(self) -> BrokerState:
+        return self.lifecycle.state
+
+    async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled; ``task_status`` gets the bound listener addresses."""
+        cfg = self.cfg
+        async with anyio.create_task_group() as tg:
+            self.channel.attach(tg)
+            if self.core is None:
+                self.voters = await discover_voters(cfg["controller.quorum.bootstrap.servers"],
+                                                    cfg.controller_listener,
+                                                    cfg["controller.quorum.request.timeout.ms"] / 1000)
+                self.channel.voters = dict(self.voters)
+                self._build_raft()
+            log.info("broker %d starting: cluster %s, voters %s, log end offset %d", cfg.node_id,
+                     self.cluster_id, sorted(self.voters), self.log.end_offset)
+            await tg.start(self.driver.run)
+            await tg.start(self.lifecycle_driver.run)
+            tg.start_soon(self._watch_lifecycle)
+            if cfg["kraftwire.metrics.port"]:
+                host, port = await tg.start(serve_metrics, CombinedMetrics(self.raft_metrics, self.forwarding_metrics),
+                                            cfg["kraftwire.metrics.host"], cfg["kraftwire.metrics.port"])
+                log.info("metrics on http://%s:%d/metrics", host, port)
+            for ep in cfg.listeners:
+                spec = ListenerSpec(ep.name, ep.host, ep.port, cfg.security_protocol(ep.name))
+                self.bound[ep.name] = await tg.start(self.server.serve, spec)
+            task_status.started(dict(self.bound))
+            await self._fatal_event.wait()
+            raise FatalNodeError(f"broker {cfg.node_id} stopped: {self._fatal}")
+
+    async def _watch_lifecycle(self) -> None:
+        await self.lifecycle_driver.stopped.wait()
+        if self.lifecycle.fatal is not None:
+            self._stop(self.lifecycle.fatal)
+
+    async def shutdown(self, timeout_s: float | None = None) -> None:
+        """Controlled shutdown: WantShutDown heartbeats until the controller lets us go."""
+        if timeout_s is None:
+            timeout_s = 2 * self.cfg["broker.session.timeout.ms"] / 1000 + 5
+        self.lifecycle_driver.begin_shutdown()
+        with anyio.move_on_after(timeout_s) as scope:
+            await self.lifecycle_driver.stopped.wait()
+        if scope.cancelled_caught:
+            log.warning("broker %d: controlled shutdown did not finish within %.0fs; stopping anyway",
+                        self.cfg.node_id, timeout_s)
+        else:
+            log.info("broker %d: controlled shutdown complete", self.cfg.node_id)
+        self.log.flush()
+        if self.driver is not None:
+            await self.driver.close()
+        await self.channel.close()
+
+    # -- request dispatch ----------------------------------------------------------------------
+    def local_view(self, listener: str) -> LocalView:
+        ep = self.advertised.get(listener)
+        host, port = (ep.host, ep.port) if ep is not None else self.bound.get(listener, ("", 0))
+        core = self.core
+        m = self.lifecycle
+        return LocalView(node_id=self.cfg.node_id, host=host, port=port, rack=self.rack,
+                         serving=m.serving and m.state == BrokerState.RUNNING,
+                         raft_leader_known=core is not None and core.leader_id is not None,
+                         raft_epoch=0 if core is None else core.epoch, voters=tuple(sorted(self.voters)))
+
+    async def handle(self, request: Request, ctx: RequestContext) -> Reply | None:
+        key, version, body = request.api_key, request.api_version, request.body
+        lo_hi = self.apis.get(key)
+        if lo_hi is None or not lo_hi[0] <= version <= lo_hi[1]:
+            if key == 18:
+                return Reply(api_versions_response(self.apis, int(Errors.UNSUPPORTED_VERSION)), 0)
+            raise ConnectionError(f"API {key} v{version} is not served by a broker")
+        if key == 18:
+            return Reply(api_versions_response(self.apis), version)
+        if key == 3:
+            return Reply(metadata_response(body, version, image=self.metadata.image, listener=ctx.listener,
+                                           local=self.local_view(ctx.listener), cluster_id=self.cluster_id),
+                         version)
+        if key == 60:
+            return Reply(describe_cluster_response(body, version, image=self.metadata.image, listener=ctx.listener,
+                                                   local=self.local_view(ctx.listener), cluster_id=self.cluster_id),
+                         version)
+        if key in FORWARDED_APIS:
+            return await self.forwarding.forward(request, ctx)
+        if key == 1:
+            replica = body.replica_state.replica_id if version >= 15 else body.replica_id
+            if replica >= 0:  # not a voter: the core answers NOT_LEADER_OR_FOLLOWER
+                return Reply(await self.driver.handle_inbound(1, body, version), version)
+            return Reply(await serving.consumer_fetch(body, version, self.view, lambda: self.driver.changed),
+                         version)
+        if key == 2:
+            return Reply(reads.list_offsets_response(body, version, self.view), version)
+        if key in BROKER_LOCAL_APIS:
+            return Reply(self._describe(key, body, version), version)
+        if key == 0:
+            return serving.refuse_produce(body, version)
+        raise ConnectionError(f"API {key} has no handler on a broker")
+
+    def _describe(self, key: int, body: Any, version: int) -> Any:
+        """DescribeConfigs / DescribeAcls from the local image (retriable error while not serving)."""
+        if not self.lifecycle.serving:
+            return error_response(body, Errors.REQUEST_TIMED_OUT,
+                                  f"broker {self.cfg.node_id} is fenced or catching up; retry", version)
+        fn = config_cmds.describe_configs if key == 32 else acl_cmds.describe_acls
+        try:
+            _, resp = fn(self.ctl, wall_ms(), body, version)
+        except CommandError as e:
+            return error_response(body, e.code, e.message, version)
+        return resp
