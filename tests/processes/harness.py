@@ -44,14 +44,40 @@ def free_port_block(n: int) -> int:
     raise RuntimeError("no free port block")
 
 
-class Cluster:
-    """N voters as subprocesses; each has its own config, data dir and log file."""
+def write_broker_config(root: Path, node: int, port: int, voters: str, extra: list[str]) -> Path:
+    """server.properties for a broker-only node listening on PLAINTEXT://127.0.0.1:``port``."""
+    node_dir = root / f"node{node}"
+    node_dir.mkdir(parents=True, exist_ok=True)
+    cfg = node_dir / "server.properties"
+    cfg.write_text("\n".join([
+        f"# kraftwire broker {node}",
+        "process.roles=broker",
+        f"node.id={node}",
+        f"controller.quorum.voters={voters}",
+        f"listeners=PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names=CONTROLLER",
+        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        f"log.dirs={(node_dir / 'data').resolve()}",
+        *extra,
+        "",
+    ]))
+    return cfg
 
-    def __init__(self, root: Path, n: int = 3, cluster_id: str | None = None) -> None:
+
+class Cluster:
+    """N voters (ids 1..N) and B brokers (ids N+1..N+B) as subprocesses; each has its own config,
+    data dir and log file. Node i listens on base_port + i - 1."""
+
+    def __init__(self, root: Path, n: int = 3, cluster_id: str | None = None, brokers: int = 0,
+                 broker_props: list[str] | None = None) -> None:
         self.root = root
         self.n = n
-        self.base_port = free_port_block(n)
+        self.brokers = list(range(n + 1, n + brokers + 1))
+        self.base_port = free_port_block(n + brokers)
         self.configs = write_configs(root, n, self.base_port)
+        voters = ",".join(f"{i}@127.0.0.1:{self.base_port + i - 1}" for i in range(1, n + 1))
+        for b in self.brokers:
+            self.configs.append(write_broker_config(root, b, self.base_port + b - 1, voters, broker_props or []))
         self.cluster_id = cluster_id or random_uuid()
         self.procs: dict[int, subprocess.Popen] = {}
         for cfg in self.configs:
