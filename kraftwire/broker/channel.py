@@ -26,28 +26,33 @@ class ControllerChannel:
         self.connect_timeout_s = connect_timeout_s
         self._conns: dict[int, Connection] = {}
         self._tg: TaskGroup | None = None
-        self._suspect: int | None = None
+        self._suspects: set[int] = set()
         self._turn = 0
 
     def attach(self, tg: TaskGroup) -> None:
         self._tg = tg
 
     def candidate(self) -> int:
-        """The controller to try next: the Raft leader unless it just failed us, else the next voter."""
+        """The controller to try next: the Raft leader unless it failed us lately, else the next voter
+        that has not; once every voter has failed, start over."""
         leader = self.leader_hint()
-        if leader is not None and leader in self.voters and leader != self._suspect:
+        if leader is not None and leader in self.voters and leader not in self._suspects:
             return leader
         ids = sorted(self.voters)
-        return ids[self._turn % len(ids)]
+        for i in range(len(ids)):
+            node = ids[(self._turn + i) % len(ids)]
+            if node not in self._suspects:
+                return node
+        self._suspects.clear()
+        return leader if leader is not None and leader in self.voters else ids[self._turn % len(ids)]
 
     def failed(self, node_id: int) -> None:
         """``node_id`` did not answer, or answered NOT_CONTROLLER: look elsewhere next time."""
-        self._suspect = node_id
+        self._suspects.add(node_id)
         self._turn += 1
 
     def succeeded(self, node_id: int) -> None:
-        if self._suspect == node_id:
-            self._suspect = None
+        self._suspects.clear()
 
     async def send(self, node_id: int, body: Any, timeout_s: float) -> Any:
         """Send ``body`` to ``node_id``; raises RequestFailed."""
