@@ -63,9 +63,9 @@ def _primitive(kind: str, version: int) -> st.SearchStrategy:
     raise ValueError(kind)
 
 
-def _field(schema: Schema, f: Field, version: int, flexible: bool) -> st.SearchStrategy:
+def _field(schema: Schema, f: Field, version: int, flexible: bool, unknown: bool) -> st.SearchStrategy:
     if f.is_struct:
-        elem = struct_strategy(schema.name, f.struct.name, version, flexible)
+        elem = struct_strategy(schema.name, f.struct.name, version, flexible, unknown)
     else:
         elem = _primitive(f.element_type, version)
     value = st.lists(elem, max_size=MAX_LIST) if f.is_array else elem
@@ -82,7 +82,8 @@ def _unknown_tags(st_: Struct) -> st.SearchStrategy:
 
 
 @cache
-def struct_strategy(schema_name: str, struct_name: str, version: int, flexible: bool) -> st.SearchStrategy:
+def struct_strategy(schema_name: str, struct_name: str, version: int, flexible: bool,
+                    unknown: bool = True) -> st.SearchStrategy:
     schema = schemas()[schema_name]
     st_ = schema.root if struct_name == schema.root.name else next(
         s for s in schema.structs if s.name == struct_name)
@@ -90,12 +91,13 @@ def struct_strategy(schema_name: str, struct_name: str, version: int, flexible: 
     kwargs = {}
     for f in st_.fields:
         if version in f.versions:
-            kwargs[f.attr] = st.deferred(lambda f=f: _field(schema, f, version, flexible))
-    if flexible:
+            kwargs[f.attr] = st.deferred(lambda f=f: _field(schema, f, version, flexible, unknown))
+    if flexible and unknown:
         kwargs["unknown_tagged_fields"] = _unknown_tags(st_)
     return st.builds(cls, **kwargs)
 
 
-def message_strategy(name: str, version: int) -> st.SearchStrategy:
+def message_strategy(name: str, version: int, unknown_tags: bool = True) -> st.SearchStrategy:
+    """Instances of message ``name`` valid in ``version`` (``unknown_tags``: add undeclared tagged fields)."""
     schema = schemas()[name]
-    return struct_strategy(name, schema.root.name, version, version in schema.flexible)
+    return struct_strategy(name, schema.root.name, version, version in schema.flexible, unknown_tags)
