@@ -14,7 +14,7 @@ from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.protocol.messages.describe_cluster_request import DescribeClusterRequest
 from kraftwire.protocol.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kraftwire.protocol.messages.unregister_broker_request import UnregisterBrokerRequest
-from tests.node.harness import wait_for
+from tests.node.harness import free_ports, wait_for
 
 from .harness import all_running, broker_cluster, make_broker
 
@@ -179,3 +179,19 @@ async def test_killed_broker_is_fenced_after_the_session_timeout_and_loses_its_l
         assert anyio.current_time() - killed >= 1.5 - 0.2   # broker.session.timeout.ms, less one heartbeat
         md = await request(c.port(11), MetadataRequest(topics=None), 12)
         assert [b.node_id for b in md.brokers] == [11]
+
+
+async def test_broker_finds_the_voters_from_bootstrap_servers():
+    async with broker_cluster(broker_ids=()) as c:
+        servers = ",".join(f"127.0.0.1:{p}" for p in c.controller_ports)
+        port = free_ports(1)[0]
+        broker = make_broker(21, port, c.controller_ports, **{"controller.quorum.voters": "",
+                                                               "controller.quorum.bootstrap.servers": servers})
+        assert broker.core is None
+        c.brokers[21] = broker
+        c.broker_ports[21] = port
+        await c.start(broker)
+        assert sorted(broker.voters) == [1, 2, 3]
+        await all_running(c)
+        md = await request(port, MetadataRequest(topics=None), 12)
+        assert [b.node_id for b in md.brokers] == [21]
