@@ -195,3 +195,17 @@ async def test_broker_finds_the_voters_from_bootstrap_servers():
         await all_running(c)
         md = await request(port, MetadataRequest(topics=None), 12)
         assert [b.node_id for b in md.brokers] == [21]
+
+
+async def test_consumers_read_the_metadata_log_from_a_broker():
+    from tests.node.test_consumers import committed_values, consume_assigned
+
+    async with broker_cluster(broker_ids=(11,)) as c:
+        await all_running(c)
+        broker = c.broker(11)
+        expected = committed_values(broker)
+        assert len(expected) >= 3  # bootstrap, registration, unfencing at least
+        got = await anyio.to_thread.run_sync(consume_assigned, c.port(11), len(expected))
+        leader = next(n for n in c.controllers if n.core.is_leader)
+        assert got == expected
+        assert got == committed_values(leader)[: len(got)], "the broker's replica equals the leader's log"
