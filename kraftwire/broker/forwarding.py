@@ -100,7 +100,7 @@ class ForwardingManager:
             if code == Errors.UNSUPPORTED_VERSION:
                 return self._error(request, Errors.UNSUPPORTED_VERSION, None)
             if code != Errors.NONE:
-                log.warning("controller %d refused an Envelope with %s", node, Errors.of(code))
+                log.warning("controller %d refused an Envelope with %s", node, getattr(Errors.of(code), "name", code))
                 return self._error(request, Errors.UNKNOWN_SERVER_ERROR, None)
             self.channel.succeeded(node)
             try:

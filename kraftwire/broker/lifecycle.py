@@ -237,7 +237,8 @@ class BrokerLifecycle:
         t.next_send_ms = now + delay
 
     def _refused(self, now: int, what: str, code: int) -> None:
-        self._events.append(f"{what} refused: {Errors.of(code)!s}")
+        err = Errors.of(code)
+        self._events.append(f"{what} refused: {getattr(err, 'name', err)}")
         if code == Errors.NOT_CONTROLLER:
             self.controller_stale = True
         self._backoff(now)

@@ -155,3 +155,25 @@ def test_channel_prefers_the_raft_leader_then_tries_every_other_voter():
     assert ch.candidate() == 2
     hint[0] = None
     assert ch.candidate() in (1, 2, 3)
+
+
+def test_forwarding_metrics_render_in_prometheus_text():
+    from kraftwire.node.metrics import CombinedMetrics, ForwardingMetrics
+
+    clock = [100.0]
+    m = ForwardingMetrics(clock=lambda: clock[0])
+    t = m.started()
+    m.envelope_sent()
+    m.envelope_sent()
+    clock[0] += 0.25
+    m.finished(t)
+    m.auth_failures += 1
+    text = CombinedMetrics(m).render()
+    values = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
+    p = ForwardingMetrics.PREFIX
+    assert values[p + "num_client_forwarding_to_controller_count"] == "0"
+    assert values[p + "num_client_forwarding_to_controller_total"] == "1"
+    assert values[p + "num_messages_redirected_count"] == "2"
+    assert values[p + "request_forwarding_to_controller_authorization_fail_count"] == "1"
+    assert values[p + "forwarding_latency_max"] == "250"
+    assert f"# TYPE {p}num_messages_redirected_rate gauge" in text
