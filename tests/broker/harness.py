@@ -54,9 +54,11 @@ class Running:
         self.broker_ports = broker_ports
         self.failures: dict[int, BaseException] = {}
         self.scopes: dict[int, anyio.CancelScope] = {}
+        self.stopped: set[int] = set()
 
     def active(self):
-        return next((n for n in self.controllers if n.controller.controller.active), None)
+        return next((n for n in self.controllers
+                     if n.controller.controller.active and n.cfg.node_id not in self.stopped), None)
 
     def broker(self, node_id: int) -> BrokerNode:
         return self.brokers[node_id]
@@ -82,6 +84,7 @@ class Running:
     def stop(self, node_id: int) -> None:
         """Stop a node abruptly (like kill -9: no controlled shutdown)."""
         self.scopes[node_id].cancel()
+        self.stopped.add(node_id)
 
 
 @asynccontextmanager

@@ -209,3 +209,20 @@ async def test_consumers_read_the_metadata_log_from_a_broker():
         leader = next(n for n in c.controllers if n.core.is_leader)
         assert got == expected
         assert got == committed_values(leader)[: len(got)], "the broker's replica equals the leader's log"
+
+
+async def test_forwarding_and_heartbeats_follow_a_controller_failover():
+    async with broker_cluster() as c:
+        await all_running(c)
+        old = c.active()
+        epochs = {b: c.broker(b).lifecycle.broker_epoch for b in (11, 12)}
+        c.stop(old.cfg.node_id)
+        topic = ctq.CreatableTopic(name="after-failover", num_partitions=2, replication_factor=2)
+        resp = await request(c.port(11), ctq.CreateTopicsRequest(topics=[topic], timeout_ms=15000), 7, 20)
+        assert resp.topics[0].error_code == 0, resp
+        new = c.active()
+        assert new is not None and new is not old
+        assert new.controller.controller.committed_image.topic_by_name("after-failover") is not None
+        await all_running(c)
+        assert {b: c.broker(b).lifecycle.broker_epoch for b in (11, 12)} == epochs, "no re-registration needed"
+        assert not any(r.fenced for r in new.controller.controller.committed_image.brokers.values())
