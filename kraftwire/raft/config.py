@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 KNOWN_BUGS = frozenset({"double_vote", "observer_counts_for_hw", "no_own_epoch_hw_rule",
-                        "no_truncate_on_diverge"})
+                        "no_truncate_on_diverge", "snapshot_not_loaded"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,6 +15,10 @@ class RaftConfig:
     ``fetch_timeout_jitter`` is ours: a follower's fetch timeout is drawn uniformly from
     ``[fetch_timeout_ms * (1 - jitter), fetch_timeout_ms]`` on every successful fetch, so followers
     of a dead leader notice at different moments (0.0 reproduces Kafka's fixed timeout).
+
+    ``fetch_snapshot_max_bytes`` is ours too: Kafka asks for a whole snapshot per FetchSnapshot
+    (MaxBytes left at its 2^31-1 default); we ask for chunks of at most this size, so a large snapshot
+    never needs one huge response buffer on either side.
 
     ``_bugs`` is TEST-ONLY: names from ``KNOWN_BUGS`` switch the core into deliberately broken
     behaviour so mutation tests can show the simulator's invariants catch it. Never set it elsewhere.
@@ -28,6 +32,7 @@ class RaftConfig:
     append_linger_ms: int = 25               # controller.quorum.append.linger.ms
     fetch_max_wait_ms: int = 500             # Kafka's hard-coded KRaft fetch MaxWaitMs
     fetch_max_bytes: int = 8 * 1024 * 1024   # Kafka's KRaft fetch max bytes
+    fetch_snapshot_max_bytes: int = 8 * 1024 * 1024  # FetchSnapshot MaxBytes (Kafka sends 2^31-1)
     max_batch_records: int = 1000            # records per leader batch before draining early
     election_backoff_base_ms: int = 100      # Kafka's RETRY_BACKOFF_BASE_MS for election backoff
     check_quorum_factor: float = 1.5         # Kafka's CHECK_QUORUM_TIMEOUT_FACTOR

@@ -3,8 +3,14 @@
 The shell feeds events in (``handle_request``, ``handle_response``, ``handle_request_failed``,
 ``tick``) with the current time in ms and performs the returned outputs (``SendRequest`` /
 ``SendResponse``). It calls ``tick`` no later than ``next_deadline()``. The core owns the ids of the
-requests it sends; the shell owns the ids of inbound requests. Committed data batches and leader
-changes are reported synchronously to the optional ``listener`` during these calls.
+requests it sends; the shell owns the ids of inbound requests. Committed data batches, loaded snapshots
+and leader changes are reported synchronously to the optional ``listener`` during these calls.
+
+Snapshots (KIP-630): the state machine stores snapshots of committed state through
+``create_snapshot`` and cleans the log below one with ``delete_before``. A leader answers a Fetch it
+cannot serve from its log (below the log start, or with an epoch older than the log holds) with the
+latest SnapshotId; the follower downloads it with FetchSnapshot, installs it and fetches on from its
+end offset. A listener whose position is below the log start is handed the snapshot first.
 
 Durability: everything the core relies on (votes, appended batches) is made durable *before* an
 output that depends on it is returned: the quorum-state store before a vote is granted, the log
@@ -19,7 +25,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kraftwire.protocol.control import leader_change_record
-from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.errors import DecodeError, Errors
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import messages as m
 from kraftwire.raft.config import RaftConfig
@@ -29,6 +35,7 @@ from kraftwire.raft.log import (
     OffsetAndEpoch,
     QuorumStateStore,
     ReplicatedLog,
+    SnapshotId,
 )
 from kraftwire.raft.state import (
     Candidate,
@@ -38,6 +45,7 @@ from kraftwire.raft.state import (
     ParkedFetch,
     ReplicaProgress,
     Resigned,
+    SnapshotDownload,
     State,
     Unattached,
     Voted,
@@ -63,12 +71,23 @@ class RaftListener(Protocol):
         """The known leader or epoch changed (``leader_id`` None while unknown)."""
 
 
+class SnapshotListener(Protocol):
+    """Optional: a listener with this method is handed snapshots (others never see one)."""
+
+    def handle_snapshot(self, end_offset: int, batches: list[RecordBatch]) -> None:
+        """Replace the state with the snapshot covering offsets below ``end_offset``.
+
+        ``batches`` is the whole snapshot as stored (header and footer control batches included,
+        every batch stamped with the snapshot's epoch). Commits continue from ``end_offset``.
+        """
+
+
 @dataclass(slots=True)
 class _Inflight:
     dest: int
-    kind: str          # vote | bqe | eqe | fetch | probe
+    kind: str          # vote | bqe | eqe | fetch | probe | snapshot
     epoch: int
-    fetch_offset: int = -1
+    fetch_offset: int = -1   # fetch: the fetch offset; snapshot: the position asked for
 
 
 @dataclass(slots=True)
@@ -165,6 +184,8 @@ class RaftCore:
             self._on_begin_epoch_request(now, request_id, msg)
         elif isinstance(msg, m.EndQuorumEpochRequest):
             self._on_end_epoch_request(now, request_id, msg)
+        elif isinstance(msg, m.FetchSnapshotRequest):
+            self._on_fetch_snapshot_request(now, request_id, msg)
         elif isinstance(msg, m.DescribeQuorumRequest):
             self._respond(request_id, self.describe_quorum(now))
         else:
@@ -181,6 +202,8 @@ class RaftCore:
                 self._on_vote_response(now, req, msg)
             elif isinstance(msg, m.FetchResponse):
                 self._on_fetch_response(now, req, msg)
+            elif isinstance(msg, m.FetchSnapshotResponse):
+                self._on_fetch_snapshot_response(now, req, msg)
             elif isinstance(msg, m.BeginQuorumEpochResponse | m.EndQuorumEpochResponse):
                 self._on_epoch_response(now, req, msg)
         self._poll(now)
@@ -220,6 +243,22 @@ class RaftCore:
             st.shutting_down = True
         self._poll(now)
         return self._drain()
+
+    def create_snapshot(self, snapshot_id: SnapshotId, batches: Sequence[RecordBatch]) -> None:
+        """Store the state machine's snapshot covering offsets below ``snapshot_id.end_offset``.
+
+        Only committed state may be snapshotted: the end offset must not pass the high watermark
+        nor what the listener has been given; the log checks the epoch and the framing.
+        """
+        end = snapshot_id.end_offset
+        if self.hw is None or end > self.hw or end > self._applied:
+            raise ValueError(f"snapshot {snapshot_id} is beyond the committed offset "
+                             f"(high watermark {self.hw}, delivered {self._applied})")
+        self.log.create_snapshot(snapshot_id, batches)
+
+    def delete_before(self, snapshot_id: SnapshotId) -> None:
+        """Log cleaning: drop the log prefix below a held snapshot and every older snapshot."""
+        self.log.delete_before(snapshot_id)
 
     def next_deadline(self) -> int | None:
         """The latest time at which ``tick`` must next be called (None: only on events)."""
@@ -460,7 +499,10 @@ class RaftCore:
                 self._set_state(Observer(st.epoch, next_index=self.rng.randrange(len(self.voters))))
             return
         if self._can_send(st.leader_id, now):
-            self._send_fetch(now, st.leader_id, st.epoch, self.config.fetch_max_wait_ms, "fetch")
+            if st.snapshot is not None:
+                self._send_fetch_snapshot(now, st)
+            else:
+                self._send_fetch(now, st.leader_id, st.epoch, self.config.fetch_max_wait_ms, "fetch")
 
     def _poll_observer(self, now: int, st: Observer) -> None:
         if not self.voters or self._busy:
@@ -489,6 +531,15 @@ class RaftCore:
         req = m.FetchRequest(self.cluster_id, self.node_id, max_wait, offset, self.log.last_epoch(), epoch,
                              self.log.start_offset, self.config.fetch_max_bytes)
         self._send(now, dest, kind, req, offset)
+
+    def _send_fetch_snapshot(self, now: int, st: Follower) -> None:
+        dl = st.snapshot
+        assert dl is not None
+        position = len(dl.data)
+        req = m.FetchSnapshotRequest(self.cluster_id, self.node_id, st.epoch,
+                                     m.SnapshotIdField(dl.snapshot_id.end_offset, dl.snapshot_id.epoch),
+                                     position, self.config.fetch_snapshot_max_bytes)
+        self._send(now, st.leader_id, "snapshot", req, position)
 
     def _send_probes(self, now: int) -> None:
         rj = self._rejoin
@@ -656,12 +707,11 @@ class RaftCore:
             self._respond(rid, self._fetch_error(Errors.NOT_LEADER_OR_FOLLOWER))
             return
         replica = req.replica_id
-        if replica in st.voters and replica != self.node_id:
-            st.unendorsed.discard(replica)
-            st.fetched_voters.add(replica)
-            if len(st.fetched_voters) >= self.majority - 1:
-                st.fetched_voters.clear()
-                st.check_quorum_deadline = now + int(self.config.fetch_timeout_ms * self.config.check_quorum_factor)
+        self._heard_from_voter(now, st, replica)
+        snapshot = self._snapshot_needed(req.fetch_offset, req.last_fetched_epoch)
+        if snapshot is not None:
+            self._respond(rid, self._fetch_snapshot_id(st, snapshot))
+            return
         diverging = self._divergence(req.fetch_offset, req.last_fetched_epoch)
         if diverging is not None:
             self._respond(rid, self._fetch_data(st, req.fetch_offset, req.max_bytes, diverging))
@@ -674,6 +724,48 @@ class RaftCore:
             st.parked[rid] = ParkedFetch(rid, replica, req.fetch_offset, req.max_bytes, now + req.max_wait_ms, st.hw)
             return
         self._respond(rid, self._fetch_data(st, req.fetch_offset, req.max_bytes))
+
+    def _heard_from_voter(self, now: int, st: Leader, replica: int) -> None:
+        """A voter fetched in our epoch: it endorses us, and counts toward check-quorum."""
+        if replica in st.voters and replica != self.node_id:
+            st.unendorsed.discard(replica)
+            st.fetched_voters.add(replica)
+            if len(st.fetched_voters) >= self.majority - 1:
+                st.fetched_voters.clear()
+                st.check_quorum_deadline = now + int(self.config.fetch_timeout_ms * self.config.check_quorum_factor)
+
+    def _snapshot_needed(self, fetch_offset: int, last_fetched_epoch: int) -> SnapshotId | None:
+        """The snapshot a fetcher must load because our log cannot answer it, else None.
+
+        Kafka's rule, for a log whose start may sit a little below its snapshot (batch boundary):
+        the fetch offset is below the log start; or it is at the log start but not at the end of a
+        snapshot of the same epoch; or the fetcher's last epoch is older than every epoch the log
+        still holds, so where it diverges is no longer known here.
+        """
+        start = self.log.start_offset
+        if start == 0:
+            return None
+        latest = self.log.latest_snapshot_id()
+        if latest is None:
+            return None
+        if fetch_offset < start:
+            return latest
+        if fetch_offset == start:
+            if latest.end_offset == start and latest.epoch == last_fetched_epoch:
+                return None
+            return latest
+        if start < self.log.end_offset:
+            held = self.log.read(start, 1)
+            first_epoch = held[0].leader_epoch if held else latest.epoch
+        else:
+            first_epoch = latest.epoch
+        return latest if last_fetched_epoch < first_epoch else None
+
+    def _fetch_snapshot_id(self, st: Leader, sid: SnapshotId) -> m.FetchResponse:
+        return m.FetchResponse(NONE, m.FetchPartition(
+            NONE, -1 if st.hw is None else st.hw, self.log.start_offset,
+            current_leader=m.LeaderIdAndEpoch(self.node_id, st.epoch),
+            snapshot_id=m.SnapshotIdField(sid.end_offset, sid.epoch)))
 
     def _divergence(self, fetch_offset: int, last_fetched_epoch: int) -> OffsetAndEpoch | None:
         """None if (offset, epoch) is a prefix of our log, else the largest common epoch and its end."""
@@ -733,6 +825,15 @@ class RaftCore:
         if req.fetch_offset != self.log.end_offset:
             return  # stale: our log moved since the request was sent
         st.fetch_deadline = now + self._fetch_timeout()
+        if p.snapshot_id is not None:
+            # Our log cannot continue from the leader's: load its snapshot first. Our HW does not
+            # move on this answer (our log may hold stale entries the snapshot will replace).
+            sid = SnapshotId(p.snapshot_id.end_offset, p.snapshot_id.epoch)
+            if sid.end_offset >= max(self.hw or 0, self.log.start_offset):
+                st.snapshot = SnapshotDownload(sid)
+            else:
+                self._backoff[req.dest] = now + self.config.retry_backoff_ms
+            return
         if p.diverging_epoch is not None:
             if "no_truncate_on_diverge" in self._bugs:
                 return
@@ -759,8 +860,101 @@ class RaftCore:
                 self._rejoin = None
                 self._persist()
 
+    # ------------------------------------------------------------------------------ FetchSnapshot
+    def _snapshot_error(self, err: Errors) -> m.FetchSnapshotResponse:
+        leader = self.leader_id
+        return m.FetchSnapshotResponse(NONE, m.FetchSnapshotPartition(
+            int(err), current_leader=m.LeaderIdAndEpoch(-1 if leader is None else leader, self.state.epoch)))
+
+    def _on_fetch_snapshot_request(self, now: int, rid: int, req: m.FetchSnapshotRequest) -> None:
+        if req.cluster_id is not None and self.cluster_id is not None and req.cluster_id != self.cluster_id:
+            self._respond(rid, m.FetchSnapshotResponse(int(Errors.INCONSISTENT_CLUSTER_ID)))
+            return
+        st = self.state
+        if req.current_leader_epoch < st.epoch:
+            self._respond(rid, self._snapshot_error(Errors.FENCED_LEADER_EPOCH))
+            return
+        if req.current_leader_epoch > st.epoch:
+            self._respond(rid, self._snapshot_error(Errors.UNKNOWN_LEADER_EPOCH))
+            return
+        if not isinstance(st, Leader):
+            self._respond(rid, self._snapshot_error(Errors.NOT_LEADER_OR_FOLLOWER))
+            return
+        sid = SnapshotId(req.snapshot_id.end_offset, req.snapshot_id.epoch)
+        try:
+            size = self.log.snapshot_size(sid)
+        except KeyError:
+            self._respond(rid, self._snapshot_error(Errors.SNAPSHOT_NOT_FOUND))
+            return
+        if req.position < 0 or req.position >= size:
+            self._respond(rid, self._snapshot_error(Errors.POSITION_OUT_OF_RANGE))
+            return
+        chunk = self.log.read_snapshot_chunk(sid, req.position, max(0, min(req.max_bytes, size)))
+        self._heard_from_voter(now, st, req.replica_id)
+        self._respond(rid, m.FetchSnapshotResponse(NONE, m.FetchSnapshotPartition(
+            NONE, req.snapshot_id, m.LeaderIdAndEpoch(self.node_id, st.epoch), size, req.position, chunk)))
+
+    def _on_fetch_snapshot_response(self, now: int, req: _Inflight, resp: m.FetchSnapshotResponse) -> None:
+        if resp.error_code == Errors.INCONSISTENT_CLUSTER_ID:
+            raise RaftFatalError(f"node {req.dest} belongs to another cluster than {self.cluster_id!r}")
+        p = resp.partition
+        if resp.error_code != NONE or p is None:
+            self._backoff[req.dest] = now + self.config.retry_backoff_ms
+            return
+        self._observe_leader(now, p.current_leader.leader_id, p.current_leader.leader_epoch)
+        st = self.state
+        if not isinstance(st, Follower) or st.leader_id != req.dest or st.epoch != req.epoch:
+            return
+        dl = st.snapshot
+        if dl is None or len(dl.data) != req.fetch_offset:
+            return  # stale: the download restarted or moved on since this was asked
+        if p.error_code != NONE:
+            self._backoff[req.dest] = now + self.config.retry_backoff_ms
+            if p.error_code in (Errors.SNAPSHOT_NOT_FOUND, Errors.POSITION_OUT_OF_RANGE):
+                st.snapshot = None  # the leader cleaned it up (or we lost track): Fetch anew
+            return
+        sid = dl.snapshot_id
+        if ((p.snapshot_id.end_offset, p.snapshot_id.epoch) != (sid.end_offset, sid.epoch)
+                or p.position != len(dl.data) or p.size < 0 or len(dl.data) + len(p.unaligned_records) > p.size):
+            st.snapshot = None  # an answer that does not fit what we asked: start over
+            self._backoff[req.dest] = now + self.config.retry_backoff_ms
+            return
+        st.fetch_deadline = now + self._fetch_timeout()
+        dl.data += p.unaligned_records
+        if len(dl.data) < p.size:
+            return
+        st.snapshot = None
+        self._install_snapshot(sid, bytes(dl.data))
+
+    def _install_snapshot(self, sid: SnapshotId, data: bytes) -> None:
+        """A whole snapshot arrived: it replaces our log; the listener loads it on the next delivery."""
+        if self.hw is not None and sid.end_offset < self.hw:
+            return  # never give up committed entries we hold for an older snapshot
+        try:
+            self.log.install_snapshot(sid, data)
+        except DecodeError:
+            return  # corrupt in transit: the next Fetch asks for it again
+        self._raise_hw(sid.end_offset)
+        if "snapshot_not_loaded" in self._bugs:
+            self._applied = max(self._applied, sid.end_offset)
+
     # ------------------------------------------------------------------------------ commits
+    def _load_snapshot_if_behind(self) -> None:
+        """Give the listener the latest snapshot when its position fell below the log start."""
+        start = self.log.start_offset
+        if self._applied >= start:
+            return
+        sid = self.log.latest_snapshot_id()
+        if sid is None or sid.end_offset < start:
+            raise RaftFatalError(f"node {self.node_id}: log starts at {start} but no snapshot covers it")
+        batches = self.log.read_snapshot(sid)
+        self._applied = sid.end_offset
+        handler = getattr(self.listener, "handle_snapshot", None)
+        if handler is not None:
+            handler(sid.end_offset, batches)
+
     def _deliver_commits(self) -> None:
+        self._load_snapshot_if_behind()
         hw = self.hw
         if hw is None or hw <= self._applied:
             return
@@ -772,7 +966,10 @@ class RaftCore:
             for b in batches:
                 if b.next_offset > hw:
                     break
-                if b.base_offset >= offset:
+                if b.next_offset > offset:
+                    if b.base_offset < offset:  # a snapshot ended inside this batch: deliver the rest
+                        b = RecordBatch(offset, b.leader_epoch, b.records[offset - b.base_offset:], b.control,
+                                        b.base_timestamp)
                     if not b.control:
                         ready.append(b)
                     offset = b.next_offset

@@ -1,7 +1,8 @@
 """In-memory ``ReplicatedLog`` and ``QuorumStateStore`` for the simulator and unit tests.
 
 Both model durability explicitly: the log keeps a flushed prefix that survives ``crash()``; the
-store's ``write`` is atomic. A test hook (``fail_next``) makes the next flush / write raise
+store's ``write`` is atomic. Snapshots (KIP-630) are kept as their encoded bytes and are durable as
+soon as they are stored, like a fsynced and renamed checkpoint file. A test hook (``fail_next``) makes the next flush / write raise
 ``SimulatedCrash`` *before* anything becomes durable, so a node can die in the middle of a handler.
 """
 
@@ -11,6 +12,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 
 from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.raft import snapshot as snap
 from kraftwire.raft.log import ElectionState, OffsetAndEpoch, SnapshotId
 
 
@@ -19,21 +21,23 @@ class SimulatedCrash(Exception):
 
 
 class MemoryLog:
-    """A list of batches with an epoch cache ``[(epoch, start_offset)]`` and a flushed prefix."""
+    """A list of batches with an epoch cache ``[(epoch, start_offset)]``, a flushed prefix and snapshots."""
 
     def __init__(self) -> None:
         self._batches: list[RecordBatch] = []
         self._bases: list[int] = []
         self._epochs: list[tuple[int, int]] = []
+        self._start = 0
         self._end = 0
         self._flushed = 0
+        self._snapshots: dict[SnapshotId, bytes] = {}
         self.fail_next = False
         self.flush_count = 0
 
     # -- properties -------------------------------------------------------------------------
     @property
     def start_offset(self) -> int:
-        return 0
+        return self._start
 
     @property
     def end_offset(self) -> int:
@@ -48,7 +52,10 @@ class MemoryLog:
         return self._batches
 
     def last_epoch(self) -> int:
-        return self._epochs[-1][0] if self._epochs else 0
+        if self._epochs:
+            return self._epochs[-1][0]
+        latest = self.latest_snapshot_id()
+        return latest.epoch if latest is not None else 0
 
     # -- writes -----------------------------------------------------------------------------
     def _add(self, batch: RecordBatch) -> None:
@@ -92,6 +99,7 @@ class MemoryLog:
     def truncate_to(self, offset: int) -> None:
         if offset >= self._end:
             return
+        offset = max(offset, self._start)
         i = bisect_right(self._bases, offset) - 1
         if i >= 0 and self._bases[i] < offset:
             # Cut inside a batch: keep the records below ``offset``.
@@ -120,6 +128,8 @@ class MemoryLog:
     # -- epochs -----------------------------------------------------------------------------
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         # Largest cached epoch <= ``epoch``; it ends where the next one starts, or at the LEO.
+        if not self._epochs:
+            return OffsetAndEpoch(self._end, self.last_epoch())
         lo, hi = 0, len(self._epochs)
         while lo < hi:
             mid = (lo + hi) // 2
@@ -128,13 +138,84 @@ class MemoryLog:
             else:
                 hi = mid
         if lo == 0:
-            return OffsetAndEpoch(self.start_offset, 0)
+            # Below every epoch held: a snapshot ending at the first held epoch stands in for it.
+            first = min(self._snapshots, key=_order, default=None)
+            if first is not None and first.end_offset == self._epochs[0][1]:
+                return OffsetAndEpoch(first.end_offset, first.epoch)
+            return OffsetAndEpoch(self._start, 0)
         found = self._epochs[lo - 1][0]
         end = self._epochs[lo][1] if lo < len(self._epochs) else self._end
         return OffsetAndEpoch(end, found)
 
+    def _epoch_at(self, offset: int) -> int | None:
+        i = bisect_right([o for _, o in self._epochs], offset) - 1
+        return self._epochs[i][0] if i >= 0 and self._start <= offset < self._end else None
+
+    # -- snapshots (KIP-630) ----------------------------------------------------------------
     def latest_snapshot_id(self) -> SnapshotId | None:
-        return None
+        return max(self._snapshots, key=_order, default=None)
+
+    def create_snapshot(self, snapshot_id: SnapshotId, batches: Sequence[RecordBatch]) -> None:
+        """Store a snapshot; one below the log start is declined quietly (another one covers it)."""
+        sid = snapshot_id
+        if sid.end_offset > self._end:
+            raise ValueError(f"snapshot {sid} ends beyond the log end offset {self._end}")
+        if sid.end_offset < self._start:
+            return
+        latest = self.latest_snapshot_id()
+        if latest is not None and (latest.epoch > sid.epoch or latest.end_offset > sid.end_offset):
+            raise ValueError(f"snapshot {sid} is older than the latest snapshot {latest}")
+        if sid.end_offset > self._start and self._epoch_at(sid.end_offset - 1) != sid.epoch:
+            raise ValueError(f"snapshot {sid}: the record at offset {sid.end_offset - 1} "
+                             f"has epoch {self._epoch_at(sid.end_offset - 1)}")
+        snap.check_framing(batches)
+        self._snapshots[sid] = snap.encode(batches)
+
+    def _held(self, sid: SnapshotId) -> bytes:
+        data = self._snapshots.get(sid)
+        if data is None:
+            raise KeyError(f"no snapshot {sid} held")
+        return data
+
+    def snapshot_size(self, snapshot_id: SnapshotId) -> int:
+        return len(self._held(snapshot_id))
+
+    def read_snapshot_chunk(self, snapshot_id: SnapshotId, position: int, max_bytes: int) -> bytes:
+        if position < 0 or max_bytes < 0:
+            raise ValueError(f"bad snapshot read position {position} / size {max_bytes}")
+        return self._held(snapshot_id)[position:position + max_bytes]
+
+    def read_snapshot(self, snapshot_id: SnapshotId) -> list[RecordBatch]:
+        return snap.parse(self._held(snapshot_id))
+
+    def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        snap.parse(data)  # validated before anything changes
+        self._snapshots[snapshot_id] = bytes(data)
+        self._batches, self._bases, self._epochs = [], [], []
+        self._start = self._end = self._flushed = snapshot_id.end_offset
+        self._drop_snapshots_before(snapshot_id)
+
+    def delete_before(self, snapshot_id: SnapshotId) -> None:
+        self._held(snapshot_id)
+        if snapshot_id.end_offset > self._end:
+            raise ValueError(f"snapshot {snapshot_id} ends beyond the log end offset {self._end}")
+        i = bisect_right(self._bases, snapshot_id.end_offset) - 1
+        if snapshot_id.end_offset >= self._end:
+            i = len(self._batches)
+        if i > 0:
+            new_start = self._bases[i] if i < len(self._bases) else self._end
+            del self._batches[:i]
+            del self._bases[:i]
+            self._start = new_start
+            below = [e for e in self._epochs if e[1] <= new_start]
+            if below:
+                self._epochs = [(below[-1][0], new_start)] + [e for e in self._epochs if e[1] > new_start]
+            self._flushed = max(self._flushed, new_start)
+        self._drop_snapshots_before(snapshot_id)
+
+    def _drop_snapshots_before(self, sid: SnapshotId) -> None:
+        for old in [s for s in self._snapshots if _order(s) < _order(sid)]:
+            del self._snapshots[old]
 
     # -- faults -----------------------------------------------------------------------------
     def crash(self) -> None:
@@ -158,6 +239,10 @@ class MemoryLog:
 
     def snapshot_state(self) -> tuple[int, int]:
         return self._end, self._flushed
+
+
+def _order(sid: SnapshotId) -> tuple[int, int]:
+    return sid.end_offset, sid.epoch
 
 
 class MemoryStateStore:

@@ -134,6 +134,35 @@ class FetchResponse:
     partition: FetchPartition | None = None
 
 
+# -------------------------------------------------------------------------------- FetchSnapshot
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotRequest:
+    """KIP-630: a replica told to load ``snapshot_id`` reads it from the leader, ``max_bytes`` at a time."""
+
+    cluster_id: str | None
+    replica_id: int
+    current_leader_epoch: int
+    snapshot_id: SnapshotIdField
+    position: int
+    max_bytes: int = 0x7FFFFFFF
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotPartition:
+    error_code: int = 0
+    snapshot_id: SnapshotIdField = SnapshotIdField()
+    current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
+    size: int = -1
+    position: int = -1
+    unaligned_records: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotResponse:
+    error_code: int = 0
+    partition: FetchSnapshotPartition | None = None
+
+
 # ------------------------------------------------------------------------------- DescribeQuorum
 @dataclass(frozen=True, slots=True)
 class DescribeQuorumRequest:
@@ -166,9 +195,10 @@ class DescribeQuorumResponse:
     partition: DescribeQuorumPartition | None = None
 
 
-Request = VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest | DescribeQuorumRequest
+Request = (VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest | FetchSnapshotRequest
+           | DescribeQuorumRequest)
 Response = (VoteResponse | BeginQuorumEpochResponse | EndQuorumEpochResponse | FetchResponse
-            | DescribeQuorumResponse)
+            | FetchSnapshotResponse | DescribeQuorumResponse)
 
 
 # ---------------------------------------------------------------------------------- core output

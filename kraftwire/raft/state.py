@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kraftwire.protocol.records import Record
+from kraftwire.raft.log import SnapshotId
 
 
 @dataclass(slots=True)
@@ -40,12 +41,24 @@ class Candidate:
 
 
 @dataclass(slots=True)
+class SnapshotDownload:
+    """A snapshot the leader told us to load (KIP-630), received so far up to ``len(data)``."""
+
+    snapshot_id: SnapshotId
+    data: bytearray = field(default_factory=bytearray)
+
+
+@dataclass(slots=True)
 class Follower:
-    """Knows the leader of ``epoch`` and fetches from it (a voter or an observer)."""
+    """Knows the leader of ``epoch`` and fetches from it (a voter or an observer).
+
+    While ``snapshot`` is set it sends FetchSnapshot instead of Fetch until the snapshot is whole.
+    """
 
     epoch: int
     leader_id: int
     fetch_deadline: int
+    snapshot: SnapshotDownload | None = None
     name = "follower"
 
 
