@@ -136,34 +136,67 @@ def _compress(codec: int, data: bytes) -> bytes:
 
 
 def _decompress(codec: int, data: bytes, limit: int) -> bytes:
+    """Inflate a batch payload; more than ``limit`` bytes of output is corruption (no bombs)."""
     try:
         if codec == COMPRESSION_GZIP:
-            return _gzip.decompress(data)
-        if codec == COMPRESSION_SNAPPY:
-            import cramjam
-
-            if data[:8] == b"\x82SNAPPY\x00":  # xerial framing used by the Java client
-                out = bytearray()
-                pos = 16
-                while pos < len(data):
-                    (n,) = _struct.unpack_from(">i", data, pos)
-                    out += cramjam.snappy.decompress_raw(data[pos + 4:pos + 4 + n])
-                    pos += 4 + n
-                return bytes(out)
-            return bytes(cramjam.snappy.decompress_raw(data))
-        if codec == COMPRESSION_LZ4:
+            out = _inflate_gzip(data, limit)
+        elif codec == COMPRESSION_SNAPPY:
+            out = _inflate_snappy(data, limit)
+        elif codec == COMPRESSION_LZ4:
             import lz4.frame
 
-            return lz4.frame.decompress(data)
-        if codec == COMPRESSION_ZSTD:
+            out = lz4.frame.LZ4FrameDecompressor().decompress(data, max_length=limit + 1)
+        elif codec == COMPRESSION_ZSTD:
             import zstandard
 
-            return zstandard.ZstdDecompressor().decompress(data, max_output_size=limit)
+            # max_output_size is ignored when the frame header states a size, so read through a stream
+            with zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True) as reader:
+                out = reader.read(limit + 1)
+        else:
+            raise CorruptRecordError(f"unknown compression codec {codec}")
     except CorruptRecordError:
         raise
     except Exception as e:  # each library has its own error types
         raise CorruptRecordError(f"cannot decompress codec {codec}: {e}") from e
-    raise CorruptRecordError(f"unknown compression codec {codec}")
+    if len(out) > limit:
+        raise CorruptRecordError(f"codec {codec} payload inflates beyond {limit} bytes")
+    return bytes(out)
+
+
+def _inflate_gzip(data: bytes, limit: int) -> bytes:
+    import zlib
+
+    out = bytearray()
+    while data:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        out += d.decompress(data, limit + 1 - len(out))
+        if len(out) > limit:
+            return bytes(out)
+        if not d.eof:
+            raise CorruptRecordError("truncated gzip payload")
+        data = d.unused_data  # another gzip member may follow
+    return bytes(out)
+
+
+def _inflate_snappy(data: bytes, limit: int) -> bytes:
+    import cramjam
+
+    if data[:8] != b"\x82SNAPPY\x00":
+        if cramjam.snappy.decompress_raw_len(data) > limit:
+            raise CorruptRecordError(f"snappy payload declares more than {limit} bytes")
+        return bytes(cramjam.snappy.decompress_raw(data))
+    out = bytearray()  # xerial framing (the Java client's): 16-byte header, then [int32 size, block]*
+    pos = 16
+    while pos < len(data):
+        (n,) = _struct.unpack_from(">i", data, pos)
+        if n < 0 or pos + 4 + n > len(data):
+            raise CorruptRecordError("snappy block length out of range")
+        block = data[pos + 4:pos + 4 + n]
+        if len(out) + cramjam.snappy.decompress_raw_len(block) > limit:
+            raise CorruptRecordError(f"snappy payload inflates beyond {limit} bytes")
+        out += cramjam.snappy.decompress_raw(block)
+        pos += 4 + n
+    return bytes(out)
 
 
 def encode_batch(batch: RecordBatch) -> bytes:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from kraftwire.protocol.errors import UnsupportedVersionError
 from kraftwire.protocol.messages import message_class
 
-from .schema_strategies import message_strategy, schema_versions, schemas
+from .schema_strategies import filled, message_strategy, schema_versions, schemas
 
 PAIRS = schema_versions()
 IDS = [f"{n}-v{v}" for n, v in PAIRS]
@@ -90,3 +90,12 @@ def test_unknown_tagged_fields_survive_a_round_trip(data) -> None:
     msg.unknown_tagged_fields = [(7, b"\x01\x02"), (90, b"")]
     back = message_class("FetchResponse").decode(msg.encode(16), 16)
     assert back.unknown_tagged_fields == [(7, b"\x01\x02"), (90, b"")]
+
+
+def test_fully_populated_messages_round_trip_in_every_version() -> None:
+    for name, version in PAIRS:
+        msg = filled(name, version)
+        wire = msg.encode(version)
+        back = message_class(name).decode(wire, version)
+        assert back == msg, (name, version)
+        assert back.encode(version) == wire, (name, version)
