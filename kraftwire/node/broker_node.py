@@ -143,13 +143,18 @@ class BrokerNode:
             session_timeout_ms=cfg["broker.session.timeout.ms"],
             retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]),
             max_backoff_ms=max(100, min(1000, cfg["broker.heartbeat.interval.ms"]))))
+        # Heartbeats and forwarded requests use separate connections, so that neither waits behind
+        # the other (a controller answers one connection's requests in order).
+        connect_s = cfg["controller.quorum.request.timeout.ms"] / 1000
         self.channel = ControllerChannel(self.voters, self._leader_hint, client_id=f"kraftwire-broker-{cfg.node_id}",
-                                         connect_timeout_s=cfg["controller.quorum.request.timeout.ms"] / 1000)
+                                         connect_timeout_s=connect_s)
+        self.forwarding_channel = ControllerChannel(self.voters, self._leader_hint, connect_timeout_s=connect_s,
+                                                    client_id=f"kraftwire-broker-{cfg.node_id}-forwarding")
         self.lifecycle_driver = LifecycleDriver(self.lifecycle, self.channel, lambda: self.metadata.applied_offset,
                                                 wall_ms, request_timeout_ms=cfg["controller.quorum.request.timeout.ms"])
         self.metadata.on_change.append(self.lifecycle_driver.wake)
         self.forwarding_metrics = ForwardingMetrics()
-        self.forwarding = ForwardingManager(self.channel, self.forwarding_metrics,
+        self.forwarding = ForwardingManager(self.forwarding_channel, self.forwarding_metrics,
                                             default_timeout_ms=cfg["request.timeout.ms"],
                                             retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]))
         self.apis = supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS}, raft=False)
@@ -199,11 +204,13 @@ class BrokerNode:
         cfg = self.cfg
         async with anyio.create_task_group() as tg:
             self.channel.attach(tg)
+            self.forwarding_channel.attach(tg)
             if self.core is None:
                 self.voters = await discover_voters(cfg["controller.quorum.bootstrap.servers"],
                                                     cfg.controller_listener,
                                                     cfg["controller.quorum.request.timeout.ms"] / 1000)
                 self.channel.voters = dict(self.voters)
+                self.forwarding_channel.voters = dict(self.voters)
                 self._build_raft()
             log.info("broker %d starting: cluster %s, voters %s, log end offset %d", cfg.node_id,
                      self.cluster_id, sorted(self.voters), self.log.end_offset)
@@ -242,6 +249,7 @@ class BrokerNode:
         if self.driver is not None:
             await self.driver.close()
         await self.channel.close()
+        await self.forwarding_channel.close()
 
     # -- request dispatch ----------------------------------------------------------------------
     def local_view(self, listener: str) -> LocalView:
