@@ -256,9 +256,8 @@ class BrokerNode:
         ep = self.advertised.get(listener)
         host, port = (ep.host, ep.port) if ep is not None else self.bound.get(listener, ("", 0))
         core = self.core
-        m = self.lifecycle
         return LocalView(node_id=self.cfg.node_id, host=host, port=port, rack=self.rack,
-                         serving=m.serving and m.state == BrokerState.RUNNING,
+                         serving=self.lifecycle.serving,
                          raft_leader_known=core is not None and core.leader_id is not None,
                          raft_epoch=0 if core is None else core.epoch, voters=tuple(sorted(self.voters)))
 
