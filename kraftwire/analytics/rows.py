@@ -1,0 +1,274 @@
+"""Metadata log records as flat rows: the pure-Python half of the ``kraftwire`` Spark data source.
+
+Nothing here imports Spark, so the node, tests and tools can use it too. A row holds where the
+record sits (file, offsets, epoch, timestamp), what it is (control or metadata, type name/id,
+version), the whole record as JSON, and typed copies of the fields most analyses need.
+
+Typed columns are normalised across record types: ``fenced`` is true/false when a record sets the
+broker's fencing state (RegisterBrokerRecord, BrokerRegistrationChangeRecord, Fence/Unfence) and
+null when it leaves it alone; ``leader``/``isr``/``replicas`` are null on a PartitionChangeRecord
+that does not change them; a LeaderChange control record puts the elected replica in ``leader``.
+Topic ids use Kafka's printable form (URL-safe base64 without padding, as kafka-topics shows them).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import struct
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kraftwire.protocol.control import ControlType, control_type
+from kraftwire.protocol.errors import KafkaProtocolError
+from kraftwire.protocol.metadata import decode_record
+from kraftwire.protocol.records import RecordBatch, iter_batches
+from kraftwire.protocol.runtime import to_json
+
+PARTITION_DIR = "__cluster_metadata-0"
+SEGMENT, SNAPSHOT, LIVE = "segment", "snapshot", "live"
+
+# (column, Spark SQL type) in row order.
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("source", "string"),               # file name (or host:port for a live read)
+    ("source_type", "string"),          # segment | snapshot | live
+    ("snapshot_end_offset", "bigint"),  # a snapshot's end offset; null outside snapshots
+    ("offset", "bigint"),               # log offset (offset inside the file for snapshots)
+    ("batch_base_offset", "bigint"),
+    ("leader_epoch", "int"),            # the batch's partition leader epoch (the Raft epoch)
+    ("timestamp", "timestamp"),
+    ("timestamp_ms", "bigint"),
+    ("is_control", "boolean"),
+    ("record_type", "string"),          # schema name, e.g. PartitionChangeRecord, LeaderChangeMessage
+    ("record_type_id", "int"),          # metadata apiKey, or the control type for control records
+    ("version", "int"),
+    ("json", "string"),
+    ("broker_id", "int"),
+    ("broker_epoch", "bigint"),
+    ("topic_id", "string"),
+    ("topic_name", "string"),
+    ("partition", "int"),
+    ("leader", "int"),
+    ("isr", "array<int>"),
+    ("replicas", "array<int>"),
+    ("fenced", "boolean"),
+    ("in_controlled_shutdown", "boolean"),
+    ("error", "string"),                # why the record (or the rest of the file) could not be decoded
+)
+COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
+# What a row tuple holds: every column but ``timestamp``, which readers derive from ``timestamp_ms``.
+ROW_FIELDS = tuple(name for name in COLUMN_NAMES if name != "timestamp")
+SCHEMA_DDL = ", ".join(f"`{name}` {kind}" for name, kind in COLUMNS)
+
+CONTROL_MESSAGES = {
+    ControlType.LEADER_CHANGE: "LeaderChangeMessage",
+    ControlType.SNAPSHOT_HEADER: "SnapshotHeaderRecord",
+    ControlType.SNAPSHOT_FOOTER: "SnapshotFooterRecord",
+    ControlType.KRAFT_VERSION: "KRaftVersionRecord",
+    ControlType.KRAFT_VOTERS: "VotersRecord",
+}
+
+_TYPED = ("broker_id", "broker_epoch", "topic_id", "topic_name", "partition", "leader", "isr", "replicas",
+          "fenced", "in_controlled_shutdown")
+_NO_TYPED: tuple[Any, ...] = (None,) * len(_TYPED)
+_I16 = struct.Struct(">h")
+
+
+def kafka_uuid(value: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def _tri(flag: int) -> bool | None:
+    """BrokerRegistrationChangeRecord's int8 flags: 1 = set, -1 = cleared, 0 = unchanged."""
+    return True if flag > 0 else (False if flag < 0 else None)
+
+
+def _lst(value: list[int] | None) -> list[int] | None:
+    return None if value is None else list(value)
+
+
+# Per record type: message -> the _TYPED tuple.
+_EXTRACT: dict[str, Callable[[Any], tuple[Any, ...]]] = {
+    "RegisterBrokerRecord": lambda m: (m.broker_id, m.broker_epoch, None, None, None, None, None, None,
+                                       bool(m.fenced), bool(m.in_controlled_shutdown)),
+    "BrokerRegistrationChangeRecord": lambda m: (m.broker_id, m.broker_epoch, None, None, None, None, None, None,
+                                                 _tri(m.fenced), _tri(m.in_controlled_shutdown)),
+    "FenceBrokerRecord": lambda m: (m.id_, m.epoch, None, None, None, None, None, None, True, None),
+    "UnfenceBrokerRecord": lambda m: (m.id_, m.epoch, None, None, None, None, None, None, False, None),
+    "UnregisterBrokerRecord": lambda m: (m.broker_id, m.broker_epoch) + (None,) * 8,
+    "TopicRecord": lambda m: (None, None, kafka_uuid(m.topic_id), m.name) + (None,) * 6,
+    "RemoveTopicRecord": lambda m: (None, None, kafka_uuid(m.topic_id)) + (None,) * 7,
+    "PartitionRecord": lambda m: (None, None, kafka_uuid(m.topic_id), None, m.partition_id, m.leader,
+                                  list(m.isr), list(m.replicas), None, None),
+    "PartitionChangeRecord": lambda m: (None, None, kafka_uuid(m.topic_id), None, m.partition_id,
+                                        None if m.leader == -2 else m.leader, _lst(m.isr), _lst(m.replicas),
+                                        None, None),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """What a record value decodes to: type, version, JSON text, typed fields, or an error."""
+
+    type_name: str | None
+    type_id: int | None
+    version: int | None
+    json: str | None
+    typed: tuple[Any, ...] = _NO_TYPED
+    error: str | None = None
+
+
+def decode_metadata(value: bytes | None) -> Decoded:
+    if value is None:
+        return Decoded(None, None, None, None, error="record has no value")
+    try:
+        rec = decode_record(value)
+    except KafkaProtocolError as e:
+        return Decoded(None, None, None, None, error=f"undecodable metadata record: {e}")
+    name = rec.type_name
+    extract = _EXTRACT.get(name)
+    return Decoded(name, rec.type_id, rec.version, json.dumps(to_json(rec.message), separators=(",", ":")),
+                   extract(rec.message) if extract is not None else _NO_TYPED)
+
+
+def decode_control(key: bytes | None, value: bytes | None) -> Decoded:
+    from kraftwire.protocol.messages import message_class
+    from kraftwire.protocol.records import Record
+
+    kind = control_type(Record(value=value, key=key))
+    if kind is None:
+        return Decoded(None, None, None, None, error="control record with an unknown key")
+    name = CONTROL_MESSAGES.get(kind)
+    if name is None or value is None or len(value) < 2:
+        return Decoded(kind.name, int(kind), None, None)
+    (version,) = _I16.unpack_from(value)
+    cls = message_class(name)
+    try:
+        msg = cls.decode(value, min(max(version, cls.MIN_VERSION), cls.MAX_VERSION))
+    except KafkaProtocolError as e:
+        return Decoded(name, int(kind), version, None, error=f"undecodable control record: {e}")
+    typed = _NO_TYPED
+    if kind == ControlType.LEADER_CHANGE:
+        typed = (None,) * 5 + (msg.leader_id,) + (None,) * 4
+    return Decoded(name, int(kind), version, json.dumps(to_json(msg), separators=(",", ":")), typed)
+
+
+class RowBuffer:
+    """Column lists, filled a row at a time and handed out in chunks (Arrow-friendly)."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list[Any]] = {name: [] for name in ROW_FIELDS}
+        self._append = [self.columns[name].append for name in ROW_FIELDS]
+
+    def __len__(self) -> int:
+        return len(self.columns["offset"])
+
+    def add(self, row: tuple[Any, ...]) -> None:
+        for append, value in zip(self._append, row, strict=True):
+            append(value)
+
+    def take(self) -> dict[str, list[Any]]:
+        out = self.columns
+        self.columns = {name: [] for name in ROW_FIELDS}
+        self._append = [self.columns[name].append for name in ROW_FIELDS]
+        return out
+
+
+def batch_rows(batch: RecordBatch, source: str, source_type: str, snapshot_end: int | None,
+               lo: int = 0, hi: int | None = None) -> Iterator[tuple[Any, ...]]:
+    """One row (fields as ``ROW_FIELDS``) per record of ``batch`` whose offset lies in ``[lo, hi)``."""
+    base = batch.base_offset
+    for i, rec in enumerate(batch.records):
+        offset = base + i
+        if offset < lo or (hi is not None and offset >= hi):
+            continue
+        ts = batch.base_timestamp + rec.timestamp_delta
+        d = decode_control(rec.key, rec.value) if batch.control else decode_metadata(rec.value)
+        yield (source, source_type, snapshot_end, offset, base, batch.leader_epoch, ts, batch.control,
+               d.type_name, d.type_id, d.version, d.json, *d.typed, d.error)
+
+
+def error_row(source: str, source_type: str, snapshot_end: int | None, offset: int | None,
+              message: str) -> tuple[Any, ...]:
+    """A row standing for an unreadable rest of a file (a corrupt batch)."""
+    return (source, source_type, snapshot_end, offset, None, None, None, None, None, None, None, None,
+            *_NO_TYPED, message)
+
+
+def split_range(start: int, end: int, parts: int) -> list[tuple[int, int]]:
+    """``[start, end)`` cut into at most ``parts`` contiguous, non-empty, nearly equal ranges."""
+    n = end - start
+    if n <= 0:
+        return []
+    parts = max(1, min(parts, n))
+    step, extra = divmod(n, parts)
+    out = []
+    lo = start
+    for i in range(parts):
+        hi = lo + step + (1 if i < extra else 0)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+
+# -- files -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class LogFile:
+    """One readable file of a metadata log directory."""
+
+    path: str
+    kind: str                      # SEGMENT or SNAPSHOT
+    base_offset: int               # segment base offset, or the snapshot's end offset
+    snapshot_epoch: int | None = None
+
+    @property
+    def snapshot_end(self) -> int | None:
+        return self.base_offset if self.kind == SNAPSHOT else None
+
+
+def partition_dir(path: str | os.PathLike[str]) -> Path:
+    """The ``__cluster_metadata-0`` directory for a log dir or the partition dir itself."""
+    p = Path(path)
+    return p / PARTITION_DIR if (p / PARTITION_DIR).is_dir() else p
+
+
+def list_log_files(path: str | os.PathLike[str]) -> list[LogFile]:
+    """Segments (``<base>.log``) and finished snapshots (``<end>-<epoch>.checkpoint``), in offset order."""
+    from kraftwire.storage.snapshot import parse_snapshot_name
+
+    directory = partition_dir(path)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{path}: not a directory")
+    out: list[LogFile] = []
+    for entry in directory.iterdir():
+        name = entry.name
+        if name.endswith(".log") and name[:-4].isdigit():
+            out.append(LogFile(str(entry), SEGMENT, int(name[:-4])))
+            continue
+        parsed = parse_snapshot_name(name)
+        if parsed is not None and not parsed[1]:
+            sid = parsed[0]
+            out.append(LogFile(str(entry), SNAPSHOT, sid.end_offset, sid.epoch))
+    out.sort(key=lambda f: (f.base_offset, f.kind != SNAPSHOT))
+    return out
+
+
+def file_rows(f: LogFile, *, verify_crc: bool = True) -> Iterator[tuple[Any, ...]]:
+    """Rows of every whole batch in one file; a corrupt batch ends the file with an error row."""
+    data = Path(f.path).read_bytes()
+    name = os.path.basename(f.path)
+    snap_end = f.snapshot_end
+    next_offset: int | None = None
+    end = 0
+    try:
+        for batch, pos, size in iter_batches(data, verify_crc=verify_crc):
+            yield from batch_rows(batch, name, f.kind, snap_end)
+            next_offset = batch.next_offset
+            end = pos + size
+    except KafkaProtocolError as e:
+        yield error_row(name, f.kind, snap_end, next_offset, f"corrupt batch at position {end}: {e}")

@@ -1,0 +1,191 @@
+"""``spark.read.format("kraftwire")``: a PySpark Python data source over KRaft metadata logs.
+
+Files: ``spark.read.format("kraftwire").load(DIR)`` reads a metadata log directory (the log dir
+holding ``__cluster_metadata-0``, or that partition directory itself, or one segment/snapshot file)
+with one Spark partition per segment (``<base>.log``) and per snapshot (``.checkpoint``) file. The
+path must be readable by the executors (a local directory in local mode, a shared one otherwise).
+
+Live: ``.option("bootstrap", "HOST:PORT").load()`` reads the committed records of a running node
+over Fetch, split into ``partitions`` offset ranges (default 1) between ``startingOffset`` (default:
+the log start) and ``endingOffset`` (default: the high watermark when the query is planned).
+
+Other options: ``verifyCrc`` (default true), ``chunkRows`` (rows per Arrow batch, default 8192).
+Columns: see ``kraftwire.analytics.rows.COLUMNS``. The reader runs entirely in Python workers and
+hands Spark Arrow batches.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from kraftwire.analytics.rows import (
+    COLUMNS,
+    LIVE,
+    ROW_FIELDS,
+    SCHEMA_DDL,
+    SEGMENT,
+    SNAPSHOT,
+    LogFile,
+    RowBuffer,
+    batch_rows,
+    file_rows,
+    list_log_files,
+    split_range,
+)
+
+NAME = "kraftwire"
+LIVE_STRETCH = 50_000  # offsets fetched per connection by a live read task
+
+
+class FilePartition(InputPartition):
+    """One segment or snapshot file."""
+
+    def __init__(self, file: LogFile) -> None:
+        super().__init__(file.path)
+        self.file = file
+
+
+class RangePartition(InputPartition):
+    """Offsets ``[start, end)`` of a live node's log."""
+
+    def __init__(self, bootstrap: str, start: int, end: int) -> None:
+        super().__init__((bootstrap, start, end))
+        self.bootstrap, self.start, self.end = bootstrap, start, end
+
+
+def _flag(options: Any, key: str, default: bool) -> bool:
+    value = options.get(key)
+    if value is None:
+        return default
+    if str(value).lower() in ("true", "1", "yes"):
+        return True
+    if str(value).lower() in ("false", "0", "no"):
+        return False
+    raise ValueError(f"option {key} must be true or false, got {value!r}")
+
+
+def _int(options: Any, key: str, default: int | None) -> int | None:
+    value = options.get(key)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"option {key} must be an integer, got {value!r}") from None
+
+
+def plan_files(path: str) -> list[LogFile]:
+    """The files a read of ``path`` (directory or single file) covers."""
+    if os.path.isfile(path):
+        from kraftwire.storage.snapshot import parse_snapshot_name
+
+        name = os.path.basename(path)
+        parsed = parse_snapshot_name(name)
+        if parsed is not None:
+            return [LogFile(path, SNAPSHOT, parsed[0].end_offset, parsed[0].epoch)]
+        stem = name[:-4] if name.endswith(".log") else ""
+        return [LogFile(path, SEGMENT, int(stem) if stem.isdigit() else 0)]
+    return list_log_files(path)
+
+
+class KraftwireReader(DataSourceReader):
+    def __init__(self, options: Any) -> None:
+        self.path = options.get("path")
+        self.bootstrap = options.get("bootstrap")
+        if bool(self.path) == bool(self.bootstrap):
+            raise ValueError("kraftwire data source: give exactly one of load(PATH) or option('bootstrap', ...)")
+        self.parts = _int(options, "partitions", 1) or 1
+        self.starting = _int(options, "startingOffset", None)
+        self.ending = _int(options, "endingOffset", None)
+        self.verify_crc = _flag(options, "verifyCrc", True)
+        self.chunk_rows = max(1, _int(options, "chunkRows", 8192) or 8192)
+
+    def partitions(self) -> list[InputPartition]:
+        if self.path:
+            return [FilePartition(f) for f in plan_files(self.path)]
+        from kraftwire.analytics.live import log_bounds
+
+        lo, hi = log_bounds(self.bootstrap)
+        start = lo if self.starting is None else max(lo, self.starting)
+        end = hi if self.ending is None else min(hi, self.ending)
+        return [RangePartition(self.bootstrap, a, b) for a, b in split_range(start, end, self.parts)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        import pyarrow as pa
+
+        schema = arrow_schema()
+        buf = RowBuffer()
+
+        def flush() -> Any:
+            cols = buf.take()
+            ms = pa.array(cols["timestamp_ms"], pa.int64())
+            arrays = []
+            for field in schema:
+                if field.name == "timestamp":
+                    arrays.append(pa.compute.multiply(ms, 1000).cast(field.type))
+                elif field.name == "timestamp_ms":
+                    arrays.append(ms)
+                else:
+                    arrays.append(pa.array(cols[field.name], field.type))
+            return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+        for row in self._rows(partition):
+            buf.add(row)
+            if len(buf) >= self.chunk_rows:
+                yield flush()
+        if len(buf):
+            yield flush()
+
+    def _rows(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        if isinstance(partition, FilePartition):
+            yield from file_rows(partition.file, verify_crc=self.verify_crc)
+            return
+        assert isinstance(partition, RangePartition)
+        from kraftwire.analytics.live import fetch_range
+
+        # Fetch a bounded stretch at a time so memory stays small on long ranges.
+        lo = partition.start
+        while lo < partition.end:
+            hi = min(partition.end, lo + LIVE_STRETCH)
+            batches: list[Any] = []
+            fetch_range(partition.bootstrap, lo, hi, batches.append)
+            for batch in batches:
+                yield from batch_rows(batch, partition.bootstrap, LIVE, None, lo, hi)
+            lo = hi
+
+
+_ARROW: dict[str, Any] = {}
+
+
+def arrow_schema() -> Any:
+    """The Arrow schema matching ``SCHEMA_DDL`` exactly (Spark checks field types and list names)."""
+    import pyarrow as pa
+
+    if "schema" not in _ARROW:
+        kinds = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32(), "boolean": pa.bool_(),
+                 "timestamp": pa.timestamp("us", tz="UTC"),
+                 "array<int>": pa.list_(pa.field("element", pa.int32()))}
+        _ARROW["schema"] = pa.schema([pa.field(name, kinds[kind]) for name, kind in COLUMNS])
+    return _ARROW["schema"]
+
+
+class KraftwireDataSource(DataSource):
+    """Rows of a KRaft metadata log; register with ``spark.dataSource.register(KraftwireDataSource)``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> str:
+        return SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KraftwireReader(self.options)
+
+
+assert set(ROW_FIELDS) | {"timestamp"} == {name for name, _ in COLUMNS}
