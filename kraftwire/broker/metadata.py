@@ -6,9 +6,10 @@ controllers build their images with the same code. A committed record that canno
 stops the broker loudly (``fatal``): serving clients from an image that disagrees with the log
 would be worse than stopping.
 
-Snapshots (KIP-630): ``load_snapshot`` replaces the image with the content of a snapshot whose
-end offset is ``end_offset``; the Raft layer calls ``handle_snapshot`` when it installs one
-fetched from the leader, and the broker calls it at start when its log begins after offset 0.
+Snapshots (KIP-630): ``handle_snapshot`` replaces the image with the content of a snapshot whose
+end offset is ``end_offset``. The Raft core calls it whenever the log starts past what has been
+applied: at start over a log that begins with a snapshot, and after installing one downloaded
+from the leader (FetchSnapshot) because the broker was behind the leader's log start.
 """
 
 from __future__ import annotations

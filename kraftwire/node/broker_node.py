@@ -121,7 +121,6 @@ class BrokerNode:
         self.store = store
         self.ctl = QuorumController(ControllerConfig(node_id=cfg.node_id, cluster_id=self.cluster_id))
         self.metadata = BrokerMetadataListener(self.ctl)
-        self._load_local_snapshot()
         self.voters: dict[int, tuple[str, int]] = {v.node_id: (v.host, v.port) for v in cfg.voters}
         self.core: Any = None
         self.driver: Any = None
@@ -178,13 +177,6 @@ class BrokerNode:
         self.view = BrokerLogView(self.core, self.log, cfg.node_id)
         self.raft_metrics = RaftMetrics(self.core, self.log)
         self.driver.metrics = self.raft_metrics
-
-    def _load_local_snapshot(self) -> None:
-        """A log that starts after offset 0 begins with the snapshot ending there: load it first."""
-        start = getattr(self.log, "start_offset", 0)
-        latest = getattr(self.log, "latest_snapshot_id", lambda: None)()
-        if start > 0 and latest is not None:
-            self.metadata.handle_snapshot(latest.end_offset, self.log.read_snapshot(latest))
 
     def _leader_hint(self) -> int | None:
         return None if self.core is None else self.core.leader_id
