@@ -140,6 +140,7 @@ SPEC: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "metadata.log.segment.bytes": (_int(12), str(1 << 30)),
     "metadata.log.segment.ms": (_int(1), str(7 * 24 * 3600 * 1000)),
     "metadata.max.retention.bytes": (_int(-1), str(100 << 20)),
+    "metadata.max.retention.ms": (_int(-1), str(7 * 24 * 3600 * 1000)),
     "metadata.log.max.record.bytes.between.snapshots": (_int(1), str(20 << 20)),
     "metadata.log.max.snapshot.interval.ms": (_int(0), "3600000"),
     "controller.quorum.election.timeout.ms": (_int(1), "1000"),

@@ -131,6 +131,11 @@ class QuorumController:
         return self._committed_offset
 
     @property
+    def in_transaction(self) -> bool:
+        """A metadata transaction (KIP-868) is open in the committed replay: no snapshot may be cut here."""
+        return self._loader.in_transaction
+
+    @property
     def next_offset(self) -> int:
         """The offset the next appended record will get (active controller)."""
         return self._next_offset

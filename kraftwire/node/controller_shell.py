@@ -7,6 +7,10 @@
 * Controller API requests are handled on the active controller; their records are appended as one
   batch and the response is released when the records commit (NOT_CONTROLLER if leadership is lost
   first). ``tick`` work (lease expiry, NoOpRecords) runs from a timer task.
+* Snapshots (KIP-630), on every voter like Kafka: when the policy says so, the committed image is
+  framed off the event loop (the image is immutable) and stored through the Raft core, then the log
+  below it is cleaned per the retention settings. A snapshot handed over by Raft (at startup over
+  a cleaned log, or installed from the leader) replaces the controller's state.
 """
 
 from __future__ import annotations
@@ -16,8 +20,16 @@ from typing import Any
 
 import anyio
 
+from kraftwire.config import NodeConfig
 from kraftwire.controller import QuorumController
 from kraftwire.controller.responses import error_response
+from kraftwire.controller.snapshot import (
+    RetentionPolicy,
+    SnapshotPolicy,
+    Snapshotter,
+    image_from_snapshot,
+    snapshot_batches,
+)
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
@@ -35,13 +47,25 @@ class _Waiter:
         self.ok = False
 
 
+def snapshotter_for(cfg: NodeConfig) -> Snapshotter:
+    """Snapshot and retention policy from Kafka's metadata.log.* / metadata.max.retention.* keys."""
+    return Snapshotter(
+        SnapshotPolicy(max_bytes=cfg["metadata.log.max.record.bytes.between.snapshots"],
+                       max_interval_ms=cfg["metadata.log.max.snapshot.interval.ms"]),
+        RetentionPolicy(max_bytes=cfg["metadata.max.retention.bytes"], max_ms=cfg["metadata.max.retention.ms"]))
+
+
 class ControllerShell:
     """RaftListener + async request entry point for the node's QuorumController."""
 
-    def __init__(self, node_id: int, controller: QuorumController, bootstrap: list[MetadataRecord]) -> None:
+    def __init__(self, node_id: int, controller: QuorumController, bootstrap: list[MetadataRecord],
+                 snapshotter: Snapshotter | None = None) -> None:
         self.node_id = node_id
         self.controller = controller
         self.bootstrap = bootstrap
+        self.snapshotter = snapshotter
+        self.snapshots_taken = 0
+        self.snapshots_loaded = 0
         self.core: Any = None
         self.driver: Any = None
         self._waiters: list[_Waiter] = []
@@ -76,6 +100,31 @@ class ControllerShell:
         if self.metrics is not None:
             self.metrics.committed(last)
         self._release(last)
+        snap = self.snapshotter
+        if snap is not None and self.driver is not None:
+            now = self.driver.clock()
+            snap.committed(batches, now)
+            if snap.due(now, None) is not None:
+                self._wake.set()
+
+    def handle_snapshot(self, end_offset: int, batches: list[RecordBatch]) -> None:
+        """Raft hands over a snapshot: it replaces the controller's state (commits resume after it)."""
+        if self.fatal is not None:
+            return
+        if self.controller.active:
+            self._step_down("the state is being replaced by a snapshot")
+        try:
+            image = image_from_snapshot(batches)
+            self.controller.load_snapshot(image, end_offset)
+        except Exception as e:  # a snapshot we cannot apply: this replica must stop
+            log.critical("cannot load the metadata snapshot ending at offset %d: %s; stopping", end_offset, e)
+            self.fatal = e
+            self.fatal_event.set()
+            return
+        self.snapshots_loaded += 1
+        log.info("metadata image loaded from the snapshot ending at offset %d", end_offset)
+        if self.snapshotter is not None:
+            self.snapshotter.loaded(end_offset, batches[0].leader_epoch if batches else 0)
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         if self.metrics is not None:
@@ -170,8 +219,40 @@ class ControllerShell:
                 records = ctl.tick(self.driver.clock())
                 if records:
                     self._append(records)
-            deadline = ctl.next_deadline()
+            await self._maybe_snapshot()
+            deadlines = [d for d in (ctl.next_deadline(), self.snapshotter and self.snapshotter.next_deadline())
+                         if d is not None]
+            deadline = min(deadlines) if deadlines else None
             delay = 1.0 if deadline is None else max(0.01, (deadline - self.driver.clock()) / 1000)
             self._wake = anyio.Event()
             with anyio.move_on_after(min(delay, 1.0)):
                 await self._wake.wait()
+
+    # -- snapshots ------------------------------------------------------------------------------
+    async def _maybe_snapshot(self) -> None:
+        """Take a due snapshot of the committed image, then clean the log as retention allows."""
+        snap, core = self.snapshotter, self.core
+        if snap is None or core is None or self.fatal is not None:
+            return
+        now = self.driver.clock()
+        sid = snap.due(now, core.log.latest_snapshot_id())
+        ctl = self.controller
+        if sid is not None and ctl.committed_offset == sid.end_offset - 1 and not ctl.in_transaction:
+            image = ctl.committed_image
+            batches = await anyio.to_thread.run_sync(
+                lambda: snapshot_batches(image, sid, timestamp_ms=now, last_contained_timestamp_ms=snap.last_timestamp_ms))
+            try:
+                core.create_snapshot(sid, batches)
+            except (ValueError, KeyError) as e:  # the log moved on meanwhile (e.g. a newer snapshot installed)
+                log.info("snapshot %s not stored: %s", sid, e)
+            else:
+                snap.stored(sid)
+                self.snapshots_taken += 1
+                log.info("metadata snapshot stored at offset %d epoch %d", sid.end_offset, sid.epoch)
+        clean = snap.clean_due(self.driver.clock())
+        if clean is not None:
+            try:
+                core.delete_before(clean)
+            except (ValueError, KeyError) as e:
+                log.info("log not cleaned below snapshot %s: %s", clean, e)
+            snap.cleaned(self.driver.clock())

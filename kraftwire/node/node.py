@@ -21,7 +21,7 @@ from kraftwire.net.server import KafkaServer, ListenerSpec, Reply, RequestContex
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import CONTROLLER_APIS, ENVELOPE_APIS, api_versions_response, supported
 from kraftwire.node.bootstrap import read_bootstrap
-from kraftwire.node.controller_shell import ControllerShell
+from kraftwire.node.controller_shell import ControllerShell, snapshotter_for
 from kraftwire.node.envelope import ENVELOPE, handle_envelope
 from kraftwire.node.group_shell import GroupShell
 from kraftwire.node.metrics import RaftMetrics, serve_metrics
@@ -38,7 +38,7 @@ from kraftwire.raft.core import RaftCore
 
 log = logging.getLogger(__name__)
 
-RAFT_KEYS = (52, 53, 54, 55)
+RAFT_KEYS = (52, 53, 54, 55, 59)
 
 
 class FatalNodeError(RuntimeError):
@@ -83,7 +83,8 @@ class Node:
             session_timeout_ms=cfg["broker.session.timeout.ms"],
             max_idle_interval_ms=cfg["metadata.max.idle.interval.ms"],
             default_num_partitions=cfg["num.partitions"],
-            default_replication_factor=cfg["default.replication.factor"])), bootstrap or bootstrap_records())
+            default_replication_factor=cfg["default.replication.factor"])), bootstrap or bootstrap_records(),
+            snapshotter_for(cfg))
         self.core = RaftCore(cfg.node_id, frozenset(self.voters), raft_config(cfg), self.log, self.store,
                              random.Random(), self.cluster_id, wall_ms(), listener=self.controller)
         listener = cfg.controller_listener

@@ -26,7 +26,7 @@ from kraftwire.raft import messages as m
 log = logging.getLogger(__name__)
 
 API_OF = {m.VoteRequest: 52, m.BeginQuorumEpochRequest: 53, m.EndQuorumEpochRequest: 54, m.FetchRequest: 1,
-          m.DescribeQuorumRequest: 55}
+          m.DescribeQuorumRequest: 55, m.FetchSnapshotRequest: 59}
 
 
 def wall_ms() -> int:

@@ -33,6 +33,12 @@ from kraftwire.protocol.messages import (
     fetch_response as f_resp,
 )
 from kraftwire.protocol.messages import (
+    fetch_snapshot_request as fs_req,
+)
+from kraftwire.protocol.messages import (
+    fetch_snapshot_response as fs_resp,
+)
+from kraftwire.protocol.messages import (
     vote_request as v_req,
 )
 from kraftwire.protocol.messages import (
@@ -41,7 +47,8 @@ from kraftwire.protocol.messages import (
 from kraftwire.protocol.records import decode_batches, encode_batch
 from kraftwire.raft import messages as m
 
-RAFT_KEYS = {52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch", 1: "Fetch", 55: "DescribeQuorum"}
+RAFT_KEYS = {52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch", 1: "Fetch", 55: "DescribeQuorum",
+             59: "FetchSnapshot"}
 
 
 class WireError(Exception):
@@ -58,7 +65,9 @@ def _one_partition(body: Any) -> Any:
         raise WireError(Errors.INVALID_REQUEST, "expected exactly one topic partition")
     name = getattr(topics[0], "topic_name", None)
     if name is None:
-        name = topics[0].topic
+        name = getattr(topics[0], "topic", None)
+    if name is None:
+        name = getattr(topics[0], "name", None)
     topic_id = getattr(topics[0], "topic_id", None)
     part = topics[0].partitions[0]
     index = getattr(part, "partition_index", None)
@@ -92,6 +101,11 @@ def request_from_wire(api_key: int, body: Any, version: int) -> tuple[int, m.Req
     if api_key == 55:
         _one_partition(body)
         return -1, m.DescribeQuorumRequest()
+    if api_key == 59:
+        p = _one_partition(body)
+        return body.replica_id, m.FetchSnapshotRequest(
+            body.cluster_id, body.replica_id, p.current_leader_epoch,
+            m.SnapshotIdField(p.snapshot_id.end_offset, p.snapshot_id.epoch), p.position, body.max_bytes)
     raise WireError(Errors.INVALID_REQUEST, f"API {api_key} is not a raft API")
 
 
@@ -129,6 +143,8 @@ def response_to_wire(api_key: int, resp: m.Response, version: int, nodes: list[t
             dq_nodes = [dq_resp.Node(i, [dq_resp.Listener(name, h, port)]) for i, h, port, name in nodes]
         return dq_resp.DescribeQuorumResponse(resp.error_code, None if resp.error_code else "",
                                               _topics(dq_resp.TopicData, parts), dq_nodes)
+    if api_key == 59:
+        return fetch_snapshot_response_to_wire(resp, version, nodes)
     raise ValueError(api_key)
 
 
@@ -160,6 +176,20 @@ def fetch_response_to_wire(resp: m.FetchResponse, version: int, nodes: list[tupl
     if version >= 16:
         endpoints = [f_resp.NodeEndpoint(i, h, port) for i, h, port, _ in nodes]
     return f_resp.FetchResponse(0, resp.error_code, 0, [topic] if parts else [], endpoints)
+
+
+def fetch_snapshot_response_to_wire(resp: m.FetchSnapshotResponse, version: int,
+                                    nodes: list[tuple[int, str, int, str]]) -> fs_resp.FetchSnapshotResponse:
+    p = resp.partition
+    topics = []
+    if p is not None:
+        part = fs_resp.PartitionSnapshot(
+            0, p.error_code, fs_resp.SnapshotId(p.snapshot_id.end_offset, p.snapshot_id.epoch),
+            fs_resp.LeaderIdAndEpoch(p.current_leader.leader_id, p.current_leader.leader_epoch),
+            p.size, p.position, p.unaligned_records)
+        topics = [fs_resp.TopicSnapshot(METADATA_TOPIC, [part])]
+    endpoints = [fs_resp.NodeEndpoint(i, h, port) for i, h, port, _ in nodes] if version >= 1 else []
+    return fs_resp.FetchSnapshotResponse(0, resp.error_code, topics, endpoints)
 
 
 # ----------------------------------------------------------------------------- requests out
@@ -198,6 +228,12 @@ def request_to_wire(msg: m.Request, version: int, leader_endpoints: list[tuple[s
         else:
             req.replica_id = msg.replica_id
         return req
+    if isinstance(msg, m.FetchSnapshotRequest):
+        part = fs_req.PartitionSnapshot(0, msg.current_leader_epoch,
+                                        fs_req.SnapshotId(msg.snapshot_id.end_offset, msg.snapshot_id.epoch),
+                                        msg.position)
+        return fs_req.FetchSnapshotRequest(msg.cluster_id, msg.replica_id, msg.max_bytes,
+                                           [fs_req.TopicSnapshot(METADATA_TOPIC, [part])])
     if isinstance(msg, m.DescribeQuorumRequest):
         from kraftwire.protocol.messages import describe_quorum_request as dq_req
 
@@ -210,6 +246,8 @@ def response_from_wire(api_key: int, body: Any) -> m.Response:
     """The core response for a wire response to a request we sent; raises DecodeError if malformed."""
     part = None
     topics = body.responses if api_key == 1 else body.topics
+    if api_key == 59:
+        return _fetch_snapshot_response_from_wire(body, topics)
     if topics:
         if len(topics) != 1 or len(topics[0].partitions) != 1:
             raise DecodeError("raft response must carry exactly one partition")
@@ -233,3 +271,16 @@ def response_from_wire(api_key: int, body: Any) -> m.Response:
             m.SnapshotIdField(sid.end_offset, sid.epoch) if sid.epoch >= 0 and sid.end_offset >= 0 else None,
             batches))
     raise ValueError(api_key)
+
+
+def _fetch_snapshot_response_from_wire(body: Any, topics: list[Any]) -> m.FetchSnapshotResponse:
+    if not topics:
+        return m.FetchSnapshotResponse(body.error_code, None)
+    if len(topics) != 1 or len(topics[0].partitions) != 1:
+        raise DecodeError("FetchSnapshot response must carry exactly one partition")
+    p = topics[0].partitions[0]
+    sid, cl = p.snapshot_id, p.current_leader
+    data = bytes(p.unaligned_records) if p.unaligned_records is not None else b""
+    return m.FetchSnapshotResponse(body.error_code, m.FetchSnapshotPartition(
+        p.error_code, m.SnapshotIdField(sid.end_offset, sid.epoch), m.LeaderIdAndEpoch(cl.leader_id, cl.leader_epoch),
+        p.size, p.position, data))
