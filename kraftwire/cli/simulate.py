@@ -1,4 +1,9 @@
-"""``kraftwire simulate``: run seeded quorum simulations and report invariant violations."""
+"""``kraftwire simulate``: run seeded quorum simulations and report invariant violations.
+
+With ``--spark [--master URL]`` the seeds are split into contiguous ranges run as Spark tasks;
+the output (one line per failing seed with its reproduction command, then the summary line) is the
+same as a local run's.
+"""
 
 from __future__ import annotations
 
@@ -33,6 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=f"comma list of {','.join(ALL_FAULTS)}, or all / none (default all)")
     p.add_argument("--duration-ms", type=int, default=6000, help="simulated time per seed (default 6000)")
     p.add_argument("--bugs", default="", help=argparse.SUPPRESS)  # test-only deliberate bugs
+    p.add_argument("--spark", action="store_true", help="run the seeds as Spark tasks (needs PySpark)")
+    p.add_argument("--master", default=None, metavar="URL", help="Spark master URL with --spark (default local[*])")
+    p.add_argument("--tasks", type=int, default=None, metavar="N",
+                   help="Spark tasks to split the seeds into (default 4 x the default parallelism)")
     p.set_defaults(func=_run)
 
 
@@ -41,8 +50,15 @@ def _run(args: argparse.Namespace) -> int:
     cfg = SimConfig(voters=args.voters, observers=args.observers, faults=args.faults,
                     duration_ms=args.duration_ms, bugs=bugs)
     seeds = [args.seed] if args.seed is not None else range(args.start_seed, args.start_seed + args.seeds)
+    if args.spark:
+        from kraftwire.analytics.session import spark_session
+        from kraftwire.analytics.sweep import spark_sweep
+
+        results = spark_sweep(spark_session(args.master, app_name="kraftwire-simulate"), seeds, cfg, args.tasks)
+    else:
+        results = run_seeds(seeds, cfg)
     total = bad = 0
-    for result in run_seeds(seeds, cfg):
+    for result in results:
         total += 1
         if not result.ok:
             bad += 1
