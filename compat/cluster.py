@@ -70,7 +70,11 @@ class Quorum:
                     line = f"listeners=CONTROLLER://127.0.0.1:{ports[i - 1]}"
                 lines.append(line)
             cfg.write_text("\n".join(lines) + "\n")
-            format_storage(load_config(cfg), self.cluster_id, quiet=True)
+            meta = Path(load_config(cfg).metadata_log_dir) / "meta.properties"
+            if meta.exists():  # a data directory kept from an earlier run: keep its cluster id
+                self.cluster_id = dict(ln.split("=", 1) for ln in meta.read_text().splitlines()
+                                       if "=" in ln and not ln.startswith("#"))["cluster.id"].strip()
+            format_storage(load_config(cfg), self.cluster_id, ignore_formatted=True, quiet=True)
         self.ports = ports
         self.procs: dict[int, subprocess.Popen] = {}
 

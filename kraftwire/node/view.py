@@ -2,7 +2,26 @@
 
 from __future__ import annotations
 
+import struct
 from typing import Any
+
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch header
+
+
+def _whole_batches_below(data: bytes, hw: int, max_bytes: int) -> bytes:
+    """The leading whole batches of ``data`` that end below ``hw`` and fit ``max_bytes`` (the first always
+    fits). Only headers are read: serving a Fetch does not decode records (clients check the CRCs)."""
+    pos = 0
+    while pos + 27 <= len(data):
+        base, length = _BASE_AND_LENGTH.unpack_from(data, pos)
+        size = 12 + length
+        if pos + size > len(data) or base + _LAST_OFFSET_DELTA.unpack_from(data, pos + 23)[0] >= hw:
+            break
+        if pos and pos + size > max_bytes:
+            break
+        pos += size
+    return data[:pos]
 
 
 class LogPartitionView:
@@ -32,6 +51,8 @@ class LogPartitionView:
 
     def read_committed_raw(self, offset: int, max_bytes: int) -> bytes:
         hw = self.high_watermark
+        if hasattr(self.log, "read_raw"):
+            return _whole_batches_below(self.log.read_raw(offset, max_bytes), hw, max_bytes)
         out = bytearray()
         for batch in self.log.read(offset, max_bytes):
             if batch.last_offset >= hw:
