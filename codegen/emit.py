@@ -336,7 +336,13 @@ class Emitter:
             lines.append(f"{i2}{out} += _I16.pack({n})")
         else:
             lines.append(f"{i2}{out} += _I32.pack({n})")
-        lines.append(f"{i2}{out} += {v}")
+        if kind == "records":
+            lines += [f"{i2}if len({v}) >= BIG_BLOB and type({out}) is Chunked:",
+                      f"{i2}    {out}.blobs.append((len({out}), {v}))",
+                      f"{i2}else:",
+                      f"{i2}    {out} += {v}"]
+        else:
+            lines.append(f"{i2}{out} += {v}")
         return lines
 
     def write_field(self, f: Field, expr: str, out: str, version: int, flexible: bool, ind: str) -> list[str]:
@@ -488,9 +494,9 @@ class Emitter:
                 "",
                 "    def encode(self, version: int) -> bytes:",
                 '        """The body of this message in ``version`` (no size prefix, no header)."""',
-                "        out = bytearray()",
+                "        out = Chunked()" if self.has_records() else "        out = bytearray()",
                 "        self.encode_into(out, version)",
-                "        return bytes(out)",
+                "        return out.result()" if self.has_records() else "        return bytes(out)",
                 "",
                 "    def encode_into(self, out: bytearray, version: int) -> None:",
                 "        fn = _ENCODERS.get(version)",
@@ -525,6 +531,10 @@ class Emitter:
             ]
         return "\n".join(lines) + "\n", spec
 
+    def has_records(self) -> bool:
+        structs = self.schema.structs + [self.schema.root]
+        return any(f.type == "records" for st in structs for f in st.fields)
+
     def module(self) -> str:
         s = self.schema
         structs = s.structs + [s.root]
@@ -541,7 +551,8 @@ class Emitter:
                  "from dataclasses import dataclass, field  # noqa: F401",
                  "from typing import ClassVar", "",
                  "from kraftwire.protocol.runtime import (  # noqa: F401",
-                 "    ZERO_UUID, DecodeError, EncodeError, UnsupportedVersionError, bad_length, make_uuid,",
+                 "    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,",
+                 "    make_uuid,",
                  "    not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,",
                  ")", "",
                  "_I16 = struct.Struct('>h')", "_I32 = struct.Struct('>i')",

@@ -16,6 +16,7 @@ from kraftwire.protocol.api import (
 from kraftwire.protocol.errors import DecodeError, UnsupportedVersionError
 from kraftwire.protocol.messages.request_header import RequestHeader
 from kraftwire.protocol.messages.response_header import ResponseHeader
+from kraftwire.protocol.runtime import Chunked
 
 SIZE = struct.Struct(">i")
 _KEY_VERSION_CORR = struct.Struct(">hhi")
@@ -80,23 +81,23 @@ def decode_request(frame: bytes) -> Request:
 def encode_request(body: Any, version: int, correlation_id: int, client_id: str | None = "kraftwire") -> bytes:
     """A size-prefixed request frame for ``body`` (a generated *Request instance)."""
     api_key = body.API_KEY
-    out = bytearray(4)
+    out = Chunked(4)
     header = RequestHeader(api_key, version, correlation_id, client_id)
     header.encode_into(out, request_header_version(api_key, version))
     body.encode_into(out, version)
-    SIZE.pack_into(out, 0, len(out) - 4)
-    return bytes(out)
+    SIZE.pack_into(out, 0, out.total() - 4)
+    return out.result()
 
 
 def encode_response(body: Any, api_key: int, version: int, correlation_id: int,
                     header_version: int | None = None) -> bytes:
     """A size-prefixed response frame."""
-    out = bytearray(4)
+    out = Chunked(4)
     hv = response_header_version(api_key, version) if header_version is None else header_version
     ResponseHeader(correlation_id).encode_into(out, hv)
     body.encode_into(out, version)
-    SIZE.pack_into(out, 0, len(out) - 4)
-    return bytes(out)
+    SIZE.pack_into(out, 0, out.total() - 4)
+    return out.result()
 
 
 def decode_response(frame: bytes, api_key: int, version: int) -> tuple[int, Any]:

@@ -99,3 +99,26 @@ def test_fully_populated_messages_round_trip_in_every_version() -> None:
         back = message_class(name).decode(wire, version)
         assert back == msg, (name, version)
         assert back.encode(version) == wire, (name, version)
+
+
+def test_big_record_sets_are_spliced_in_exactly() -> None:
+    """Records blobs >= BIG_BLOB bypass the encode buffer; the bytes and frame sizes must not change."""
+    from kraftwire.protocol.framing import decode_response, encode_response
+    from kraftwire.protocol.runtime import BIG_BLOB
+
+    msg = filled("FetchResponse", 16)
+    big = bytes(range(256)) * (BIG_BLOB // 256 + 3)
+    blobs = [big, big[:BIG_BLOB], big[: BIG_BLOB - 1], None]
+    for topic in msg.responses:
+        for part in topic.partitions:
+            part.records = blobs.pop()
+            blobs.insert(0, part.records)
+    plain = bytearray()
+    msg.encode_into(plain, 16)  # a plain bytearray takes every blob inline
+    wire = msg.encode(16)
+    assert wire == bytes(plain)
+    back = message_class("FetchResponse").decode(wire, 16)
+    assert back == msg and back.encode(16) == wire  # memoryview records re-encode identically
+    frame = encode_response(msg, 1, 16, correlation_id=3)
+    assert int.from_bytes(frame[:4], "big") == len(frame) - 4
+    assert decode_response(frame[4:], 1, 16) == (3, msg)

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    ZERO_UUID, DecodeError, EncodeError, UnsupportedVersionError, bad_length, make_uuid,
+    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,
+    make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
 
@@ -145,9 +146,9 @@ class FetchResponse:
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
-        out = bytearray()
+        out = Chunked()
         self.encode_into(out, version)
-        return bytes(out)
+        return out.result()
 
     def encode_into(self, out: bytearray, version: int) -> None:
         fn = _ENCODERS.get(version)
@@ -275,7 +276,10 @@ def _e_PartitionData_v0(o, out):
         out += b'\xff\xff\xff\xff'
     else:
         out += _I32.pack(len(b1))
-        out += b1
+        if len(b1) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b1))
+        else:
+            out += b1
 
 def _e_FetchableTopicResponse_v0(o, out):
     b1 = o.topic
@@ -345,7 +349,10 @@ def _e_PartitionData_v1(o, out):
         out += b'\xff\xff\xff\xff'
     else:
         out += _I32.pack(len(b1))
-        out += b1
+        if len(b1) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b1))
+        else:
+            out += b1
 
 def _e_FetchableTopicResponse_v1(o, out):
     b1 = o.topic
@@ -398,7 +405,10 @@ def _e_PartitionData_v2(o, out):
         out += b'\xff\xff\xff\xff'
     else:
         out += _I32.pack(len(b1))
-        out += b1
+        if len(b1) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b1))
+        else:
+            out += b1
 
 def _e_FetchableTopicResponse_v2(o, out):
     b1 = o.topic
@@ -451,7 +461,10 @@ def _e_PartitionData_v3(o, out):
         out += b'\xff\xff\xff\xff'
     else:
         out += _I32.pack(len(b1))
-        out += b1
+        if len(b1) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b1))
+        else:
+            out += b1
 
 def _e_FetchableTopicResponse_v3(o, out):
     b1 = o.topic
@@ -595,7 +608,10 @@ def _e_PartitionData_v4(o, out):
         out += b'\xff\xff\xff\xff'
     else:
         out += _I32.pack(len(b2))
-        out += b2
+        if len(b2) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b2))
+        else:
+            out += b2
 
 def _e_FetchableTopicResponse_v4(o, out):
     b1 = o.topic
@@ -734,7 +750,10 @@ def _e_PartitionData_v5(o, out):
         out += b'\xff\xff\xff\xff'
     else:
         out += _I32.pack(len(b2))
-        out += b2
+        if len(b2) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b2))
+        else:
+            out += b2
 
 def _e_FetchableTopicResponse_v5(o, out):
     b1 = o.topic
@@ -798,7 +817,10 @@ def _e_PartitionData_v6(o, out):
         out += b'\xff\xff\xff\xff'
     else:
         out += _I32.pack(len(b2))
-        out += b2
+        if len(b2) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b2))
+        else:
+            out += b2
 
 def _e_FetchableTopicResponse_v6(o, out):
     b1 = o.topic
@@ -878,7 +900,10 @@ def _e_PartitionData_v7(o, out):
         out += b'\xff\xff\xff\xff'
     else:
         out += _I32.pack(len(b2))
-        out += b2
+        if len(b2) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b2))
+        else:
+            out += b2
 
 def _e_FetchableTopicResponse_v7(o, out):
     b1 = o.topic
@@ -940,7 +965,10 @@ def _e_PartitionData_v8(o, out):
         out += b'\xff\xff\xff\xff'
     else:
         out += _I32.pack(len(b2))
-        out += b2
+        if len(b2) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b2))
+        else:
+            out += b2
 
 def _e_FetchableTopicResponse_v8(o, out):
     b1 = o.topic
@@ -1002,7 +1030,10 @@ def _e_PartitionData_v9(o, out):
         out += b'\xff\xff\xff\xff'
     else:
         out += _I32.pack(len(b2))
-        out += b2
+        if len(b2) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b2))
+        else:
+            out += b2
 
 def _e_FetchableTopicResponse_v9(o, out):
     b1 = o.topic
@@ -1064,7 +1095,10 @@ def _e_PartitionData_v10(o, out):
         out += b'\xff\xff\xff\xff'
     else:
         out += _I32.pack(len(b2))
-        out += b2
+        if len(b2) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b2))
+        else:
+            out += b2
 
 def _e_FetchableTopicResponse_v10(o, out):
     b1 = o.topic
@@ -1199,7 +1233,10 @@ def _e_PartitionData_v11(o, out):
         out += b'\xff\xff\xff\xff'
     else:
         out += _I32.pack(len(b2))
-        out += b2
+        if len(b2) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b2))
+        else:
+            out += b2
 
 def _e_FetchableTopicResponse_v11(o, out):
     b1 = o.topic
@@ -1533,7 +1570,10 @@ def _e_PartitionData_v12(o, out):
             out.append(len(b2) + 1)
         else:
             out += uvarint(len(b2) + 1)
-        out += b2
+        if len(b2) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b2))
+        else:
+            out += b2
     tagged = []
     if o.diverging_epoch != EpochEndOffset():
         t = bytearray()

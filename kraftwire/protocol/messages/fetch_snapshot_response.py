@@ -10,7 +10,8 @@ from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    ZERO_UUID, DecodeError, EncodeError, UnsupportedVersionError, bad_length, make_uuid,
+    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,
+    make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
 
@@ -112,9 +113,9 @@ class FetchSnapshotResponse:
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
-        out = bytearray()
+        out = Chunked()
         self.encode_into(out, version)
-        return bytes(out)
+        return out.result()
 
     def encode_into(self, out: bytearray, version: int) -> None:
         fn = _ENCODERS.get(version)
@@ -361,7 +362,10 @@ def _e_PartitionSnapshot_v0(o, out):
             out.append(len(b1) + 1)
         else:
             out += uvarint(len(b1) + 1)
-        out += b1
+        if len(b1) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b1))
+        else:
+            out += b1
     tagged = []
     if o.current_leader != LeaderIdAndEpoch():
         t = bytearray()
@@ -542,7 +546,10 @@ def _e_PartitionSnapshot_v1(o, out):
             out.append(len(b1) + 1)
         else:
             out += uvarint(len(b1) + 1)
-        out += b1
+        if len(b1) >= BIG_BLOB and type(out) is Chunked:
+            out.blobs.append((len(out), b1))
+        else:
+            out += b1
     tagged = []
     if o.current_leader != LeaderIdAndEpoch():
         t = bytearray()
