@@ -26,12 +26,18 @@ class Emitter:
         self.funcs: list[str] = []
         self.bodies: dict[str, str] = {}  # body digest -> function name
         self.tmp = 0
+        self.array_codes: set[str] = set()
 
     # -- helpers ---------------------------------------------------------------------------
     def const(self, fmt: str) -> str:
         if fmt not in self.consts:
             self.consts[fmt] = f"_S{len(self.consts)}"
         return self.consts[fmt]
+
+    def array_const(self, code: str) -> str:
+        """Name of the module's table of precompiled structs for short arrays of ``code`` items."""
+        self.array_codes.add(code)
+        return f"_A{code}"
 
     def fresh(self, stem: str) -> str:
         self.tmp += 1
@@ -178,7 +184,11 @@ class Emitter:
                           f"{i2}    app({item})"]
             elif et in FIXED_FORMATS and et not in ("uuid", "bool"):
                 code = FIXED_FORMATS[et]
-                lines += [f"{i2}{var} = list(unpack_from('>%d{code}' % {n}, buf, pos))",
+                arr = self.array_const(code)
+                lines += [f"{i2}if {n} < SMALL_ARRAY:",
+                          f"{i2}    {var} = list({arr}[{n}].unpack_from(buf, pos))",
+                          f"{i2}else:",
+                          f"{i2}    {var} = list(unpack_from('>%d{code}' % {n}, buf, pos))",
                           f"{i2}pos += {FIXED_SIZES[et]} * {n}"]
             elif et in ("uuid", "bool"):
                 code = FIXED_FORMATS[et]
@@ -364,7 +374,11 @@ class Emitter:
                 lines += [f"{i2}for e in {v}:", f"{i2}    {fn}(e, {out})"]
             elif et in FIXED_FORMATS and et not in ("uuid",):
                 code = FIXED_FORMATS[et]
-                lines.append(f"{i2}{out} += pack('>%d{code}' % len({v}), *{v})")
+                arr = self.array_const(code)
+                lines += [f"{i2}if len({v}) < SMALL_ARRAY:",
+                          f"{i2}    {out} += {arr}[len({v})].pack(*{v})",
+                          f"{i2}else:",
+                          f"{i2}    {out} += pack('>%d{code}' % len({v}), *{v})"]
             elif et == "uuid":
                 lines += [f"{i2}for e in {v}:", f"{i2}    {out} += e.bytes"]
             else:
@@ -551,8 +565,8 @@ class Emitter:
                  "from dataclasses import dataclass, field  # noqa: F401",
                  "from typing import ClassVar", "",
                  "from kraftwire.protocol.runtime import (  # noqa: F401",
-                 "    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,",
-                 "    make_uuid,",
+                 "    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,",
+                 "    array_structs, bad_length, make_uuid,",
                  "    not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,",
                  ")", "",
                  "_I16 = struct.Struct('>h')", "_I32 = struct.Struct('>i')",
@@ -560,6 +574,8 @@ class Emitter:
                  "", "def _first(item):", "    return item[0]", ""]
         for fmt, name in sorted(self.consts.items(), key=lambda kv: int(kv[1][2:])):
             parts.append(f"{name} = struct.Struct({fmt!r})")
+        for code in sorted(self.array_codes):
+            parts.append(f"_A{code} = array_structs({code!r})")
         parts.append("")
         specs = []
         for st in structs:

@@ -135,6 +135,14 @@ INT_RANGES = {
 pack_error = struct.error
 
 
+SMALL_ARRAY = 64  # arrays of fixed-width items shorter than this use a precompiled struct
+
+
+def array_structs(code: str) -> tuple[struct.Struct, ...]:
+    """``struct.Struct('>{n}{code}')`` for every n below SMALL_ARRAY (replica lists and the like)."""
+    return tuple(struct.Struct(f">{n}{code}") for n in range(SMALL_ARRAY))
+
+
 BIG_BLOB = 1 << 15  # records blobs at least this large are not copied into the encode buffer
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,
-    make_uuid,
+    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
 
@@ -30,6 +30,7 @@ _S1 = struct.Struct('>ii')
 _S2 = struct.Struct('>i')
 _S3 = struct.Struct('>bi')
 _S4 = struct.Struct('>16s')
+_Ai = array_structs('i')
 
 
 @dataclass(slots=True)
@@ -144,7 +145,10 @@ def _d_PartitionData_v0(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('AlterPartitionRequest.NewIsr', n1)
     else:
-        v_new_isr = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_new_isr = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_new_isr = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     v_partition_epoch, = _S2.unpack_from(buf, pos)
     pos += 4
@@ -272,7 +276,10 @@ def _e_PartitionData_v0(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     out += _S2.pack(o.partition_epoch)
     unknown = o.unknown_tagged_fields
     if unknown:
@@ -339,7 +346,10 @@ def _d_PartitionData_v1(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('AlterPartitionRequest.NewIsr', n1)
     else:
-        v_new_isr = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_new_isr = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_new_isr = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     v_leader_recovery_state, v_partition_epoch = _S3.unpack_from(buf, pos)
     pos += 5
@@ -464,7 +474,10 @@ def _e_PartitionData_v1(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
     unknown = o.unknown_tagged_fields
     if unknown:
@@ -609,7 +622,10 @@ def _e_PartitionData_v2(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     out += _S3.pack(o.leader_recovery_state, o.partition_epoch)
     unknown = o.unknown_tagged_fields
     if unknown:

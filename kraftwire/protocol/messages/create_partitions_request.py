@@ -10,8 +10,8 @@ from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,
-    make_uuid,
+    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
 
@@ -27,6 +27,7 @@ def _first(item):
 
 _S0 = struct.Struct('>i')
 _S1 = struct.Struct('>i?')
+_Ai = array_structs('i')
 
 
 @dataclass(slots=True)
@@ -118,7 +119,10 @@ def _d_CreatePartitionsAssignment_v0(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('CreatePartitionsRequest.BrokerIds', n1)
     else:
-        v_broker_ids = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_broker_ids = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_broker_ids = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     return CreatePartitionsAssignment(v_broker_ids, None), pos
 
@@ -174,7 +178,10 @@ def _e_CreatePartitionsAssignment_v0(o, out):
         raise not_nullable('CreatePartitionsRequest.BrokerIds', 0)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
 
 def _e_CreatePartitionsTopic_v0(o, out):
     b1 = o.name
@@ -215,7 +222,10 @@ def _e_CreatePartitionsAssignment_v1(o, out):
         raise not_nullable('CreatePartitionsRequest.BrokerIds', 1)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
 
 def _e_CreatePartitionsTopic_v1(o, out):
     b1 = o.name
@@ -256,7 +266,10 @@ def _d_CreatePartitionsAssignment_v2(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('CreatePartitionsRequest.BrokerIds', n1)
     else:
-        v_broker_ids = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_broker_ids = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_broker_ids = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     ntag = buf[pos]
     if ntag < 128:
@@ -378,7 +391,10 @@ def _e_CreatePartitionsAssignment_v2(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -446,7 +462,10 @@ def _e_CreatePartitionsAssignment_v3(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))

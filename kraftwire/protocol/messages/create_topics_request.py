@@ -10,8 +10,8 @@ from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,
-    make_uuid,
+    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
 
@@ -28,6 +28,7 @@ def _first(item):
 _S0 = struct.Struct('>ih')
 _S1 = struct.Struct('>i')
 _S2 = struct.Struct('>i?')
+_Ai = array_structs('i')
 
 
 @dataclass(slots=True)
@@ -136,7 +137,10 @@ def _d_CreatableReplicaAssignment_v0(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('CreateTopicsRequest.BrokerIds', n1)
     else:
-        v_broker_ids = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_broker_ids = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_broker_ids = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     return CreatableReplicaAssignment(v_partition_index, v_broker_ids, None), pos
 
@@ -229,7 +233,10 @@ def _e_CreatableReplicaAssignment_v0(o, out):
         raise not_nullable('CreateTopicsRequest.BrokerIds', 0)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
 
 def _e_CreatableTopicConfig_v0(o, out):
     b1 = o.name
@@ -313,7 +320,10 @@ def _e_CreatableReplicaAssignment_v1(o, out):
         raise not_nullable('CreateTopicsRequest.BrokerIds', 1)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
 
 def _e_CreatableTopicConfig_v1(o, out):
     b1 = o.name
@@ -380,7 +390,10 @@ def _e_CreatableReplicaAssignment_v2(o, out):
         raise not_nullable('CreateTopicsRequest.BrokerIds', 2)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
 
 def _e_CreatableTopicConfig_v2(o, out):
     b1 = o.name
@@ -447,7 +460,10 @@ def _e_CreatableReplicaAssignment_v3(o, out):
         raise not_nullable('CreateTopicsRequest.BrokerIds', 3)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
 
 def _e_CreatableTopicConfig_v3(o, out):
     b1 = o.name
@@ -514,7 +530,10 @@ def _e_CreatableReplicaAssignment_v4(o, out):
         raise not_nullable('CreateTopicsRequest.BrokerIds', 4)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
 
 def _e_CreatableTopicConfig_v4(o, out):
     b1 = o.name
@@ -580,7 +599,10 @@ def _d_CreatableReplicaAssignment_v5(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('CreateTopicsRequest.BrokerIds', n1)
     else:
-        v_broker_ids = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_broker_ids = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_broker_ids = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     ntag = buf[pos]
     if ntag < 128:
@@ -767,7 +789,10 @@ def _e_CreatableReplicaAssignment_v5(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -875,7 +900,10 @@ def _e_CreatableReplicaAssignment_v6(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -983,7 +1011,10 @@ def _e_CreatableReplicaAssignment_v7(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,
-    make_uuid,
+    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
 
@@ -27,6 +27,7 @@ def _first(item):
 
 _S0 = struct.Struct('>i')
 _S1 = struct.Struct('>b')
+_Ai = array_structs('i')
 
 
 @dataclass(slots=True)
@@ -116,7 +117,10 @@ def _d_TopicPartitions_v0(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('ElectLeadersRequest.Partitions', n2)
     else:
-        v_partitions = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_partitions = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_partitions = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     return TopicPartitions(v_topic, v_partitions, None), pos
 
@@ -153,7 +157,10 @@ def _e_TopicPartitions_v0(o, out):
         raise not_nullable('ElectLeadersRequest.Partitions', 0)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_ElectLeadersRequest_v0(o, out):
     if o.election_type != 0:
@@ -203,7 +210,10 @@ def _e_TopicPartitions_v1(o, out):
         raise not_nullable('ElectLeadersRequest.Partitions', 1)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_ElectLeadersRequest_v1(o, out):
     out += _S1.pack(o.election_type)
@@ -242,7 +252,10 @@ def _d_TopicPartitions_v2(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('ElectLeadersRequest.Partitions', n2)
     else:
-        v_partitions = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_partitions = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_partitions = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     ntag = buf[pos]
     if ntag < 128:
@@ -324,7 +337,10 @@ def _e_TopicPartitions_v2(o, out):
             out.append(len(a2) + 1)
         else:
             out += uvarint(len(a2) + 1)
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))

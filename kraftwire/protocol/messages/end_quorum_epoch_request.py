@@ -10,8 +10,8 @@ from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,
-    make_uuid,
+    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
 
@@ -28,6 +28,7 @@ def _first(item):
 _S0 = struct.Struct('>iii')
 _S1 = struct.Struct('>i16s')
 _S2 = struct.Struct('>H')
+_Ai = array_structs('i')
 
 
 @dataclass(slots=True)
@@ -149,7 +150,10 @@ def _d_PartitionData_v0(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('EndQuorumEpochRequest.PreferredSuccessors', n1)
     else:
-        v_preferred_successors = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_preferred_successors = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_preferred_successors = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     v_preferred_candidates = []
     return PartitionData(v_partition_index, v_leader_id, v_leader_epoch, v_preferred_successors, v_preferred_candidates, None), pos
@@ -214,7 +218,10 @@ def _e_PartitionData_v0(o, out):
         raise not_nullable('EndQuorumEpochRequest.PreferredSuccessors', 0)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
 
 def _e_TopicData_v0(o, out):
     b1 = o.topic_name

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,
-    make_uuid,
+    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
 
@@ -36,6 +36,7 @@ _S7 = struct.Struct('>iiqiqi')
 _S8 = struct.Struct('>16s')
 _S9 = struct.Struct('>iiibii')
 _S10 = struct.Struct('>iq')
+_Ai = array_structs('i')
 
 
 @dataclass(slots=True)
@@ -616,7 +617,10 @@ def _d_ForgottenTopic_v7(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('FetchRequest.Partitions', n2)
     else:
-        v_partitions = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_partitions = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_partitions = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     v_topic_id = ZERO_UUID
     return ForgottenTopic(v_topic, v_topic_id, v_partitions, None), pos
@@ -687,7 +691,10 @@ def _e_ForgottenTopic_v7(o, out):
         raise not_nullable('FetchRequest.Partitions', 7)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_FetchRequest_v7(o, out):
     if o.replica_state != ReplicaState():
@@ -750,7 +757,10 @@ def _e_ForgottenTopic_v8(o, out):
         raise not_nullable('FetchRequest.Partitions', 8)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_FetchRequest_v8(o, out):
     if o.replica_state != ReplicaState():
@@ -872,7 +882,10 @@ def _e_ForgottenTopic_v9(o, out):
         raise not_nullable('FetchRequest.Partitions', 9)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_FetchRequest_v9(o, out):
     if o.replica_state != ReplicaState():
@@ -935,7 +948,10 @@ def _e_ForgottenTopic_v10(o, out):
         raise not_nullable('FetchRequest.Partitions', 10)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_FetchRequest_v10(o, out):
     if o.replica_state != ReplicaState():
@@ -1037,7 +1053,10 @@ def _e_ForgottenTopic_v11(o, out):
         raise not_nullable('FetchRequest.Partitions', 11)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_FetchRequest_v11(o, out):
     if o.replica_state != ReplicaState():
@@ -1165,7 +1184,10 @@ def _d_ForgottenTopic_v12(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('FetchRequest.Partitions', n2)
     else:
-        v_partitions = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_partitions = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_partitions = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     v_topic_id = ZERO_UUID
     ntag = buf[pos]
@@ -1330,7 +1352,10 @@ def _e_ForgottenTopic_v12(o, out):
             out.append(len(a2) + 1)
         else:
             out += uvarint(len(a2) + 1)
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -1450,7 +1475,10 @@ def _d_ForgottenTopic_v13(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('FetchRequest.Partitions', n1)
     else:
-        v_partitions = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_partitions = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_partitions = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     v_topic = ''
     ntag = buf[pos]
@@ -1591,7 +1619,10 @@ def _e_ForgottenTopic_v13(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -1692,7 +1723,10 @@ def _e_ForgottenTopic_v14(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -1907,7 +1941,10 @@ def _e_ForgottenTopic_v15(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -2022,7 +2059,10 @@ def _e_ForgottenTopic_v16(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -2301,7 +2341,10 @@ def _e_ForgottenTopic_v17(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,
-    make_uuid,
+    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
 
@@ -29,6 +29,7 @@ _S0 = struct.Struct('>ih')
 _S1 = struct.Struct('>ihqq')
 _S2 = struct.Struct('>i')
 _S3 = struct.Struct('>ihqqi')
+_Aq = array_structs('q')
 
 
 @dataclass(slots=True)
@@ -125,7 +126,10 @@ def _d_ListOffsetsPartitionResponse_v0(buf, pos, blen):
     elif n1 > (blen - pos) // 8:
         raise bad_length('ListOffsetsResponse.OldStyleOffsets', n1)
     else:
-        v_old_style_offsets = list(unpack_from('>%dq' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_old_style_offsets = list(_Aq[n1].unpack_from(buf, pos))
+        else:
+            v_old_style_offsets = list(unpack_from('>%dq' % n1, buf, pos))
         pos += 8 * n1
     v_timestamp = -1
     v_offset = -1
@@ -186,7 +190,10 @@ def _e_ListOffsetsPartitionResponse_v0(o, out):
         raise not_nullable('ListOffsetsResponse.OldStyleOffsets', 0)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%dq' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Aq[len(a1)].pack(*a1)
+        else:
+            out += pack('>%dq' % len(a1), *a1)
 
 def _e_ListOffsetsTopicResponse_v0(o, out):
     b1 = o.name

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,
-    make_uuid,
+    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
 
@@ -31,6 +31,7 @@ _S2 = struct.Struct('>hii')
 _S3 = struct.Struct('>?')
 _S4 = struct.Struct('>hiii')
 _S5 = struct.Struct('>16s?')
+_Ai = array_structs('i')
 
 
 @dataclass(slots=True)
@@ -168,7 +169,10 @@ def _d_MetadataResponsePartition_v0(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('MetadataResponse.ReplicaNodes', n1)
     else:
-        v_replica_nodes = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_replica_nodes = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_replica_nodes = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     n2, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -177,7 +181,10 @@ def _d_MetadataResponsePartition_v0(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('MetadataResponse.IsrNodes', n2)
     else:
-        v_isr_nodes = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_isr_nodes = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_isr_nodes = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     v_leader_epoch = -1
     v_offline_replicas = []
@@ -262,13 +269,19 @@ def _e_MetadataResponsePartition_v0(o, out):
         raise not_nullable('MetadataResponse.ReplicaNodes', 0)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr_nodes
     if a2 is None:
         raise not_nullable('MetadataResponse.IsrNodes', 0)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_MetadataResponseTopic_v0(o, out):
     if o.topic_authorized_operations != -2147483648:
@@ -426,13 +439,19 @@ def _e_MetadataResponsePartition_v1(o, out):
         raise not_nullable('MetadataResponse.ReplicaNodes', 1)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr_nodes
     if a2 is None:
         raise not_nullable('MetadataResponse.IsrNodes', 1)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_MetadataResponseTopic_v1(o, out):
     if o.topic_authorized_operations != -2147483648:
@@ -547,13 +566,19 @@ def _e_MetadataResponsePartition_v2(o, out):
         raise not_nullable('MetadataResponse.ReplicaNodes', 2)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr_nodes
     if a2 is None:
         raise not_nullable('MetadataResponse.IsrNodes', 2)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_MetadataResponseTopic_v2(o, out):
     if o.topic_authorized_operations != -2147483648:
@@ -676,13 +701,19 @@ def _e_MetadataResponsePartition_v3(o, out):
         raise not_nullable('MetadataResponse.ReplicaNodes', 3)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr_nodes
     if a2 is None:
         raise not_nullable('MetadataResponse.IsrNodes', 3)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_MetadataResponseTopic_v3(o, out):
     if o.topic_authorized_operations != -2147483648:
@@ -764,13 +795,19 @@ def _e_MetadataResponsePartition_v4(o, out):
         raise not_nullable('MetadataResponse.ReplicaNodes', 4)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr_nodes
     if a2 is None:
         raise not_nullable('MetadataResponse.IsrNodes', 4)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_MetadataResponseTopic_v4(o, out):
     if o.topic_authorized_operations != -2147483648:
@@ -831,7 +868,10 @@ def _d_MetadataResponsePartition_v5(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('MetadataResponse.ReplicaNodes', n1)
     else:
-        v_replica_nodes = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_replica_nodes = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_replica_nodes = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     n2, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -840,7 +880,10 @@ def _d_MetadataResponsePartition_v5(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('MetadataResponse.IsrNodes', n2)
     else:
-        v_isr_nodes = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_isr_nodes = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_isr_nodes = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     n3, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -849,7 +892,10 @@ def _d_MetadataResponsePartition_v5(buf, pos, blen):
     elif n3 > (blen - pos) // 4:
         raise bad_length('MetadataResponse.OfflineReplicas', n3)
     else:
-        v_offline_replicas = list(unpack_from('>%di' % n3, buf, pos))
+        if n3 < SMALL_ARRAY:
+            v_offline_replicas = list(_Ai[n3].unpack_from(buf, pos))
+        else:
+            v_offline_replicas = list(unpack_from('>%di' % n3, buf, pos))
         pos += 4 * n3
     v_leader_epoch = -1
     return MetadataResponsePartition(v_error_code, v_partition_index, v_leader_id, v_leader_epoch, v_replica_nodes, v_isr_nodes, v_offline_replicas, None), pos
@@ -954,19 +1000,28 @@ def _e_MetadataResponsePartition_v5(o, out):
         raise not_nullable('MetadataResponse.ReplicaNodes', 5)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr_nodes
     if a2 is None:
         raise not_nullable('MetadataResponse.IsrNodes', 5)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     a3 = o.offline_replicas
     if a3 is None:
         raise not_nullable('MetadataResponse.OfflineReplicas', 5)
     else:
         out += _I32.pack(len(a3))
-        out += pack('>%di' % len(a3), *a3)
+        if len(a3) < SMALL_ARRAY:
+            out += _Ai[len(a3)].pack(*a3)
+        else:
+            out += pack('>%di' % len(a3), *a3)
 
 def _e_MetadataResponseTopic_v5(o, out):
     if o.topic_authorized_operations != -2147483648:
@@ -1048,19 +1103,28 @@ def _e_MetadataResponsePartition_v6(o, out):
         raise not_nullable('MetadataResponse.ReplicaNodes', 6)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr_nodes
     if a2 is None:
         raise not_nullable('MetadataResponse.IsrNodes', 6)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     a3 = o.offline_replicas
     if a3 is None:
         raise not_nullable('MetadataResponse.OfflineReplicas', 6)
     else:
         out += _I32.pack(len(a3))
-        out += pack('>%di' % len(a3), *a3)
+        if len(a3) < SMALL_ARRAY:
+            out += _Ai[len(a3)].pack(*a3)
+        else:
+            out += pack('>%di' % len(a3), *a3)
 
 def _e_MetadataResponseTopic_v6(o, out):
     if o.topic_authorized_operations != -2147483648:
@@ -1121,7 +1185,10 @@ def _d_MetadataResponsePartition_v7(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('MetadataResponse.ReplicaNodes', n1)
     else:
-        v_replica_nodes = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_replica_nodes = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_replica_nodes = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     n2, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1130,7 +1197,10 @@ def _d_MetadataResponsePartition_v7(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('MetadataResponse.IsrNodes', n2)
     else:
-        v_isr_nodes = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_isr_nodes = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_isr_nodes = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     n3, = _I32.unpack_from(buf, pos)
     pos += 4
@@ -1139,7 +1209,10 @@ def _d_MetadataResponsePartition_v7(buf, pos, blen):
     elif n3 > (blen - pos) // 4:
         raise bad_length('MetadataResponse.OfflineReplicas', n3)
     else:
-        v_offline_replicas = list(unpack_from('>%di' % n3, buf, pos))
+        if n3 < SMALL_ARRAY:
+            v_offline_replicas = list(_Ai[n3].unpack_from(buf, pos))
+        else:
+            v_offline_replicas = list(unpack_from('>%di' % n3, buf, pos))
         pos += 4 * n3
     return MetadataResponsePartition(v_error_code, v_partition_index, v_leader_id, v_leader_epoch, v_replica_nodes, v_isr_nodes, v_offline_replicas, None), pos
 
@@ -1243,19 +1316,28 @@ def _e_MetadataResponsePartition_v7(o, out):
         raise not_nullable('MetadataResponse.ReplicaNodes', 7)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr_nodes
     if a2 is None:
         raise not_nullable('MetadataResponse.IsrNodes', 7)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     a3 = o.offline_replicas
     if a3 is None:
         raise not_nullable('MetadataResponse.OfflineReplicas', 7)
     else:
         out += _I32.pack(len(a3))
-        out += pack('>%di' % len(a3), *a3)
+        if len(a3) < SMALL_ARRAY:
+            out += _Ai[len(a3)].pack(*a3)
+        else:
+            out += pack('>%di' % len(a3), *a3)
 
 def _e_MetadataResponseTopic_v7(o, out):
     if o.topic_authorized_operations != -2147483648:
@@ -1410,19 +1492,28 @@ def _e_MetadataResponsePartition_v8(o, out):
         raise not_nullable('MetadataResponse.ReplicaNodes', 8)
     else:
         out += _I32.pack(len(a1))
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr_nodes
     if a2 is None:
         raise not_nullable('MetadataResponse.IsrNodes', 8)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     a3 = o.offline_replicas
     if a3 is None:
         raise not_nullable('MetadataResponse.OfflineReplicas', 8)
     else:
         out += _I32.pack(len(a3))
-        out += pack('>%di' % len(a3), *a3)
+        if len(a3) < SMALL_ARRAY:
+            out += _Ai[len(a3)].pack(*a3)
+        else:
+            out += pack('>%di' % len(a3), *a3)
 
 def _e_MetadataResponseTopic_v8(o, out):
     out += _S1.pack(o.error_code)
@@ -1537,7 +1628,10 @@ def _d_MetadataResponsePartition_v9(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('MetadataResponse.ReplicaNodes', n1)
     else:
-        v_replica_nodes = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_replica_nodes = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_replica_nodes = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     n2 = buf[pos]
     if n2 < 128:
@@ -1550,7 +1644,10 @@ def _d_MetadataResponsePartition_v9(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('MetadataResponse.IsrNodes', n2)
     else:
-        v_isr_nodes = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_isr_nodes = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_isr_nodes = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     n3 = buf[pos]
     if n3 < 128:
@@ -1563,7 +1660,10 @@ def _d_MetadataResponsePartition_v9(buf, pos, blen):
     elif n3 > (blen - pos) // 4:
         raise bad_length('MetadataResponse.OfflineReplicas', n3)
     else:
-        v_offline_replicas = list(unpack_from('>%di' % n3, buf, pos))
+        if n3 < SMALL_ARRAY:
+            v_offline_replicas = list(_Ai[n3].unpack_from(buf, pos))
+        else:
+            v_offline_replicas = list(unpack_from('>%di' % n3, buf, pos))
         pos += 4 * n3
     ntag = buf[pos]
     if ntag < 128:
@@ -1754,7 +1854,10 @@ def _e_MetadataResponsePartition_v9(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr_nodes
     if a2 is None:
         raise not_nullable('MetadataResponse.IsrNodes', 9)
@@ -1763,7 +1866,10 @@ def _e_MetadataResponsePartition_v9(o, out):
             out.append(len(a2) + 1)
         else:
             out += uvarint(len(a2) + 1)
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     a3 = o.offline_replicas
     if a3 is None:
         raise not_nullable('MetadataResponse.OfflineReplicas', 9)
@@ -1772,7 +1878,10 @@ def _e_MetadataResponsePartition_v9(o, out):
             out.append(len(a3) + 1)
         else:
             out += uvarint(len(a3) + 1)
-        out += pack('>%di' % len(a3), *a3)
+        if len(a3) < SMALL_ARRAY:
+            out += _Ai[len(a3)].pack(*a3)
+        else:
+            out += pack('>%di' % len(a3), *a3)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -2023,7 +2132,10 @@ def _e_MetadataResponsePartition_v10(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr_nodes
     if a2 is None:
         raise not_nullable('MetadataResponse.IsrNodes', 10)
@@ -2032,7 +2144,10 @@ def _e_MetadataResponsePartition_v10(o, out):
             out.append(len(a2) + 1)
         else:
             out += uvarint(len(a2) + 1)
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     a3 = o.offline_replicas
     if a3 is None:
         raise not_nullable('MetadataResponse.OfflineReplicas', 10)
@@ -2041,7 +2156,10 @@ def _e_MetadataResponsePartition_v10(o, out):
             out.append(len(a3) + 1)
         else:
             out += uvarint(len(a3) + 1)
-        out += pack('>%di' % len(a3), *a3)
+        if len(a3) < SMALL_ARRAY:
+            out += _Ai[len(a3)].pack(*a3)
+        else:
+            out += pack('>%di' % len(a3), *a3)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -2236,7 +2354,10 @@ def _e_MetadataResponsePartition_v11(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr_nodes
     if a2 is None:
         raise not_nullable('MetadataResponse.IsrNodes', 11)
@@ -2245,7 +2366,10 @@ def _e_MetadataResponsePartition_v11(o, out):
             out.append(len(a2) + 1)
         else:
             out += uvarint(len(a2) + 1)
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     a3 = o.offline_replicas
     if a3 is None:
         raise not_nullable('MetadataResponse.OfflineReplicas', 11)
@@ -2254,7 +2378,10 @@ def _e_MetadataResponsePartition_v11(o, out):
             out.append(len(a3) + 1)
         else:
             out += uvarint(len(a3) + 1)
-        out += pack('>%di' % len(a3), *a3)
+        if len(a3) < SMALL_ARRAY:
+            out += _Ai[len(a3)].pack(*a3)
+        else:
+            out += pack('>%di' % len(a3), *a3)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -2507,7 +2634,10 @@ def _e_MetadataResponsePartition_v12(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr_nodes
     if a2 is None:
         raise not_nullable('MetadataResponse.IsrNodes', 12)
@@ -2516,7 +2646,10 @@ def _e_MetadataResponsePartition_v12(o, out):
             out.append(len(a2) + 1)
         else:
             out += uvarint(len(a2) + 1)
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     a3 = o.offline_replicas
     if a3 is None:
         raise not_nullable('MetadataResponse.OfflineReplicas', 12)
@@ -2525,7 +2658,10 @@ def _e_MetadataResponsePartition_v12(o, out):
             out.append(len(a3) + 1)
         else:
             out += uvarint(len(a3) + 1)
-        out += pack('>%di' % len(a3), *a3)
+        if len(a3) < SMALL_ARRAY:
+            out += _Ai[len(a3)].pack(*a3)
+        else:
+            out += pack('>%di' % len(a3), *a3)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))

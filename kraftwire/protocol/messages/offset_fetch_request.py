@@ -10,8 +10,8 @@ from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,
-    make_uuid,
+    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
 
@@ -27,6 +27,7 @@ def _first(item):
 
 _S0 = struct.Struct('>?')
 _S1 = struct.Struct('>i')
+_Ai = array_structs('i')
 
 
 @dataclass(slots=True)
@@ -143,7 +144,10 @@ def _d_OffsetFetchRequestTopic_v0(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('OffsetFetchRequest.PartitionIndexes', n2)
     else:
-        v_partition_indexes = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_partition_indexes = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_partition_indexes = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     return OffsetFetchRequestTopic(v_name, v_partition_indexes, None), pos
 
@@ -187,7 +191,10 @@ def _e_OffsetFetchRequestTopic_v0(o, out):
         raise not_nullable('OffsetFetchRequest.PartitionIndexes', 0)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_OffsetFetchRequest_v0(o, out):
     if o.groups:
@@ -226,7 +233,10 @@ def _e_OffsetFetchRequestTopic_v1(o, out):
         raise not_nullable('OffsetFetchRequest.PartitionIndexes', 1)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_OffsetFetchRequest_v1(o, out):
     if o.groups:
@@ -292,7 +302,10 @@ def _e_OffsetFetchRequestTopic_v2(o, out):
         raise not_nullable('OffsetFetchRequest.PartitionIndexes', 2)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_OffsetFetchRequest_v2(o, out):
     if o.groups:
@@ -331,7 +344,10 @@ def _e_OffsetFetchRequestTopic_v3(o, out):
         raise not_nullable('OffsetFetchRequest.PartitionIndexes', 3)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_OffsetFetchRequest_v3(o, out):
     if o.groups:
@@ -370,7 +386,10 @@ def _e_OffsetFetchRequestTopic_v4(o, out):
         raise not_nullable('OffsetFetchRequest.PartitionIndexes', 4)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_OffsetFetchRequest_v4(o, out):
     if o.groups:
@@ -409,7 +428,10 @@ def _e_OffsetFetchRequestTopic_v5(o, out):
         raise not_nullable('OffsetFetchRequest.PartitionIndexes', 5)
     else:
         out += _I32.pack(len(a2))
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
 
 def _e_OffsetFetchRequest_v5(o, out):
     if o.groups:
@@ -457,7 +479,10 @@ def _d_OffsetFetchRequestTopic_v6(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('OffsetFetchRequest.PartitionIndexes', n2)
     else:
-        v_partition_indexes = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_partition_indexes = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_partition_indexes = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     ntag = buf[pos]
     if ntag < 128:
@@ -551,7 +576,10 @@ def _e_OffsetFetchRequestTopic_v6(o, out):
             out.append(len(a2) + 1)
         else:
             out += uvarint(len(a2) + 1)
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -665,7 +693,10 @@ def _e_OffsetFetchRequestTopic_v7(o, out):
             out.append(len(a2) + 1)
         else:
             out += uvarint(len(a2) + 1)
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -728,7 +759,10 @@ def _d_OffsetFetchRequestTopics_v8(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('OffsetFetchRequest.PartitionIndexes', n2)
     else:
-        v_partition_indexes = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_partition_indexes = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_partition_indexes = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     ntag = buf[pos]
     if ntag < 128:
@@ -862,7 +896,10 @@ def _e_OffsetFetchRequestTopics_v8(o, out):
             out.append(len(a2) + 1)
         else:
             out += uvarint(len(a2) + 1)
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))
@@ -1049,7 +1086,10 @@ def _e_OffsetFetchRequestTopics_v9(o, out):
             out.append(len(a2) + 1)
         else:
             out += uvarint(len(a2) + 1)
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     unknown = o.unknown_tagged_fields
     if unknown:
         write_tags(out, sorted(unknown))

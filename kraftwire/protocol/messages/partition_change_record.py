@@ -10,8 +10,8 @@ from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,
-    make_uuid,
+    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
 
@@ -28,6 +28,7 @@ def _first(item):
 _S0 = struct.Struct('>i16s')
 _S1 = struct.Struct('>i')
 _S2 = struct.Struct('>b')
+_Ai = array_structs('i')
 
 
 @dataclass(slots=True)
@@ -134,7 +135,10 @@ def _d_PartitionChangeRecord_v0(buf, pos, blen):
             elif n1 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.Isr', n1)
             else:
-                v_isr = list(unpack_from('>%di' % n1, buf, pos))
+                if n1 < SMALL_ARRAY:
+                    v_isr = list(_Ai[n1].unpack_from(buf, pos))
+                else:
+                    v_isr = list(unpack_from('>%di' % n1, buf, pos))
                 pos += 4 * n1
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.Isr does not fill its size')
@@ -157,7 +161,10 @@ def _d_PartitionChangeRecord_v0(buf, pos, blen):
             elif n2 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.Replicas', n2)
             else:
-                v_replicas = list(unpack_from('>%di' % n2, buf, pos))
+                if n2 < SMALL_ARRAY:
+                    v_replicas = list(_Ai[n2].unpack_from(buf, pos))
+                else:
+                    v_replicas = list(unpack_from('>%di' % n2, buf, pos))
                 pos += 4 * n2
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.Replicas does not fill its size')
@@ -175,7 +182,10 @@ def _d_PartitionChangeRecord_v0(buf, pos, blen):
             elif n3 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
             else:
-                v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
+                if n3 < SMALL_ARRAY:
+                    v_removing_replicas = list(_Ai[n3].unpack_from(buf, pos))
+                else:
+                    v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
                 pos += 4 * n3
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.RemovingReplicas does not fill its size')
@@ -193,7 +203,10 @@ def _d_PartitionChangeRecord_v0(buf, pos, blen):
             elif n4 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
             else:
-                v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
+                if n4 < SMALL_ARRAY:
+                    v_adding_replicas = list(_Ai[n4].unpack_from(buf, pos))
+                else:
+                    v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
                 pos += 4 * n4
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.AddingReplicas does not fill its size')
@@ -228,7 +241,10 @@ def _e_PartitionChangeRecord_v0(o, out):
                 t.append(len(a1) + 1)
             else:
                 t += uvarint(len(a1) + 1)
-            t += pack('>%di' % len(a1), *a1)
+            if len(a1) < SMALL_ARRAY:
+                t += _Ai[len(a1)].pack(*a1)
+            else:
+                t += pack('>%di' % len(a1), *a1)
         tagged.append((0, t))
     if o.leader != -2:
         t = bytearray()
@@ -244,7 +260,10 @@ def _e_PartitionChangeRecord_v0(o, out):
                 t.append(len(a2) + 1)
             else:
                 t += uvarint(len(a2) + 1)
-            t += pack('>%di' % len(a2), *a2)
+            if len(a2) < SMALL_ARRAY:
+                t += _Ai[len(a2)].pack(*a2)
+            else:
+                t += pack('>%di' % len(a2), *a2)
         tagged.append((2, t))
     if o.removing_replicas is not None:
         t = bytearray()
@@ -256,7 +275,10 @@ def _e_PartitionChangeRecord_v0(o, out):
                 t.append(len(a3) + 1)
             else:
                 t += uvarint(len(a3) + 1)
-            t += pack('>%di' % len(a3), *a3)
+            if len(a3) < SMALL_ARRAY:
+                t += _Ai[len(a3)].pack(*a3)
+            else:
+                t += pack('>%di' % len(a3), *a3)
         tagged.append((3, t))
     if o.adding_replicas is not None:
         t = bytearray()
@@ -268,7 +290,10 @@ def _e_PartitionChangeRecord_v0(o, out):
                 t.append(len(a4) + 1)
             else:
                 t += uvarint(len(a4) + 1)
-            t += pack('>%di' % len(a4), *a4)
+            if len(a4) < SMALL_ARRAY:
+                t += _Ai[len(a4)].pack(*a4)
+            else:
+                t += pack('>%di' % len(a4), *a4)
         tagged.append((4, t))
     if o.leader_recovery_state != -1:
         t = bytearray()
@@ -321,7 +346,10 @@ def _d_PartitionChangeRecord_v1(buf, pos, blen):
             elif n1 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.Isr', n1)
             else:
-                v_isr = list(unpack_from('>%di' % n1, buf, pos))
+                if n1 < SMALL_ARRAY:
+                    v_isr = list(_Ai[n1].unpack_from(buf, pos))
+                else:
+                    v_isr = list(unpack_from('>%di' % n1, buf, pos))
                 pos += 4 * n1
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.Isr does not fill its size')
@@ -344,7 +372,10 @@ def _d_PartitionChangeRecord_v1(buf, pos, blen):
             elif n2 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.Replicas', n2)
             else:
-                v_replicas = list(unpack_from('>%di' % n2, buf, pos))
+                if n2 < SMALL_ARRAY:
+                    v_replicas = list(_Ai[n2].unpack_from(buf, pos))
+                else:
+                    v_replicas = list(unpack_from('>%di' % n2, buf, pos))
                 pos += 4 * n2
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.Replicas does not fill its size')
@@ -362,7 +393,10 @@ def _d_PartitionChangeRecord_v1(buf, pos, blen):
             elif n3 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
             else:
-                v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
+                if n3 < SMALL_ARRAY:
+                    v_removing_replicas = list(_Ai[n3].unpack_from(buf, pos))
+                else:
+                    v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
                 pos += 4 * n3
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.RemovingReplicas does not fill its size')
@@ -380,7 +414,10 @@ def _d_PartitionChangeRecord_v1(buf, pos, blen):
             elif n4 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
             else:
-                v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
+                if n4 < SMALL_ARRAY:
+                    v_adding_replicas = list(_Ai[n4].unpack_from(buf, pos))
+                else:
+                    v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
                 pos += 4 * n4
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.AddingReplicas does not fill its size')
@@ -433,7 +470,10 @@ def _e_PartitionChangeRecord_v1(o, out):
                 t.append(len(a1) + 1)
             else:
                 t += uvarint(len(a1) + 1)
-            t += pack('>%di' % len(a1), *a1)
+            if len(a1) < SMALL_ARRAY:
+                t += _Ai[len(a1)].pack(*a1)
+            else:
+                t += pack('>%di' % len(a1), *a1)
         tagged.append((0, t))
     if o.leader != -2:
         t = bytearray()
@@ -449,7 +489,10 @@ def _e_PartitionChangeRecord_v1(o, out):
                 t.append(len(a2) + 1)
             else:
                 t += uvarint(len(a2) + 1)
-            t += pack('>%di' % len(a2), *a2)
+            if len(a2) < SMALL_ARRAY:
+                t += _Ai[len(a2)].pack(*a2)
+            else:
+                t += pack('>%di' % len(a2), *a2)
         tagged.append((2, t))
     if o.removing_replicas is not None:
         t = bytearray()
@@ -461,7 +504,10 @@ def _e_PartitionChangeRecord_v1(o, out):
                 t.append(len(a3) + 1)
             else:
                 t += uvarint(len(a3) + 1)
-            t += pack('>%di' % len(a3), *a3)
+            if len(a3) < SMALL_ARRAY:
+                t += _Ai[len(a3)].pack(*a3)
+            else:
+                t += pack('>%di' % len(a3), *a3)
         tagged.append((3, t))
     if o.adding_replicas is not None:
         t = bytearray()
@@ -473,7 +519,10 @@ def _e_PartitionChangeRecord_v1(o, out):
                 t.append(len(a4) + 1)
             else:
                 t += uvarint(len(a4) + 1)
-            t += pack('>%di' % len(a4), *a4)
+            if len(a4) < SMALL_ARRAY:
+                t += _Ai[len(a4)].pack(*a4)
+            else:
+                t += pack('>%di' % len(a4), *a4)
         tagged.append((4, t))
     if o.leader_recovery_state != -1:
         t = bytearray()
@@ -539,7 +588,10 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
             elif n1 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.Isr', n1)
             else:
-                v_isr = list(unpack_from('>%di' % n1, buf, pos))
+                if n1 < SMALL_ARRAY:
+                    v_isr = list(_Ai[n1].unpack_from(buf, pos))
+                else:
+                    v_isr = list(unpack_from('>%di' % n1, buf, pos))
                 pos += 4 * n1
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.Isr does not fill its size')
@@ -562,7 +614,10 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
             elif n2 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.Replicas', n2)
             else:
-                v_replicas = list(unpack_from('>%di' % n2, buf, pos))
+                if n2 < SMALL_ARRAY:
+                    v_replicas = list(_Ai[n2].unpack_from(buf, pos))
+                else:
+                    v_replicas = list(unpack_from('>%di' % n2, buf, pos))
                 pos += 4 * n2
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.Replicas does not fill its size')
@@ -580,7 +635,10 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
             elif n3 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
             else:
-                v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
+                if n3 < SMALL_ARRAY:
+                    v_removing_replicas = list(_Ai[n3].unpack_from(buf, pos))
+                else:
+                    v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
                 pos += 4 * n3
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.RemovingReplicas does not fill its size')
@@ -598,7 +656,10 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
             elif n4 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
             else:
-                v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
+                if n4 < SMALL_ARRAY:
+                    v_adding_replicas = list(_Ai[n4].unpack_from(buf, pos))
+                else:
+                    v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
                 pos += 4 * n4
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.AddingReplicas does not fill its size')
@@ -641,7 +702,10 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
             elif n6 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.EligibleLeaderReplicas', n6)
             else:
-                v_eligible_leader_replicas = list(unpack_from('>%di' % n6, buf, pos))
+                if n6 < SMALL_ARRAY:
+                    v_eligible_leader_replicas = list(_Ai[n6].unpack_from(buf, pos))
+                else:
+                    v_eligible_leader_replicas = list(unpack_from('>%di' % n6, buf, pos))
                 pos += 4 * n6
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.EligibleLeaderReplicas does not fill its size')
@@ -659,7 +723,10 @@ def _d_PartitionChangeRecord_v2(buf, pos, blen):
             elif n7 > (tend - pos) // 4:
                 raise bad_length('PartitionChangeRecord.LastKnownElr', n7)
             else:
-                v_last_known_elr = list(unpack_from('>%di' % n7, buf, pos))
+                if n7 < SMALL_ARRAY:
+                    v_last_known_elr = list(_Ai[n7].unpack_from(buf, pos))
+                else:
+                    v_last_known_elr = list(unpack_from('>%di' % n7, buf, pos))
                 pos += 4 * n7
             if pos != tend:
                 raise DecodeError('tagged field PartitionChangeRecord.LastKnownElr does not fill its size')
@@ -683,7 +750,10 @@ def _e_PartitionChangeRecord_v2(o, out):
                 t.append(len(a1) + 1)
             else:
                 t += uvarint(len(a1) + 1)
-            t += pack('>%di' % len(a1), *a1)
+            if len(a1) < SMALL_ARRAY:
+                t += _Ai[len(a1)].pack(*a1)
+            else:
+                t += pack('>%di' % len(a1), *a1)
         tagged.append((0, t))
     if o.leader != -2:
         t = bytearray()
@@ -699,7 +769,10 @@ def _e_PartitionChangeRecord_v2(o, out):
                 t.append(len(a2) + 1)
             else:
                 t += uvarint(len(a2) + 1)
-            t += pack('>%di' % len(a2), *a2)
+            if len(a2) < SMALL_ARRAY:
+                t += _Ai[len(a2)].pack(*a2)
+            else:
+                t += pack('>%di' % len(a2), *a2)
         tagged.append((2, t))
     if o.removing_replicas is not None:
         t = bytearray()
@@ -711,7 +784,10 @@ def _e_PartitionChangeRecord_v2(o, out):
                 t.append(len(a3) + 1)
             else:
                 t += uvarint(len(a3) + 1)
-            t += pack('>%di' % len(a3), *a3)
+            if len(a3) < SMALL_ARRAY:
+                t += _Ai[len(a3)].pack(*a3)
+            else:
+                t += pack('>%di' % len(a3), *a3)
         tagged.append((3, t))
     if o.adding_replicas is not None:
         t = bytearray()
@@ -723,7 +799,10 @@ def _e_PartitionChangeRecord_v2(o, out):
                 t.append(len(a4) + 1)
             else:
                 t += uvarint(len(a4) + 1)
-            t += pack('>%di' % len(a4), *a4)
+            if len(a4) < SMALL_ARRAY:
+                t += _Ai[len(a4)].pack(*a4)
+            else:
+                t += pack('>%di' % len(a4), *a4)
         tagged.append((4, t))
     if o.leader_recovery_state != -1:
         t = bytearray()
@@ -739,7 +818,10 @@ def _e_PartitionChangeRecord_v2(o, out):
                 t.append(len(a5) + 1)
             else:
                 t += uvarint(len(a5) + 1)
-            t += pack('>%di' % len(a5), *a5)
+            if len(a5) < SMALL_ARRAY:
+                t += _Ai[len(a5)].pack(*a5)
+            else:
+                t += pack('>%di' % len(a5), *a5)
         tagged.append((6, t))
     if o.last_known_elr is not None:
         t = bytearray()
@@ -751,7 +833,10 @@ def _e_PartitionChangeRecord_v2(o, out):
                 t.append(len(a6) + 1)
             else:
                 t += uvarint(len(a6) + 1)
-            t += pack('>%di' % len(a6), *a6)
+            if len(a6) < SMALL_ARRAY:
+                t += _Ai[len(a6)].pack(*a6)
+            else:
+                t += pack('>%di' % len(a6), *a6)
         tagged.append((7, t))
     if o.directories is not None:
         t = bytearray()

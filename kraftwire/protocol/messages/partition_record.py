@@ -10,8 +10,8 @@ from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError, bad_length,
-    make_uuid,
+    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
 
@@ -28,6 +28,7 @@ def _first(item):
 _S0 = struct.Struct('>i16s')
 _S1 = struct.Struct('>iii')
 _S2 = struct.Struct('>b')
+_Ai = array_structs('i')
 
 
 @dataclass(slots=True)
@@ -112,7 +113,10 @@ def _d_PartitionRecord_v0(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('PartitionRecord.Replicas', n1)
     else:
-        v_replicas = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_replicas = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_replicas = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     n2 = buf[pos]
     if n2 < 128:
@@ -125,7 +129,10 @@ def _d_PartitionRecord_v0(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('PartitionRecord.Isr', n2)
     else:
-        v_isr = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_isr = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_isr = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     n3 = buf[pos]
     if n3 < 128:
@@ -138,7 +145,10 @@ def _d_PartitionRecord_v0(buf, pos, blen):
     elif n3 > (blen - pos) // 4:
         raise bad_length('PartitionRecord.RemovingReplicas', n3)
     else:
-        v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
+        if n3 < SMALL_ARRAY:
+            v_removing_replicas = list(_Ai[n3].unpack_from(buf, pos))
+        else:
+            v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
         pos += 4 * n3
     n4 = buf[pos]
     if n4 < 128:
@@ -151,7 +161,10 @@ def _d_PartitionRecord_v0(buf, pos, blen):
     elif n4 > (blen - pos) // 4:
         raise bad_length('PartitionRecord.AddingReplicas', n4)
     else:
-        v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
+        if n4 < SMALL_ARRAY:
+            v_adding_replicas = list(_Ai[n4].unpack_from(buf, pos))
+        else:
+            v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
         pos += 4 * n4
     v_leader, v_leader_epoch, v_partition_epoch = _S1.unpack_from(buf, pos)
     pos += 12
@@ -199,7 +212,10 @@ def _e_PartitionRecord_v0(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr
     if a2 is None:
         raise not_nullable('PartitionRecord.Isr', 0)
@@ -208,7 +224,10 @@ def _e_PartitionRecord_v0(o, out):
             out.append(len(a2) + 1)
         else:
             out += uvarint(len(a2) + 1)
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     a3 = o.removing_replicas
     if a3 is None:
         raise not_nullable('PartitionRecord.RemovingReplicas', 0)
@@ -217,7 +236,10 @@ def _e_PartitionRecord_v0(o, out):
             out.append(len(a3) + 1)
         else:
             out += uvarint(len(a3) + 1)
-        out += pack('>%di' % len(a3), *a3)
+        if len(a3) < SMALL_ARRAY:
+            out += _Ai[len(a3)].pack(*a3)
+        else:
+            out += pack('>%di' % len(a3), *a3)
     a4 = o.adding_replicas
     if a4 is None:
         raise not_nullable('PartitionRecord.AddingReplicas', 0)
@@ -226,7 +248,10 @@ def _e_PartitionRecord_v0(o, out):
             out.append(len(a4) + 1)
         else:
             out += uvarint(len(a4) + 1)
-        out += pack('>%di' % len(a4), *a4)
+        if len(a4) < SMALL_ARRAY:
+            out += _Ai[len(a4)].pack(*a4)
+        else:
+            out += pack('>%di' % len(a4), *a4)
     out += _S1.pack(o.leader, o.leader_epoch, o.partition_epoch)
     tagged = []
     if o.leader_recovery_state != 0:
@@ -256,7 +281,10 @@ def _d_PartitionRecord_v1(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('PartitionRecord.Replicas', n1)
     else:
-        v_replicas = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_replicas = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_replicas = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     n2 = buf[pos]
     if n2 < 128:
@@ -269,7 +297,10 @@ def _d_PartitionRecord_v1(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('PartitionRecord.Isr', n2)
     else:
-        v_isr = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_isr = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_isr = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     n3 = buf[pos]
     if n3 < 128:
@@ -282,7 +313,10 @@ def _d_PartitionRecord_v1(buf, pos, blen):
     elif n3 > (blen - pos) // 4:
         raise bad_length('PartitionRecord.RemovingReplicas', n3)
     else:
-        v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
+        if n3 < SMALL_ARRAY:
+            v_removing_replicas = list(_Ai[n3].unpack_from(buf, pos))
+        else:
+            v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
         pos += 4 * n3
     n4 = buf[pos]
     if n4 < 128:
@@ -295,7 +329,10 @@ def _d_PartitionRecord_v1(buf, pos, blen):
     elif n4 > (blen - pos) // 4:
         raise bad_length('PartitionRecord.AddingReplicas', n4)
     else:
-        v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
+        if n4 < SMALL_ARRAY:
+            v_adding_replicas = list(_Ai[n4].unpack_from(buf, pos))
+        else:
+            v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
         pos += 4 * n4
     v_leader, v_leader_epoch, v_partition_epoch = _S1.unpack_from(buf, pos)
     pos += 12
@@ -355,7 +392,10 @@ def _e_PartitionRecord_v1(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr
     if a2 is None:
         raise not_nullable('PartitionRecord.Isr', 1)
@@ -364,7 +404,10 @@ def _e_PartitionRecord_v1(o, out):
             out.append(len(a2) + 1)
         else:
             out += uvarint(len(a2) + 1)
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     a3 = o.removing_replicas
     if a3 is None:
         raise not_nullable('PartitionRecord.RemovingReplicas', 1)
@@ -373,7 +416,10 @@ def _e_PartitionRecord_v1(o, out):
             out.append(len(a3) + 1)
         else:
             out += uvarint(len(a3) + 1)
-        out += pack('>%di' % len(a3), *a3)
+        if len(a3) < SMALL_ARRAY:
+            out += _Ai[len(a3)].pack(*a3)
+        else:
+            out += pack('>%di' % len(a3), *a3)
     a4 = o.adding_replicas
     if a4 is None:
         raise not_nullable('PartitionRecord.AddingReplicas', 1)
@@ -382,7 +428,10 @@ def _e_PartitionRecord_v1(o, out):
             out.append(len(a4) + 1)
         else:
             out += uvarint(len(a4) + 1)
-        out += pack('>%di' % len(a4), *a4)
+        if len(a4) < SMALL_ARRAY:
+            out += _Ai[len(a4)].pack(*a4)
+        else:
+            out += pack('>%di' % len(a4), *a4)
     out += _S1.pack(o.leader, o.leader_epoch, o.partition_epoch)
     a5 = o.directories
     if a5 is None:
@@ -422,7 +471,10 @@ def _d_PartitionRecord_v2(buf, pos, blen):
     elif n1 > (blen - pos) // 4:
         raise bad_length('PartitionRecord.Replicas', n1)
     else:
-        v_replicas = list(unpack_from('>%di' % n1, buf, pos))
+        if n1 < SMALL_ARRAY:
+            v_replicas = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_replicas = list(unpack_from('>%di' % n1, buf, pos))
         pos += 4 * n1
     n2 = buf[pos]
     if n2 < 128:
@@ -435,7 +487,10 @@ def _d_PartitionRecord_v2(buf, pos, blen):
     elif n2 > (blen - pos) // 4:
         raise bad_length('PartitionRecord.Isr', n2)
     else:
-        v_isr = list(unpack_from('>%di' % n2, buf, pos))
+        if n2 < SMALL_ARRAY:
+            v_isr = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_isr = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
     n3 = buf[pos]
     if n3 < 128:
@@ -448,7 +503,10 @@ def _d_PartitionRecord_v2(buf, pos, blen):
     elif n3 > (blen - pos) // 4:
         raise bad_length('PartitionRecord.RemovingReplicas', n3)
     else:
-        v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
+        if n3 < SMALL_ARRAY:
+            v_removing_replicas = list(_Ai[n3].unpack_from(buf, pos))
+        else:
+            v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
         pos += 4 * n3
     n4 = buf[pos]
     if n4 < 128:
@@ -461,7 +519,10 @@ def _d_PartitionRecord_v2(buf, pos, blen):
     elif n4 > (blen - pos) // 4:
         raise bad_length('PartitionRecord.AddingReplicas', n4)
     else:
-        v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
+        if n4 < SMALL_ARRAY:
+            v_adding_replicas = list(_Ai[n4].unpack_from(buf, pos))
+        else:
+            v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
         pos += 4 * n4
     v_leader, v_leader_epoch, v_partition_epoch = _S1.unpack_from(buf, pos)
     pos += 12
@@ -514,7 +575,10 @@ def _d_PartitionRecord_v2(buf, pos, blen):
             elif n6 > (tend - pos) // 4:
                 raise bad_length('PartitionRecord.EligibleLeaderReplicas', n6)
             else:
-                v_eligible_leader_replicas = list(unpack_from('>%di' % n6, buf, pos))
+                if n6 < SMALL_ARRAY:
+                    v_eligible_leader_replicas = list(_Ai[n6].unpack_from(buf, pos))
+                else:
+                    v_eligible_leader_replicas = list(unpack_from('>%di' % n6, buf, pos))
                 pos += 4 * n6
             if pos != tend:
                 raise DecodeError('tagged field PartitionRecord.EligibleLeaderReplicas does not fill its size')
@@ -532,7 +596,10 @@ def _d_PartitionRecord_v2(buf, pos, blen):
             elif n7 > (tend - pos) // 4:
                 raise bad_length('PartitionRecord.LastKnownElr', n7)
             else:
-                v_last_known_elr = list(unpack_from('>%di' % n7, buf, pos))
+                if n7 < SMALL_ARRAY:
+                    v_last_known_elr = list(_Ai[n7].unpack_from(buf, pos))
+                else:
+                    v_last_known_elr = list(unpack_from('>%di' % n7, buf, pos))
                 pos += 4 * n7
             if pos != tend:
                 raise DecodeError('tagged field PartitionRecord.LastKnownElr does not fill its size')
@@ -553,7 +620,10 @@ def _e_PartitionRecord_v2(o, out):
             out.append(len(a1) + 1)
         else:
             out += uvarint(len(a1) + 1)
-        out += pack('>%di' % len(a1), *a1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
     a2 = o.isr
     if a2 is None:
         raise not_nullable('PartitionRecord.Isr', 2)
@@ -562,7 +632,10 @@ def _e_PartitionRecord_v2(o, out):
             out.append(len(a2) + 1)
         else:
             out += uvarint(len(a2) + 1)
-        out += pack('>%di' % len(a2), *a2)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
     a3 = o.removing_replicas
     if a3 is None:
         raise not_nullable('PartitionRecord.RemovingReplicas', 2)
@@ -571,7 +644,10 @@ def _e_PartitionRecord_v2(o, out):
             out.append(len(a3) + 1)
         else:
             out += uvarint(len(a3) + 1)
-        out += pack('>%di' % len(a3), *a3)
+        if len(a3) < SMALL_ARRAY:
+            out += _Ai[len(a3)].pack(*a3)
+        else:
+            out += pack('>%di' % len(a3), *a3)
     a4 = o.adding_replicas
     if a4 is None:
         raise not_nullable('PartitionRecord.AddingReplicas', 2)
@@ -580,7 +656,10 @@ def _e_PartitionRecord_v2(o, out):
             out.append(len(a4) + 1)
         else:
             out += uvarint(len(a4) + 1)
-        out += pack('>%di' % len(a4), *a4)
+        if len(a4) < SMALL_ARRAY:
+            out += _Ai[len(a4)].pack(*a4)
+        else:
+            out += pack('>%di' % len(a4), *a4)
     out += _S1.pack(o.leader, o.leader_epoch, o.partition_epoch)
     a5 = o.directories
     if a5 is None:
@@ -607,7 +686,10 @@ def _e_PartitionRecord_v2(o, out):
                 t.append(len(a6) + 1)
             else:
                 t += uvarint(len(a6) + 1)
-            t += pack('>%di' % len(a6), *a6)
+            if len(a6) < SMALL_ARRAY:
+                t += _Ai[len(a6)].pack(*a6)
+            else:
+                t += pack('>%di' % len(a6), *a6)
         tagged.append((1, t))
     if o.last_known_elr is not None:
         t = bytearray()
@@ -619,7 +701,10 @@ def _e_PartitionRecord_v2(o, out):
                 t.append(len(a7) + 1)
             else:
                 t += uvarint(len(a7) + 1)
-            t += pack('>%di' % len(a7), *a7)
+            if len(a7) < SMALL_ARRAY:
+                t += _Ai[len(a7)].pack(*a7)
+            else:
+                t += pack('>%di' % len(a7), *a7)
         tagged.append((2, t))
     if o.unknown_tagged_fields:
         tagged.extend(o.unknown_tagged_fields)
