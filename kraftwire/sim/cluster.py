@@ -3,6 +3,11 @@
 Single-threaded: one heap of ``(time, seq, kind, payload)`` events and one seeded ``random.Random``
 for everything (network, faults, workload, and each node's own generator derived from it), so a seed
 reproduces a run exactly. Invariants are checked after every event (``kraftwire.sim.invariants``).
+
+Each replica's state machine is a digest chained over the committed data records it applied; every
+``snapshot_records`` records (drawn per node) it stores a snapshot of that digest through its core and,
+most of the time, cleans its log below it. Replicas that fall behind a cleaned log (crashed, wiped,
+partitioned, slow) therefore catch up with FetchSnapshot.
 """
 
 from __future__ import annotations
@@ -15,20 +20,49 @@ from typing import Any
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import messages as m
 from kraftwire.raft.core import RaftCore
+from kraftwire.raft.log import SnapshotId
 from kraftwire.raft.memory import MemoryLog, MemoryStateStore, SimulatedCrash
+from kraftwire.raft.snapshot import data_batches, frame
 from kraftwire.sim.config import SeedResult, SimConfig
-from kraftwire.sim.invariants import InvariantChecker, Violation
+from kraftwire.sim.invariants import GENESIS, InvariantChecker, Violation, chain_digest
 
 DELIVER_REQ, DELIVER_RESP, REQ_TIMEOUT, TICK, RESTART, APPEND, FAULT, HEAL, END, UNDO = range(10)
 
 
+DIGEST_KEY = b"digest"
+
+
 class _Listener:
+    """One incarnation's state machine: a digest of the committed data records, snapshotted now and then."""
+
     def __init__(self, sim: Simulation, node_id: int) -> None:
         self.sim = sim
         self.node_id = node_id
+        self.digest = GENESIS
+        self.since = 0
 
     def handle_commit(self, batches: list[RecordBatch]) -> None:
-        self.sim.checker.on_commit_callback(self.node_id, batches)
+        checker = self.sim.checker
+        checker.on_commit_callback(self.node_id, batches)
+        for b in batches:
+            for i, r in enumerate(b.records):
+                self.digest = chain_digest(self.digest, b.base_offset + i, b.leader_epoch, r.value)
+            self.since += len(b.records)
+        last = batches[-1]
+        checker.on_state(self.node_id, "commit", last.next_offset, self.digest)
+        every = self.sim.snapshot_every.get(self.node_id)
+        if every and self.since >= every:
+            self.since = 0
+            self.sim.take_snapshot(self.node_id, SnapshotId(last.next_offset, last.leader_epoch), self.digest)
+
+    def handle_snapshot(self, end_offset: int, batches: list[RecordBatch]) -> None:
+        values = [r.value for b in data_batches(batches) for r in b.records if r.key == DIGEST_KEY]
+        if len(values) != 1 or values[0] is None:
+            raise Violation(f"node {self.node_id}: snapshot ending at {end_offset} has no digest record")
+        self.digest = values[0]
+        self.since = 0
+        self.sim.checker.on_state(self.node_id, "load", end_offset, self.digest,
+                                  batches[0].leader_epoch if batches else None)
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         pass
@@ -74,6 +108,11 @@ class Simulation:
         self.checker = InvariantChecker(self)
         self.events = 0
         self.faults = sorted(cfg.faults)
+        self.snapshot_every: dict[int, int] = {}
+        self.snapshot_downloads = 0   # FetchSnapshot answers that completed a snapshot
+        if cfg.snapshot_records is not None:
+            lo, hi = cfg.snapshot_records
+            self.snapshot_every = {nid: self.rng.randint(lo, hi) for nid in self.nodes}
 
     # ------------------------------------------------------------------------------ scheduling
     def schedule(self, at: int, kind: int, payload: Any = None) -> None:
@@ -118,6 +157,9 @@ class Simulation:
         result.committed = len(self.checker.committed)
         result.max_epoch = max((n.store.read().epoch for n in self.nodes.values() if n.store.read()), default=0)
         result.elections = len(self.checker.leaders)
+        result.snapshots = self.checker.snapshots_created
+        result.snapshot_loads = self.checker.snapshots_loaded
+        result.snapshot_downloads = self.snapshot_downloads
         return result
 
     # ------------------------------------------------------------------------------ nodes
@@ -141,6 +183,16 @@ class Simulation:
     def _listener_for(self, nid: int) -> Any:
         """The raft listener for a new incarnation of node ``nid`` (subclasses plug in their own)."""
         return _Listener(self, nid)
+
+    def take_snapshot(self, nid: int, sid: SnapshotId, digest: bytes) -> None:
+        """Store node ``nid``'s state at ``sid`` as a snapshot; usually clean the log below it too."""
+        core = self.nodes[nid].core
+        assert core is not None
+        core.create_snapshot(sid, frame(sid, [Record(value=digest, key=DIGEST_KEY)], timestamp_ms=self.now))
+        self.checker.on_state(nid, "snapshot", sid.end_offset, digest, sid.epoch)
+        if self.rng.random() < self.cfg.snapshot_clean_p:
+            self.checker.check_hw(self.nodes[nid])  # observe the committed prefix before it goes
+            core.delete_before(sid)
 
     def crash(self, nid: int, mode: str = "crash", restart_after: int | None = None, wipe: bool = False) -> None:
         node = self.nodes[nid]
@@ -215,6 +267,9 @@ class Simulation:
                 origin = self.inbound.pop(out.request_id, None)
                 if origin is None:
                     continue
+                p = out.msg.partition if isinstance(out.msg, m.FetchSnapshotResponse) else None
+                if p is not None and p.error_code == 0 and p.position + len(p.unaligned_records) == p.size:
+                    self.snapshot_downloads += 1
                 dest, inc, rid = origin
                 copies = 2 if self.dup_p and self.rng.random() < self.dup_p else 1
                 for _ in range(copies):

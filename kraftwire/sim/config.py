@@ -13,7 +13,7 @@ ALL_FAULTS = ("crash", "crash_unflushed", "torn_write", "wipe", "partition", "as
 # fewer simulated events per failover, so hundreds of seeds run in CI time.
 FAST_RAFT = RaftConfig(election_timeout_ms=200, fetch_timeout_ms=400, election_backoff_max_ms=200,
                        request_timeout_ms=400, retry_backoff_ms=20, append_linger_ms=5, fetch_max_wait_ms=100,
-                       fetch_max_bytes=200)
+                       fetch_max_bytes=200, fetch_snapshot_max_bytes=64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +23,10 @@ class SimConfig:
     Faults are injected during ``[0, fault_until_ms)`` (default: 60% of ``duration_ms``); then every
     fault heals (partitions removed, crashed nodes restarted, network clean) and the cluster must
     elect a leader and commit an append issued after the heal within ``liveness_bound_ms``.
+
+    Every node snapshots its state machine after a number of committed records drawn from
+    ``snapshot_records`` (None: never) and then cleans its log below the snapshot with probability
+    ``snapshot_clean_p``.
     """
 
     voters: int = 3
@@ -37,6 +41,8 @@ class SimConfig:
     latency_ms: tuple[int, int] = (1, 5)
     fault_interval_ms: int = 250
     cluster_id: str = "sim-cluster"
+    snapshot_records: tuple[int, int] | None = (10, 60)
+    snapshot_clean_p: float = 0.75
 
     @property
     def heal_at(self) -> int:
@@ -60,6 +66,9 @@ class SeedResult:
     committed: int = 0
     elections: int = 0
     max_epoch: int = 0
+    snapshots: int = 0
+    snapshot_loads: int = 0
+    snapshot_downloads: int = 0
     repro: str = ""
 
     @property

@@ -12,7 +12,10 @@ Checked after every event, on top of the raft invariants:
   RegisterBrokerRecord for that broker and incarnation, and an incarnation never gets two epochs;
 * no fenced broker leads a partition, in any controller's committed image or the active one's latest;
 * an acknowledged CreateTopics is in the responder's committed image, and at the end in every
-  replica's image; replicas that replayed the same offsets hold the same topics and brokers.
+  replica's image; replicas that replayed the same offsets hold the same topics and brokers;
+* snapshots (each voter snapshots its committed image every few records and mostly cleans its log):
+  every snapshot id is a committed position, two snapshots at one id hold equal images, and a
+  replica loading a snapshot (restart, or FetchSnapshot from the leader) gets exactly that image.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records
 from kraftwire.controller.image import MetadataImage
 from kraftwire.controller.responses import error_response
+from kraftwire.controller.snapshot import image_from_snapshot, snapshot_batches
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq
@@ -32,6 +36,7 @@ from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRec
 from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft.core import NotLeaderError
+from kraftwire.raft.log import SnapshotId
 from kraftwire.sim.cluster import SimNode, Simulation
 from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.invariants import InvariantChecker, Violation
@@ -62,6 +67,8 @@ class SimControllerShell:
         self.node = node
         self.ctl = QuorumController(sim.ctl_config, seed=sim.rng.getrandbits(32))
         self.waiters: list[tuple[int, str, Any]] = []   # (commit offset, request type, callback(ok))
+        self.since_snapshot = 0
+        self.snapshots_loaded = 0
 
     # raft listener -----------------------------------------------------------------------------
     def handle_commit(self, batches: list[RecordBatch]) -> None:
@@ -77,6 +84,25 @@ class SimControllerShell:
         self.waiters = [w for w in self.waiters if w[0] > last]
         for cb in ready:
             cb(True)
+        self.since_snapshot += sum(len(b.records) for b in batches)
+        every = self.sim.snapshot_every.get(self.node.node_id)
+        if every and self.since_snapshot >= every and not self.ctl.in_transaction:
+            self.since_snapshot = 0
+            self.sim.take_controller_snapshot(self, SnapshotId(last + 1, batches[-1].leader_epoch))
+
+    def handle_snapshot(self, end_offset: int, batches: list[RecordBatch]) -> None:
+        if self.ctl.active:
+            self.step_down()
+        image = image_from_snapshot(batches)
+        sid = SnapshotId(end_offset, batches[0].leader_epoch)
+        self.sim.checker.on_state(self.node.node_id, "load", end_offset, None, sid.epoch)
+        expected = self.sim.snapshot_images.get(sid)
+        if expected is not None and expected != image:
+            raise Violation(f"node {self.node.node_id}: snapshot {sid} loaded a different image than was stored")
+        self.ctl.load_snapshot(image, end_offset)
+        self.since_snapshot = 0
+        self.snapshots_loaded += 1
+        self.sim.checker.check_image(self.node.node_id, image, "snapshot")
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         if self.ctl.active and (leader_id != self.node.node_id or epoch != self.ctl.epoch):
@@ -164,6 +190,9 @@ class _Listener:
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self.shell.handle_leader_change(leader_id, epoch)
+
+    def handle_snapshot(self, end_offset: int, batches: list[RecordBatch]) -> None:
+        self.shell.handle_snapshot(end_offset, batches)
 
 
 # ---------------------------------------------------------------------------------------- agents
@@ -285,6 +314,7 @@ class ControllerSimulation(Simulation):
         self.shutdowns = 0
         self.interrupted: dict[str, int] = {}   # request kind -> answers lost to a controller failover
         self.last_topic_ack_offset = -1
+        self.snapshot_images: dict[SnapshotId, MetadataImage] = {}
 
     # nodes get a fresh controller per incarnation (it replays the log from the start) ------------
     def _start(self, nid: int, rejoining: bool) -> None:
@@ -297,6 +327,22 @@ class ControllerSimulation(Simulation):
 
     def _listener_for(self, nid: int) -> Any:
         return _Listener(self.shells[nid])
+
+    def take_controller_snapshot(self, shell: SimControllerShell, sid: SnapshotId) -> None:
+        """Store ``shell``'s committed image at ``sid`` through its core; usually clean the log below it."""
+        node = shell.node
+        core = node.core
+        if core is None or shell.ctl.committed_offset != sid.end_offset - 1:
+            return
+        image = shell.ctl.committed_image
+        other = self.snapshot_images.setdefault(sid, image)
+        if other != image:
+            raise Violation(f"node {node.node_id}: snapshot {sid} holds another image than an earlier one at that id")
+        core.create_snapshot(sid, snapshot_batches(image, sid, timestamp_ms=self.now))
+        self.checker.on_state(node.node_id, "snapshot", sid.end_offset, None, sid.epoch)
+        if self.rng.random() < self.cfg.snapshot_clean_p:
+            self.checker.check_hw(node)
+            core.delete_before(sid)
 
     def crash(self, nid: int, mode: str = "crash", restart_after: int | None = None, wipe: bool = False) -> None:
         shell = self.shells.get(nid)

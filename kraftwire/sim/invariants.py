@@ -4,14 +4,22 @@
 node's log below its high watermark must match it; every high watermark only grows (per node
 incarnation); a voter wiped and not yet re-joined is counted as holding the committed prefix for the
 majority-durability check (it votes for nobody until it has it again, see docs/raft.md).
+
+Snapshots: offsets below a node's log start are held by its snapshot instead. ``digests[k]`` chains
+the committed data records below offset k; a replica's state machine reports its own chain (after
+commits, after creating or loading a snapshot) and it must equal the global one at that offset, so
+a snapshot that lost, reordered or invented a record, or a replica that skipped loading one, is caught.
 """
 
 from __future__ import annotations
 
+import hashlib
+import struct
 from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING
 
 from kraftwire.protocol.records import RecordBatch
+from kraftwire.raft.log import SnapshotId
 from kraftwire.raft.memory import MemoryLog
 
 if TYPE_CHECKING:
@@ -20,18 +28,39 @@ if TYPE_CHECKING:
 Entry = tuple[int, bytes | None]
 
 
+GENESIS = b"\x00" * 12
+
+
 class Violation(Exception):
     """An invariant does not hold."""
 
 
-def entry_at(log: MemoryLog, offset: int) -> Entry | None:
-    bases = log._bases
-    i = bisect_right(bases, offset) - 1
-    if i < 0 or offset >= log.end_offset:
+def chain_digest(prev: bytes, offset: int, epoch: int, value: bytes | None) -> bytes:
+    """The state-machine digest after applying one more committed data record."""
+    return hashlib.blake2b(prev + struct.pack(">qi", offset, epoch) + (value or b""), digest_size=12).digest()
+
+
+def batch_at(log: MemoryLog, offset: int) -> RecordBatch | None:
+    if offset < log.start_offset or offset >= log.end_offset:
         return None
-    batch = log._batches[i]
+    i = bisect_right(log._bases, offset) - 1
+    return log._batches[i] if i >= 0 else None
+
+
+def entry_at(log: MemoryLog, offset: int) -> Entry | None:
+    batch = batch_at(log, offset)
+    if batch is None:
+        return None
     rec = batch.records[offset - batch.base_offset]
     return batch.leader_epoch, rec.value
+
+
+def held(log: MemoryLog, offset: int) -> bool:
+    """``offset`` is durably held: in the flushed log or below the log start (in the snapshot)."""
+    if offset < log.start_offset:
+        latest = log.latest_snapshot_id()
+        return latest is not None and latest.end_offset > offset
+    return offset < log.flushed_offset
 
 
 class InvariantChecker:
@@ -46,6 +75,10 @@ class InvariantChecker:
         self.counter_at_heal: int | None = None
         self.majority = len(sim.voter_ids) // 2 + 1
         self._reported: list[tuple[int, list[RecordBatch]]] = []
+        self.digests: list[bytes] = [GENESIS]
+        self._states: list[tuple[int, str, int, int | None, bytes | None]] = []   # (node, what, end, epoch, digest)
+        self.snapshots_created = 0
+        self.snapshots_loaded = 0
 
     # ------------------------------------------------------------------------------ lifecycle
     def on_start(self, node: SimNode) -> None:
@@ -65,6 +98,8 @@ class InvariantChecker:
             self._check_node(node)
         if self._reported:
             self._check_reported()
+        if self._states:
+            self._check_states()
         self._check_majority()
 
     def _check_node(self, node: SimNode) -> None:
@@ -85,6 +120,16 @@ class InvariantChecker:
             if owner == nid and not getattr(core, "_sim_checked_leader", False):
                 core._sim_checked_leader = True  # type: ignore[attr-defined]
                 self._check_leader_completeness(node, core.epoch)
+        self.check_hw(node)
+
+    def check_hw(self, node: SimNode) -> None:
+        """HW monotonic and within the flushed log; the prefix it newly covers joins ``committed``.
+
+        Also called before a node cleans its log, so that what it committed is observed first.
+        """
+        core = node.core
+        assert core is not None
+        nid = node.node_id
         hw = core.hw
         last = self.last_hw.get(nid)
         if last is not None and (hw is None or hw < last):
@@ -100,10 +145,18 @@ class InvariantChecker:
 
     def _check_prefix(self, node: SimNode, start: int, end: int) -> None:
         log = node.log
+        if start < log.start_offset:
+            # Below the log start the snapshot holds the prefix; it was checked when it was made.
+            covered = min(end, log.start_offset)
+            if covered > len(self.committed):
+                raise Violation(f"node {node.node_id}: its snapshot covers offsets up to {covered}, "
+                                f"beyond the committed {len(self.committed)}")
+            start = covered
         for off in range(start, end):
-            e = entry_at(log, off)
-            if e is None:
+            batch = batch_at(log, off)
+            if batch is None:
                 raise Violation(f"node {node.node_id}: offset {off} below high watermark {end} missing")
+            e = (batch.leader_epoch, batch.records[off - batch.base_offset].value)
             if off < len(self.committed):
                 if self.committed[off] != e:
                     raise Violation(f"node {node.node_id}: committed offset {off} is {e} here but "
@@ -111,6 +164,8 @@ class InvariantChecker:
             else:
                 self.committed.append(e)
                 self.committed_epochs.append(e[0])
+                prev = self.digests[-1]
+                self.digests.append(prev if batch.control else chain_digest(prev, off, e[0], e[1]))
                 v = e[1]
                 if v is not None and v[:1] == b"w":
                     self.max_counter = max(self.max_counter, int(v[1:]))
@@ -118,8 +173,8 @@ class InvariantChecker:
     def _check_leader_completeness(self, node: SimNode, epoch: int) -> None:
         # Every entry committed in an earlier epoch must be in a new leader's log.
         n = bisect_left(self.committed_epochs, epoch)
-        if n == 0:
-            return
+        if n == 0 or n - 1 < node.log.start_offset:
+            return  # nothing, or only what its snapshot holds
         if entry_at(node.log, n - 1) != self.committed[n - 1]:
             raise Violation(f"leader {node.node_id} of epoch {epoch} lacks committed offset {n - 1}")
 
@@ -133,7 +188,7 @@ class InvariantChecker:
             node = self.sim.nodes[vid]
             if node.rejoining:
                 holders += 1
-            elif node.log.flushed_offset >= c and entry_at(node.log, c - 1) == want:
+            elif held(node.log, c - 1) and (c - 1 < node.log.start_offset or entry_at(node.log, c - 1) == want):
                 holders += 1
         if holders < self.majority:
             raise Violation(f"only {holders} voters durably hold committed offset {c - 1} "
@@ -155,6 +210,30 @@ class InvariantChecker:
                 off = b.base_offset + i
                 if off >= len(self.committed) or self.committed[off] != (b.leader_epoch, r.value):
                     raise Violation(f"node {nid}: reported uncommitted or different record at offset {off}")
+
+    # ------------------------------------------------------------------------------ state machines
+    def on_state(self, nid: int, what: str, end: int, digest: bytes | None, epoch: int | None = None) -> None:
+        """A replica's state machine covers offsets below ``end`` with ``digest`` (checked after the event).
+
+        ``what`` is "commit", "snapshot" (created; ``epoch`` = its epoch) or "load" (handed over by raft).
+        A state machine without a digest (the controller) passes None: only the id is checked then.
+        """
+        if what == "snapshot":
+            self.snapshots_created += 1
+        elif what == "load":
+            self.snapshots_loaded += 1
+        self._states.append((nid, what, end, epoch, digest))
+
+    def _check_states(self) -> None:
+        states, self._states = self._states, []
+        for nid, what, end, epoch, digest in states:
+            if end > len(self.committed):
+                raise Violation(f"node {nid}: {what} at offset {end} beyond the committed {len(self.committed)}")
+            if epoch is not None and end > 0 and self.committed[end - 1][0] != epoch:
+                raise Violation(f"node {nid}: {what} {SnapshotId(end, epoch)} but offset {end - 1} "
+                                f"has epoch {self.committed[end - 1][0]}")
+            if digest is not None and self.digests[end] != digest:
+                raise Violation(f"node {nid}: state after {what} up to offset {end} differs from the committed log")
 
     # ------------------------------------------------------------------------------ end
     def check_liveness(self) -> None:
