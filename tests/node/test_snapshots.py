@@ -1,6 +1,6 @@
-"""Snapshots on real nodes (memory storage, loopback TCP): voters snapshot and clean their logs, a
-node that was down meanwhile catches up with FetchSnapshot, a restart loads the local snapshot
-first; and the FetchSnapshot wire mapping survives the generated codecs."""
+"""Snapshots on real nodes (memory or file storage, loopback TCP): voters snapshot and clean their
+logs, a node that was down meanwhile catches up with FetchSnapshot, a restart loads the local
+snapshot first; and the FetchSnapshot wire mapping survives the generated codecs."""
 
 from __future__ import annotations
 
@@ -27,10 +27,32 @@ SNAPSHOT_PROPS = {
 }
 
 
-def make_node(node_id: int, ports: list[int], log: MemoryLog | None = None,
-              store: MemoryStateStore | None = None) -> Node:
-    return Node(node_config(node_id, ports, **SNAPSHOT_PROPS), log=log or MemoryLog(),
-                store=store or MemoryStateStore(), cluster_id=CLUSTER, offset_store=MemoryOffsetStore())
+class Storage:
+    """Each node's metadata log and quorum state: in memory, or FileLog files under ``root``."""
+
+    def __init__(self, kind: str, root) -> None:
+        self.kind = kind
+        self.root = root
+        self.memory: dict[int, tuple[MemoryLog, MemoryStateStore]] = {}
+
+    def open(self, node_id: int):
+        if self.kind == "memory":
+            return self.memory.setdefault(node_id, (MemoryLog(), MemoryStateStore()))
+        from kraftwire.storage.log import FileLog
+        from kraftwire.storage.quorum_state import FileQuorumStateStore
+
+        part = self.root / f"node{node_id}" / "__cluster_metadata-0"
+        return FileLog(part, segment_bytes=2048), FileQuorumStateStore(part / "quorum-state")
+
+    def close(self, log) -> None:
+        if self.kind == "file":
+            log.close()
+
+
+def make_node(node_id: int, ports: list[int], storage: Storage) -> Node:
+    log, store = storage.open(node_id)
+    return Node(node_config(node_id, ports, **SNAPSHOT_PROPS), log=log, store=store, cluster_id=CLUSTER,
+                offset_store=MemoryOffsetStore())
 
 
 async def start(tg, node: Node) -> anyio.CancelScope:
@@ -66,9 +88,14 @@ def settled(nodes: list[Node]) -> bool:
 pytestmark = pytest.mark.anyio
 
 
-async def test_node_that_was_down_catches_up_with_fetch_snapshot():
+@pytest.fixture(params=["memory", "file"])
+def storage(request, tmp_path) -> Storage:
+    return Storage(request.param, tmp_path)
+
+
+async def test_node_that_was_down_catches_up_with_fetch_snapshot(storage):
     ports = free_ports(3)
-    nodes = [make_node(i, ports) for i in (1, 2, 3)]
+    nodes = [make_node(i, ports, storage) for i in (1, 2, 3)]
     async with anyio.create_task_group() as tg:
         for n in nodes[:2]:
             await start(tg, n)
@@ -85,24 +112,25 @@ async def test_node_that_was_down_catches_up_with_fetch_snapshot():
         assert images[0] == images[1] == images[2]
         assert len(images[2].acls) == 35
         tg.cancel_scope.cancel()
+    for n in nodes:
+        storage.close(n.log)
 
 
-async def test_restart_loads_the_local_snapshot_then_replays_the_log_after_it():
+async def test_restart_loads_the_local_snapshot_then_replays_the_log_after_it(storage):
     ports = free_ports(3)
-    logs = [MemoryLog() for _ in range(3)]
-    stores = [MemoryStateStore() for _ in range(3)]
-    nodes = [make_node(i + 1, ports, logs[i], stores[i]) for i in range(3)]
+    nodes = [make_node(i + 1, ports, storage) for i in range(3)]
     async with anyio.create_task_group() as tg:
         scopes = [await start(tg, n) for n in nodes]
         await write_acls(nodes, 0, 20)
-        await wait_for(lambda: settled(nodes) and all(lg.start_offset > 0 for lg in logs))
+        await wait_for(lambda: settled(nodes) and all(n.log.start_offset > 0 for n in nodes))
         victim = next(i for i, n in enumerate(nodes) if not n.controller.controller.active)
         scopes[victim].cancel()
         await anyio.sleep(0.05)
+        storage.close(nodes[victim].log)
         others = [n for i, n in enumerate(nodes) if i != victim]
         await write_acls(others, 20, 3)
-        reborn = make_node(victim + 1, ports, logs[victim], stores[victim])
-        assert reborn.log.start_offset > 0
+        reborn = make_node(victim + 1, ports, storage)
+        assert reborn.log.start_offset > 0 and reborn.log.latest_snapshot_id() is not None
         nodes[victim] = reborn
         await start(tg, reborn)
         await wait_for(lambda: settled(nodes), timeout=20)
@@ -110,6 +138,8 @@ async def test_restart_loads_the_local_snapshot_then_replays_the_log_after_it():
         assert reborn.controller.controller.committed_image == others[0].controller.controller.committed_image
         assert len(reborn.controller.controller.committed_image.acls) == 23
         tg.cancel_scope.cancel()
+    for n in nodes:
+        storage.close(n.log)
 
 
 # ------------------------------------------------------------------------------------------ wire
