@@ -78,8 +78,55 @@ _NO_TYPED: tuple[Any, ...] = (None,) * len(_TYPED)
 _I16 = struct.Struct(">h")
 
 
+_PLAIN = frozenset({"bool", "float64", "int8", "int16", "int32", "int64", "uint16", "string", "[]int32", "[]string"})
+
+
+def _converter(kind: str, sub: Any) -> Callable[[Any], Any] | None:
+    """How ``to_json`` renders a field of this schema kind; None when the value is already JSON."""
+    if kind in _PLAIN:
+        return None
+    if kind == "uuid":
+        return str
+    if kind == "[]uuid":
+        return lambda v: None if v is None else [str(x) for x in v]
+    if kind == "struct":
+        return lambda v: None if v is None else json_view(v)
+    if kind == "[]struct":
+        return lambda v: None if v is None else [json_view(x) for x in v]
+    return to_json
+
+
+_VIEWS: dict[type, tuple[tuple[str, Callable[[Any], Any] | None], ...]] = {}
+
+
+def json_view(msg: Any) -> dict[str, Any]:
+    """Exactly ``to_json(msg)`` for a generated message, several times faster (per-class plans)."""
+    plan = _VIEWS.get(type(msg))
+    if plan is None:
+        plan = _VIEWS[type(msg)] = tuple((attr, _converter(kind, sub)) for attr, kind, sub in type(msg)._SPEC)
+    out = {}
+    for attr, conv in plan:
+        value = getattr(msg, attr)
+        out[attr] = value if conv is None else conv(value)
+    if msg.unknown_tagged_fields:
+        out["unknown_tagged_fields"] = {str(t): base64.b64encode(v).decode() for t, v in msg.unknown_tagged_fields}
+    return out
+
+
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+
+_KAFKA_UUIDS: dict[uuid.UUID, str] = {}
+
+
 def kafka_uuid(value: uuid.UUID) -> str:
-    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+    """Kafka's printable form of a UUID (cached: a log names the same topics over and over)."""
+    text = _KAFKA_UUIDS.get(value)
+    if text is None:
+        if len(_KAFKA_UUIDS) > 100_000:
+            _KAFKA_UUIDS.clear()
+        text = _KAFKA_UUIDS[value] = base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+    return text
 
 
 def _tri(flag: int) -> bool | None:
@@ -131,7 +178,7 @@ def decode_metadata(value: bytes | None) -> Decoded:
         return Decoded(None, None, None, None, error=f"undecodable metadata record: {e}")
     name = rec.type_name
     extract = _EXTRACT.get(name)
-    return Decoded(name, rec.type_id, rec.version, json.dumps(to_json(rec.message), separators=(",", ":")),
+    return Decoded(name, rec.type_id, rec.version, _dumps(json_view(rec.message)),
                    extract(rec.message) if extract is not None else _NO_TYPED)
 
 
@@ -154,28 +201,26 @@ def decode_control(key: bytes | None, value: bytes | None) -> Decoded:
     typed = _NO_TYPED
     if kind == ControlType.LEADER_CHANGE:
         typed = (None,) * 5 + (msg.leader_id,) + (None,) * 4
-    return Decoded(name, int(kind), version, json.dumps(to_json(msg), separators=(",", ":")), typed)
+    return Decoded(name, int(kind), version, _dumps(json_view(msg)), typed)
 
 
 class RowBuffer:
-    """Column lists, filled a row at a time and handed out in chunks (Arrow-friendly)."""
+    """Rows collected a chunk at a time and handed out as column lists (Arrow-friendly)."""
 
     def __init__(self) -> None:
-        self.columns: dict[str, list[Any]] = {name: [] for name in ROW_FIELDS}
-        self._append = [self.columns[name].append for name in ROW_FIELDS]
+        self.rows: list[tuple[Any, ...]] = []
 
     def __len__(self) -> int:
-        return len(self.columns["offset"])
+        return len(self.rows)
 
     def add(self, row: tuple[Any, ...]) -> None:
-        for append, value in zip(self._append, row, strict=True):
-            append(value)
+        self.rows.append(row)
 
     def take(self) -> dict[str, list[Any]]:
-        out = self.columns
-        self.columns = {name: [] for name in ROW_FIELDS}
-        self._append = [self.columns[name].append for name in ROW_FIELDS]
-        return out
+        rows, self.rows = self.rows, []
+        if not rows:
+            return {name: [] for name in ROW_FIELDS}
+        return {name: list(col) for name, col in zip(ROW_FIELDS, zip(*rows, strict=True), strict=True)}
 
 
 def batch_rows(batch: RecordBatch, source: str, source_type: str, snapshot_end: int | None,

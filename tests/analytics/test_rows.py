@@ -188,3 +188,28 @@ def test_scenario_refuses_impossible_steps(tmp_path):
 ])
 def test_split_range(start, end, parts, expected):
     assert split_range(start, end, parts) == expected
+
+
+def test_json_column_is_exactly_the_dump_log_view(demo_dir):
+    """The fast JSON view renders every record of the log and the snapshot as ``to_json`` does."""
+    from kraftwire.analytics.rows import json_view
+    from kraftwire.cli.dump_log import record_json
+    from kraftwire.protocol.metadata import decode_record
+    from kraftwire.protocol.runtime import to_json
+
+    seen = set()
+    for f in list_log_files(demo_dir):
+        for batch, _, _ in iter_batches(Path(f.path).read_bytes()):
+            for i, rec in enumerate(batch.records):
+                if batch.control:
+                    payload = record_json(batch, i, True)["record"].get("payload")
+                    if payload is not None:
+                        row = next(d for d in (dict(zip(ROW_FIELDS, r, strict=True)) for r in file_rows(f))
+                                   if d["offset"] == batch.base_offset + i)
+                        assert json.loads(row["json"]) == payload
+                    continue
+                msg = decode_record(rec.value).message
+                assert json_view(msg) == to_json(msg)
+                seen.add(type(msg).__name__)
+    assert {"RegisterBrokerRecord", "PartitionRecord", "PartitionChangeRecord", "TopicRecord",
+            "FeatureLevelRecord", "BrokerRegistrationChangeRecord"} <= seen
