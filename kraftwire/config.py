@@ -165,6 +165,29 @@ SPEC: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "kraftwire.metrics.host": (_str, "127.0.0.1"),
 }
 
+# Security keys (read by kraftwire.security.settings from the raw properties); each may also be given
+# per listener as ``listener.name.<listener>.<key>``, and JAAS entries as
+# ``listener.name.<listener>.<mechanism>.sasl.jaas.config``.
+SECURITY_KEYS = {
+    "authorizer.class.name", "allow.everyone.if.no.acl.found", "sasl.enabled.mechanisms", "sasl.jaas.config",
+    "sasl.mechanism.controller.protocol", "sasl.mechanism.inter.broker.protocol", "ssl.keystore.type",
+    "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password", "ssl.keystore.certificate.chain",
+    "ssl.keystore.key", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
+    "ssl.truststore.certificates", "ssl.certificate.location", "ssl.key.location", "ssl.ca.location",
+    "ssl.client.auth", "ssl.enabled.protocols", "ssl.protocol", "ssl.cipher.suites",
+    "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules",
+}
+
+
+def _security_key(key: str) -> bool:
+    if key in SECURITY_KEYS:
+        return True
+    if not key.startswith("listener.name."):
+        return False
+    rest = key[len("listener.name."):].partition(".")[2]
+    return rest in SECURITY_KEYS or rest.endswith(".sasl.jaas.config")
+
+
 # Kafka keys an operator may carry over that we accept and ignore without a warning.
 IGNORED = {"num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
            "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
@@ -258,7 +281,7 @@ def load_config(source: Path | str | Mapping[str, str], overrides: Mapping[str, 
             raise ConfigError(f"{key}: required")
         else:
             values[key] = parse(key, default)
-    unknown = sorted(k for k in raw if k not in SPEC and k not in IGNORED)
+    unknown = sorted(k for k in raw if k not in SPEC and k not in IGNORED and not _security_key(k))
     for key in unknown:
         log.warning("unknown configuration key %s (ignored)", key)
     cfg = NodeConfig(values, unknown, raw)

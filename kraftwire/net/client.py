@@ -3,27 +3,36 @@
 ``Connection`` speaks to one address: it connects lazily, asks ApiVersions once, then sends
 requests tagged with correlation ids while one reader task matches responses to waiters. Any
 transport error fails every waiter and drops the connection; the next request reconnects.
+
+A ``ClientSecurity`` adds TLS and a SASL login (after ApiVersions, before any other request).
+Without one, a connection takes ``OUTBOUND_SECURITY``, which a node sets while it runs so that
+all of its inter-node connections secure themselves as its controller listener requires.
 """
 
 from __future__ import annotations
 
 import logging
 import struct
+from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
 import anyio
-from anyio.abc import SocketStream, TaskGroup
+from anyio.abc import ByteStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from kraftwire.protocol.api import request_class
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.framing import decode_response, encode_request
 from kraftwire.protocol.messages.api_versions_request import ApiVersionsRequest
+from kraftwire.security.sasl_client import sasl_login
+from kraftwire.security.scram import SaslAuthenticationError
+from kraftwire.security.settings import ClientSecurity
 
 log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
+OUTBOUND_SECURITY: ContextVar[ClientSecurity | None] = ContextVar("kraftwire_outbound_security", default=None)
 
 
 class RequestFailed(Exception):
@@ -43,14 +52,16 @@ class Connection:
     """One multiplexed client connection to ``host:port``; its reader task runs in ``task_group``."""
 
     def __init__(self, task_group: TaskGroup, host: str, port: int, *, client_id: str = "kraftwire", connect_timeout_s: float = 2.0,
-                 max_response_bytes: int = 100 << 20, negotiate: bool = True) -> None:
+                 max_response_bytes: int = 100 << 20, negotiate: bool = True,
+                 security: ClientSecurity | None = None) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self.connect_timeout_s = connect_timeout_s
         self.max_response_bytes = max_response_bytes
         self.negotiate = negotiate
-        self._stream: SocketStream | None = None
+        self.security = security if security is not None else OUTBOUND_SECURITY.get()
+        self._stream: ByteStream | None = None
         self._pending: dict[int, _Pending] = {}
         self._corr = count(1)
         self._connect_lock = anyio.Lock()
@@ -75,39 +86,52 @@ class Connection:
             return min(hi, thi)
         return hi
 
-    async def _ensure(self) -> SocketStream:
+    async def _ensure(self) -> ByteStream:
         if self._stream is not None:
             return self._stream
         async with self._connect_lock:
             if self._stream is not None:
                 return self._stream
+            sec = self.security
+            tls = sec is not None and sec.ssl_context is not None
             with anyio.fail_after(self.connect_timeout_s):
-                stream = await anyio.connect_tcp(self.host, self.port)
+                if tls:
+                    assert sec is not None
+                    stream: ByteStream = await anyio.connect_tcp(self.host, self.port, ssl_context=sec.ssl_context,
+                                                                 tls_hostname=self.host, tls_standard_compatible=False)
+                else:
+                    stream = await anyio.connect_tcp(self.host, self.port)
             self._stream = stream
             self._tg.start_soon(self._reader, stream)
-            if self.negotiate:
-                try:
+            try:
+                if self.negotiate or (sec is not None and sec.uses_sasl):
                     resp = await self._send(stream, ApiVersionsRequest(client_software_name="kraftwire",
                                                                        client_software_version="0.1.0"), 3, 5.0)
                     if resp.error_code == Errors.UNSUPPORTED_VERSION:
                         resp = await self._send(stream, ApiVersionsRequest(), 0, 5.0)
                     self.versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-                except BaseException:
-                    await self.close()
-                    raise
+                if sec is not None and sec.uses_sasl:
+                    await sasl_login(lambda body, v: self._send(stream, body, v, 10.0), sec, self.versions)
+            except SaslAuthenticationError as e:
+                await self.close()
+                raise RequestFailed(f"SASL authentication to {self.host}:{self.port} failed: {e}") from e
+            except BaseException:
+                await self.close()
+                raise
             return stream
 
     async def request(self, body: Any, version: int | None = None, timeout_s: float = 30.0) -> Any:
         """Send ``body`` and wait for its response body; raises RequestFailed."""
         try:
             stream = await self._ensure()
-        except (OSError, TimeoutError, anyio.BrokenResourceError, KafkaProtocolError, RequestFailed) as e:
+        except (OSError, TimeoutError, anyio.BrokenResourceError, anyio.EndOfStream, KafkaProtocolError,
+                RequestFailed) as e:
             raise RequestFailed(f"connect to {self.host}:{self.port} failed: {e}") from e
         if version is None:
             version = self.version_for(body.API_KEY)
         return await self._send(stream, body, version, timeout_s)
 
-    async def _send(self, stream: SocketStream, body: Any, version: int, timeout_s: float) -> Any:
+    async def _send(self, stream: ByteStream, body: Any, version: int, timeout_s: float) -> Any:
         corr = next(self._corr) & 0x7FFFFFFF
         pending = _Pending(body.API_KEY, version, anyio.Event())
         self._pending[corr] = pending
@@ -128,7 +152,7 @@ class Connection:
             raise RequestFailed(str(pending.error)) from pending.error
         return pending.result
 
-    async def _reader(self, stream: SocketStream) -> None:
+    async def _reader(self, stream: ByteStream) -> None:
         reader = BufferedByteReceiveStream(stream)
         error: BaseException = RequestFailed(f"connection to {self.host}:{self.port} closed")
         try:

@@ -4,6 +4,10 @@ One task per connection reads size-prefixed frames, hands each decoded request t
 handler and writes the response before reading the next request, so responses leave in request
 order (Kafka mutes a connection the same way). Oversized or malformed frames close the connection;
 an unsupported ApiVersions version gets Kafka's v0-layout UNSUPPORTED_VERSION reply.
+
+Listeners with a ``ListenerSecurity`` run TLS (SSL, SASL_SSL) and SASL (SASL_PLAINTEXT, SASL_SSL)
+per connection before any other API: the SASL APIs are answered here, never by the handler, and
+the connection's ``RequestContext.principal`` is set from the client certificate or SASL login.
 """
 
 from __future__ import annotations
@@ -16,11 +20,16 @@ from itertools import count
 from typing import Any
 
 import anyio
-from anyio.abc import SocketAttribute, SocketStream
+from anyio.abc import ByteStream, SocketAttribute, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.streams.tls import TLSAttribute, TLSStream
 
 from kraftwire.protocol.errors import DecodeError, KafkaProtocolError
 from kraftwire.protocol.framing import Request, UnsupportedRequestError, decode_request, encode_response
+from kraftwire.security.principal import PrincipalError
+from kraftwire.security.sasl import SASL_APIS, SaslAuthenticator, not_sasl_listener
+from kraftwire.security.scram import SaslAuthenticationError
+from kraftwire.security.settings import ListenerSecurity
 
 log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
@@ -58,14 +67,17 @@ class ListenerSpec:
     host: str
     port: int
     security_protocol: str = "PLAINTEXT"
+    security: ListenerSecurity | None = None
 
 
 class KafkaServer:
     """Serves the Kafka protocol on a set of listeners with one shared request handler."""
 
     def __init__(self, handler: Handler, api_versions_fallback: UnsupportedApiVersions, *,
-                 max_request_bytes: int = 100 << 20, idle_timeout_s: float = 600.0) -> None:
+                 max_request_bytes: int = 100 << 20, idle_timeout_s: float = 600.0,
+                 failed_auth_delay_s: float = 0.1) -> None:
         self.handler = handler
+        self.failed_auth_delay_s = failed_auth_delay_s
         self.api_versions_fallback = api_versions_fallback
         self.max_request_bytes = max_request_bytes
         self.idle_timeout_s = idle_timeout_s
@@ -86,35 +98,113 @@ class KafkaServer:
     async def _connection(self, stream: SocketStream, spec: ListenerSpec) -> None:
         peer = stream.extra(SocketAttribute.remote_address, ("?", 0))
         ctx = RequestContext(spec.name, spec.security_protocol, str(peer[0]), int(peer[1]))
-        reader = BufferedByteReceiveStream(stream)
+        sec = spec.security
         self.connections += 1
         try:
-            async with stream:
-                while True:
-                    with anyio.move_on_after(self.idle_timeout_s) as idle:
-                        head = await reader.receive_exactly(4)
-                    if idle.cancelled_caught:
-                        log.debug("closing idle connection from %s:%s", *peer[:2])
-                        return
-                    (size,) = _SIZE.unpack(head)
-                    if size < 0 or size > self.max_request_bytes:
-                        log.warning("closing connection from %s:%s: request size %d outside 0..%d "
-                                    "(socket.request.max.bytes)", peer[0], peer[1], size, self.max_request_bytes)
-                        return
-                    frame = await reader.receive_exactly(size)
-                    reply = await self._dispatch(frame, ctx)
-                    if reply is None:
-                        continue
-                    await stream.send(reply)
+            conn: ByteStream = stream
+            if sec is not None and sec.ssl_context is not None:
+                tls = await self._tls(stream, sec, ctx)
+                if tls is None:
+                    return
+                conn = tls
+            auth = SaslAuthenticator(sec.sasl) if sec is not None and sec.sasl is not None else None
+            async with conn:
+                await self._serve_connection(conn, ctx, auth, peer)
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError,
                 ConnectionError, OSError):
             return
         finally:
             self.connections -= 1
 
-    async def _dispatch(self, frame: bytes, ctx: RequestContext) -> bytes | None:
+    async def _tls(self, stream: SocketStream, sec: ListenerSecurity, ctx: RequestContext) -> TLSStream | None:
+        """The TLS handshake and the certificate principal; None (connection closed) when either fails."""
         try:
-            request = decode_request(frame)
+            with anyio.fail_after(sec.handshake_timeout_s):
+                tls = await TLSStream.wrap(stream, server_side=True, ssl_context=sec.ssl_context,
+                                           standard_compatible=False)
+        except (TimeoutError, OSError, anyio.BrokenResourceError, anyio.EndOfStream) as e:
+            log.info("TLS handshake with %s:%d on %s failed: %s", ctx.client_host, ctx.client_port, ctx.listener, e)
+            await anyio.aclose_forcefully(stream)
+            return None
+        try:
+            ctx.principal = sec.tls_principal(tls.extra(TLSAttribute.peer_certificate, None))
+        except PrincipalError as e:
+            log.warning("closing TLS connection from %s: %s", ctx.client_host, e)
+            await anyio.aclose_forcefully(tls)
+            return None
+        return tls
+
+    async def _serve_connection(self, conn: ByteStream, ctx: RequestContext, auth: SaslAuthenticator | None,
+                                peer: Any) -> None:
+        reader = BufferedByteReceiveStream(conn)
+        while True:
+            with anyio.move_on_after(self.idle_timeout_s) as idle:
+                head = await reader.receive_exactly(4)
+            if idle.cancelled_caught:
+                log.debug("closing idle connection from %s:%s", *peer[:2])
+                return
+            (size,) = _SIZE.unpack(head)
+            if size < 0 or size > self.max_request_bytes:
+                log.warning("closing connection from %s:%s: request size %d outside 0..%d "
+                            "(socket.request.max.bytes)", peer[0], peer[1], size, self.max_request_bytes)
+                return
+            frame = await reader.receive_exactly(size)
+            if auth is not None and auth.raw_tokens:
+                await conn.send(self._raw_sasl(auth, frame, ctx))
+                continue
+            request = self._decode(frame, ctx)
+            if isinstance(request, bytes):
+                await conn.send(request)
+                continue
+            if request.api_key in SASL_APIS:
+                out, close = self._sasl(auth, request, ctx)
+                await conn.send(out)
+                if close:
+                    # Let the client read the error before the connection goes (Kafka's
+                    # connections.failed.authentication.delay.ms).
+                    await anyio.sleep(self.failed_auth_delay_s)
+                    return
+                continue
+            if auth is not None and not auth.permits(request.api_key):
+                log.info("closing connection from %s: API %d before SASL authentication completed",
+                         ctx.client_host, request.api_key)
+                return
+            reply = await self._handle(request, ctx)
+            if reply is not None:
+                await conn.send(reply)
+
+    def _raw_sasl(self, auth: SaslAuthenticator, token: bytes, ctx: RequestContext) -> bytes:
+        """A v0 (unframed) SASL token; a failure closes the connection, as Kafka does."""
+        try:
+            out = auth.raw(token)
+        except SaslAuthenticationError as e:
+            log.info("SASL %s authentication from %s failed: %s", auth.mechanism, ctx.client_host, e)
+            raise ConnectionError(str(e)) from None
+        if auth.principal is not None:
+            ctx.principal = auth.principal
+            log.debug("authenticated %s from %s with %s", ctx.principal, ctx.client_host, auth.mechanism)
+        return _SIZE.pack(len(out)) + out
+
+    def _sasl(self, auth: SaslAuthenticator | None, request: Request, ctx: RequestContext) -> tuple[bytes, bool]:
+        key, version = request.api_key, request.api_version
+        close = False
+        if auth is None:
+            body = not_sasl_listener(key)
+        else:
+            step = auth.handshake(request.body, version) if key == 17 else auth.authenticate(request.body, version)
+            body, close = step.response, step.close
+            if step.authenticated and auth.principal is not None:
+                ctx.principal = auth.principal
+                log.debug("authenticated %s from %s with %s", ctx.principal, ctx.client_host, auth.mechanism)
+            if close:
+                log.info("SASL authentication from %s on %s failed: %s", ctx.client_host, ctx.listener,
+                         auth.failure or "refused")
+        return encode_response(body, key, version, request.correlation_id), close
+
+    def _decode(self, frame: bytes, ctx: RequestContext) -> Request | bytes:
+        """The decoded request, or the bytes of an immediate reply (ApiVersions fallback)."""
+        try:
+            return decode_request(frame)
         except UnsupportedRequestError as e:
             if e.api_key == 18:  # ApiVersions: answer in the v0 layout so the client can retry.
                 reply = self.api_versions_fallback()
@@ -124,6 +214,8 @@ class KafkaServer:
         except (DecodeError, KafkaProtocolError) as e:
             log.info("closing connection from %s: malformed request: %s", ctx.client_host, e)
             raise ConnectionError(str(e)) from None
+
+    async def _handle(self, request: Request, ctx: RequestContext) -> bytes | None:
         try:
             reply = await self.handler(request, ctx)
         except Exception:
@@ -133,4 +225,3 @@ class KafkaServer:
             return None
         return encode_response(reply.body, request.api_key, reply.version, request.correlation_id,
                                reply.header_version)
-

@@ -17,7 +17,7 @@ import anyio
 from kraftwire.config import NodeConfig
 from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
-from kraftwire.net.server import KafkaServer, ListenerSpec, Reply, RequestContext
+from kraftwire.net.server import KafkaServer, Reply, RequestContext
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import CONTROLLER_APIS, ENVELOPE_APIS, api_versions_response, supported
 from kraftwire.node.bootstrap import read_bootstrap
@@ -26,6 +26,7 @@ from kraftwire.node.envelope import ENVELOPE, handle_envelope
 from kraftwire.node.group_shell import GroupShell
 from kraftwire.node.metrics import RaftMetrics, serve_metrics
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
+from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.view import LogPartitionView
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
@@ -35,6 +36,7 @@ from kraftwire.protocol.messages.describe_cluster_response import (
 )
 from kraftwire.raft.config import RaftConfig
 from kraftwire.raft.core import RaftCore
+from kraftwire.security.sasl import SASL_APIS
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +105,8 @@ class Node:
             cfg.raw, host=client.host, port=client.port)), wall_ms,
             voters=[(v.node_id, v.host, v.port) for v in cfg.voters])
         self.view = LogPartitionView(self.core, self.log)
-        self.apis = supported({**CONTROLLER_APIS, **GROUP_APIS, **ENVELOPE_APIS})
+        self.apis = supported({**CONTROLLER_APIS, **GROUP_APIS, **ENVELOPE_APIS, **SASL_APIS})
+        self.security = NodeSecurity(cfg, lambda: self.controller.controller.committed_image, bootstrap=bootstrap)
         self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
             self.apis, int(Errors.UNSUPPORTED_VERSION)), 0),
             max_request_bytes=cfg["socket.request.max.bytes"],
@@ -114,6 +117,7 @@ class Node:
         """Serve until cancelled; ``task_status`` gets the bound listener addresses."""
         log.info("node %d starting: cluster %s, voters %s, log end offset %d", self.cfg.node_id, self.cluster_id,
                  self.voters, self.log.end_offset)
+        self.security.activate()
         async with anyio.create_task_group() as tg:
             await tg.start(self.driver.run)
             tg.start_soon(self.controller.run_timer)
@@ -123,8 +127,7 @@ class Node:
                                             self.cfg["kraftwire.metrics.port"])
                 log.info("metrics on http://%s:%d/metrics", host, port)
             for ep in self.cfg.listeners:
-                spec = ListenerSpec(ep.name, ep.host, ep.port, self.cfg.security_protocol(ep.name))
-                self.bound[ep.name] = await tg.start(self.server.serve, spec)
+                self.bound[ep.name] = await tg.start(self.server.serve, self.security.spec(ep))
             task_status.started(dict(self.bound))
             await self.controller.fatal_event.wait()
             raise FatalNodeError(f"node {self.cfg.node_id} stopped: {self.controller.fatal}")
@@ -140,6 +143,10 @@ class Node:
 
     # -- request dispatch ----------------------------------------------------------------------
     async def handle(self, request: Request, ctx: RequestContext) -> Reply | None:
+        """Every request, direct or from an Envelope, passes the authorizer's rules first."""
+        return await self.security.handle(request, ctx, self._dispatch)
+
+    async def _dispatch(self, request: Request, ctx: RequestContext) -> Reply | None:
         key, version, body = request.api_key, request.api_version, request.body
         lo_hi = self.apis.get(key)
         if lo_hi is None or not lo_hi[0] <= version <= lo_hi[1]:
@@ -158,18 +165,18 @@ class Node:
                 return Reply(await self.driver.handle_inbound(1, body, version), version)
             return Reply(await serving.consumer_fetch(body, version, self.view, lambda: self.driver.changed), version)
         if key == 3:
-            return Reply(reads.metadata_response(body, version, view=self.view, brokers=self._brokers(),
+            return Reply(reads.metadata_response(body, version, view=self.view, brokers=self._brokers(ctx.listener),
                                                  voters=self.voters, cluster_id=self.cluster_id,
                                                  controller_id=self.view.leader_id), version)
         if key == 2:
             return Reply(reads.list_offsets_response(body, version, self.view), version)
         if key in GROUP_APIS:
-            return Reply(await self.groups.handle(key, version, body, request.header.client_id or "",
-                                                  ctx.client_host), version)
+            resp = await self.groups.handle(key, version, body, request.header.client_id or "", ctx.client_host)
+            return Reply(self._own_coordinator(resp, version, ctx.listener) if key == 10 else resp, version)
         if key in CONTROLLER_APIS:
             return Reply(await self.controller.handle(body, version), version)
         if key == 60:
-            return Reply(self._describe_cluster(body, version), version)
+            return Reply(self._describe_cluster(body, version, ctx.listener), version)
         if key == ENVELOPE:
             self.controller.maybe_activate()
             return Reply(await handle_envelope(body, ctx, active=self.controller.controller.active,
@@ -178,8 +185,25 @@ class Node:
             return serving.refuse_produce(body, version)
         raise ConnectionError(f"API {key} has no handler")
 
-    def _brokers(self) -> list[reads.BrokerInfo]:
-        return [reads.BrokerInfo(i, h, p) for i, h, p, _ in self.nodes]
+    def _own_endpoint(self, listener: str | None) -> tuple[str, int] | None:
+        """This node's advertised address on ``listener`` (clients stay on the listener they came in on)."""
+        for ep in self.cfg.advertised():
+            if ep.name == listener:
+                return ep.host, ep.port
+        return None
+
+    def _brokers(self, listener: str | None = None) -> list[reads.BrokerInfo]:
+        own = self._own_endpoint(listener)
+        return [reads.BrokerInfo(i, *(own if own and i == self.cfg.node_id else (h, p))) for i, h, p, _ in self.nodes]
+
+    def _own_coordinator(self, resp: Any, version: int, listener: str) -> Any:
+        """FindCoordinator naming this node: its address on the client's listener."""
+        own = self._own_endpoint(listener)
+        if own is not None:
+            for c in resp.coordinators if version >= 4 else [resp]:
+                if c.node_id == self.cfg.node_id and c.error_code == 0:
+                    c.host, c.port = own
+        return resp
 
     async def _describe_quorum(self, body: Any, version: int) -> Any:
         """DescribeQuorum; a follower asks the leader for the client, as a Kafka broker forwards it to the
@@ -193,11 +217,11 @@ class Node:
         forwarded = await self.driver.forward(leader, body, version)
         return resp if forwarded is None else forwarded
 
-    def _describe_cluster(self, body: Any, version: int) -> DescribeClusterResponse:
+    def _describe_cluster(self, body: Any, version: int, listener: str | None = None) -> DescribeClusterResponse:
         endpoint_type = getattr(body, "endpoint_type", 1)
         resp = DescribeClusterResponse(cluster_id=self.cluster_id, controller_id=self.view.leader_id,
                                        brokers=[DescribeClusterBroker(b.node_id, b.host, b.port, b.rack)
-                                                for b in self._brokers()])
+                                                for b in self._brokers(listener)])
         if version >= 1:
             resp.endpoint_type = endpoint_type
         return resp

@@ -1,0 +1,71 @@
+"""A node's security wiring: listener TLS/SASL, the inter-node client login, and the request gate.
+
+``NodeSecurity`` is built from the node's configuration and a function returning its current
+metadata image (SCRAM credentials and ACLs live there). Nodes call ``spec(endpoint)`` for each
+listener, ``activate()`` at the start of ``run`` (so the node's outbound connections secure
+themselves as the controller listener requires), and route every request through ``handle``,
+which runs the authorizer's rules when ``authorizer.class.name`` is set.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kraftwire.config import ConfigError, Endpoint, NodeConfig
+from kraftwire.controller.image import MetadataImage
+from kraftwire.net.client import OUTBOUND_SECURITY
+from kraftwire.net.server import ListenerSpec, Reply, RequestContext
+from kraftwire.protocol.framing import Request
+from kraftwire.security.gate import Dispatch, RequestGate
+from kraftwire.security.settings import (
+    ClientSecurity,
+    ListenerSecurity,
+    ScramStore,
+    SecurityConfigError,
+    authorizer_from,
+    inter_node_security,
+    listener_security,
+)
+
+log = logging.getLogger(__name__)
+
+
+class NodeSecurity:
+    """Security for one node process; raises ConfigError for unusable settings."""
+
+    def __init__(self, cfg: NodeConfig, image: Callable[[], MetadataImage], *, bootstrap: list[Any] | None = None,
+                 skip: Iterable[int] = ()) -> None:
+        self.cfg = cfg
+        self.scram = ScramStore(image, bootstrap)
+        self.listeners: dict[str, ListenerSecurity] = {}
+        try:
+            for ep in cfg.listeners:
+                proto = cfg.security_protocol(ep.name)
+                if proto != "PLAINTEXT":
+                    self.listeners[ep.name] = listener_security(cfg.raw, ep.name, proto, self.scram)
+            ctl = cfg.controller_listener
+            ctl_proto = cfg.security_protocol(ctl)
+            self.outbound: ClientSecurity | None = (
+                None if ctl_proto == "PLAINTEXT" else inter_node_security(cfg.raw, ctl, ctl_proto))
+            authorizer = authorizer_from(cfg.raw, lambda: image().acls)
+        except SecurityConfigError as e:
+            raise ConfigError(str(e)) from None
+        self.authorizer = authorizer
+        self.gate = None if authorizer is None else RequestGate(authorizer, image, skip)
+        if self.gate is not None:
+            log.info("ACL authorizer enabled; super.users: %s", ", ".join(sorted(authorizer.super_users)) or "none")
+
+    def spec(self, ep: Endpoint) -> ListenerSpec:
+        return ListenerSpec(ep.name, ep.host, ep.port, self.cfg.security_protocol(ep.name),
+                            security=self.listeners.get(ep.name))
+
+    def activate(self) -> None:
+        """Make this task's (and its children's) outbound connections use the inter-node security."""
+        OUTBOUND_SECURITY.set(self.outbound)
+
+    async def handle(self, request: Request, ctx: RequestContext, dispatch: Dispatch) -> Reply | None:
+        if self.gate is None:
+            return await dispatch(request, ctx)
+        return await self.gate.run(request, ctx, dispatch)

@@ -1,0 +1,107 @@
+"""Authorization of every request a node handles, before it reaches the handler (Kafka's per-API rules).
+
+``RequestGate.run(request, ctx, dispatch)`` applies the rule for the request's API with the
+context's principal and client address; enveloped requests arrive with their own (inner)
+context, so the same rules apply to them. A rule either
+
+* refuses the request outright (the API's error response; nothing reaches the handler, so
+  nothing is written),
+* lets a subset through (e.g. the topics a CreateTopics may create) and adds error entries for
+  the rest to the handler's response, or
+* lets it through and filters or annotates the response (Metadata, DescribeCluster, ListGroups).
+
+The rule table lives in ``kraftwire.security.rules``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kraftwire.controller.image import MetadataImage
+from kraftwire.net.server import Reply, RequestContext
+from kraftwire.protocol.framing import Request
+from kraftwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, AclAuthorizer
+
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC_ID = uuid.UUID(int=1)
+Dispatch = Callable[[Request, RequestContext], Awaitable[Reply | None]]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """A rule's decision: ``deny`` answers now; else dispatch ``body`` and pass the response to ``finish``."""
+
+    deny: Any = None
+    body: Any = None
+    finish: Callable[[Any], Any] | None = None
+
+
+class Access:
+    """Authorization questions about one request's caller."""
+
+    def __init__(self, authorizer: AclAuthorizer, ctx: RequestContext, image: MetadataImage) -> None:
+        self.authorizer = authorizer
+        self.principal = ctx.principal
+        self.host = ctx.client_host
+        self.image = image
+
+    def allowed(self, operation: int, resource_type: int, name: str, *, log: bool = True) -> bool:
+        return self.authorizer.authorize(self.principal, self.host, operation, resource_type, name, log_denied=log)
+
+    def cluster(self, operation: int, *, log: bool = True) -> bool:
+        return self.allowed(operation, CLUSTER, CLUSTER_NAME, log=log)
+
+    def topic(self, operation: int, name: str, *, log: bool = True) -> bool:
+        return self.allowed(operation, TOPIC, name, log=log)
+
+    def operations(self, resource_type: int, name: str) -> int:
+        return self.authorizer.authorized_operations(self.principal, self.host, resource_type, name)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        if topic_id == METADATA_TOPIC_ID:
+            return METADATA_TOPIC
+        t = self.image.topics.get(topic_id)
+        return None if t is None else t.name
+
+    def partition(self, items: Iterable[Any], ok: Callable[[Any], bool]) -> tuple[list[Any], list[Any]]:
+        kept, denied = [], []
+        for item in items:
+            (kept if ok(item) else denied).append(item)
+        return kept, denied
+
+
+Rule = Callable[[Access, Any, int], Outcome | None]
+
+
+class RequestGate:
+    """Runs each request past its API's rule; APIs in ``skip`` (or without a rule) pass unchecked."""
+
+    def __init__(self, authorizer: AclAuthorizer, image: Callable[[], MetadataImage],
+                 skip: Iterable[int] = ()) -> None:
+        from kraftwire.security.rules import RULES
+
+        self.authorizer = authorizer
+        self.image = image
+        self.rules: dict[int, Rule] = {k: v for k, v in RULES.items() if k not in set(skip)}
+        self.denied = 0
+
+    async def run(self, request: Request, ctx: RequestContext, dispatch: Dispatch) -> Reply | None:
+        rule = self.rules.get(request.api_key)
+        if rule is None:
+            return await dispatch(request, ctx)
+        version = request.api_version
+        outcome = rule(Access(self.authorizer, ctx, self.image()), request.body, version)
+        if outcome is None:
+            return await dispatch(request, ctx)
+        if outcome.deny is not None:
+            self.denied += 1
+            return Reply(outcome.deny, version)
+        if outcome.body is not None and outcome.body is not request.body:
+            request = Request(request.header, outcome.body)
+        reply = await dispatch(request, ctx)
+        if reply is not None and outcome.finish is not None:
+            reply.body = outcome.finish(reply.body)
+        return reply
