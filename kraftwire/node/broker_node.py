@@ -33,16 +33,18 @@ from kraftwire.controller.features import SUPPORTED_FEATURES
 from kraftwire.controller.responses import error_response
 from kraftwire.controller.result import CommandError
 from kraftwire.net.client import Connection, RequestFailed
-from kraftwire.net.server import KafkaServer, ListenerSpec, Reply, RequestContext
+from kraftwire.net.server import KafkaServer, Reply, RequestContext
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import BROKER_FORWARDED_APIS, BROKER_LOCAL_APIS, api_versions_response, supported
 from kraftwire.node.metrics import CombinedMetrics, ForwardingMetrics, RaftMetrics, serve_metrics
 from kraftwire.node.node import FatalNodeError, raft_config
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
+from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.view import LogPartitionView
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.framing import Request
 from kraftwire.raft.core import RaftCore
+from kraftwire.security.sasl import SASL_APIS
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +158,9 @@ class BrokerNode:
         self.forwarding = ForwardingManager(self.forwarding_channel, self.forwarding_metrics,
                                             default_timeout_ms=cfg["request.timeout.ms"],
                                             retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]))
-        self.apis = supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS}, raft=False)
+        self.apis = supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS, **SASL_APIS}, raft=False)
+        # Forwarded admin writes are authorized by the controller, as the client inside the Envelope.
+        self.security = NodeSecurity(cfg, lambda: self.metadata.image, skip=FORWARDED_APIS)
         self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
             self.apis, int(Errors.UNSUPPORTED_VERSION)), 0),
             max_request_bytes=cfg["socket.request.max.bytes"],
@@ -194,6 +198,7 @@ class BrokerNode:
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve until cancelled; ``task_status`` gets the bound listener addresses."""
         cfg = self.cfg
+        self.security.activate()
         async with anyio.create_task_group() as tg:
             self.channel.attach(tg)
             self.forwarding_channel.attach(tg)
@@ -214,8 +219,7 @@ class BrokerNode:
                                             cfg["kraftwire.metrics.host"], cfg["kraftwire.metrics.port"])
                 log.info("metrics on http://%s:%d/metrics", host, port)
             for ep in cfg.listeners:
-                spec = ListenerSpec(ep.name, ep.host, ep.port, cfg.security_protocol(ep.name))
-                self.bound[ep.name] = await tg.start(self.server.serve, spec)
+                self.bound[ep.name] = await tg.start(self.server.serve, self.security.spec(ep))
             task_status.started(dict(self.bound))
             await self._fatal_event.wait()
             raise FatalNodeError(f"broker {cfg.node_id} stopped: {self._fatal}")
@@ -254,6 +258,10 @@ class BrokerNode:
                          raft_epoch=0 if core is None else core.epoch, voters=tuple(sorted(self.voters)))
 
     async def handle(self, request: Request, ctx: RequestContext) -> Reply | None:
+        """Every request passes the authorizer's rules (forwarded admin writes: at the controller)."""
+        return await self.security.handle(request, ctx, self._dispatch)
+
+    async def _dispatch(self, request: Request, ctx: RequestContext) -> Reply | None:
         key, version, body = request.api_key, request.api_version, request.body
         lo_hi = self.apis.get(key)
         if lo_hi is None or not lo_hi[0] <= version <= lo_hi[1]:

@@ -12,7 +12,11 @@ from kraftwire.group import MemoryOffsetStore
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.node.node import Node
 from kraftwire.protocol.errors import Errors
-from kraftwire.protocol.messages.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
+from kraftwire.protocol.messages.describe_quorum_request import (
+    DescribeQuorumRequest,
+    PartitionData,
+    TopicData,
+)
 from kraftwire.protocol.messages.vote_request import VoteRequest
 from kraftwire.raft.memory import MemoryLog, MemoryStateStore
 from kraftwire.security.settings import client_security

@@ -1,0 +1,119 @@
+"""A broker on a secured cluster: it logs in to the controllers over SASL_SSL as a super user, authenticates its
+own clients with SCRAM credentials from its replayed image, and the controller authorizes forwarded admin writes
+as the client inside the Envelope. A broker whose login is not privileged cannot even register."""
+
+from __future__ import annotations
+
+import uuid
+
+import anyio
+import pytest
+
+from kraftwire.broker.lifecycle import BrokerState
+from kraftwire.config import load_config
+from kraftwire.controller import bootstrap_records
+from kraftwire.group import MemoryOffsetStore
+from kraftwire.node.broker_node import BrokerNode
+from kraftwire.node.node import Node
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.messages import create_topics_request as ctq
+from kraftwire.protocol.messages.create_acls_request import AclCreation, CreateAclsRequest
+from kraftwire.protocol.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kraftwire.raft.memory import MemoryLog, MemoryStateStore
+from kraftwire.security.authorizer import CREATE, DESCRIBE, PREFIXED
+from tests.node.harness import free_ports, wait_for
+
+from .harness import USERS, scram_records
+
+pytestmark = pytest.mark.anyio
+CLUSTER_ID = "kw-secure-broker-0001"
+TIMING = {"controller.quorum.election.timeout.ms": "300", "controller.quorum.fetch.timeout.ms": "1500",
+          "controller.quorum.request.timeout.ms": "1000", "metadata.max.idle.interval.ms": "50",
+          "broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "100"}
+SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+
+def common(certs, login: str, cport: int) -> dict[str, str]:
+    return {
+        "controller.quorum.voters": f"1@127.0.0.1:{cport}", "controller.listener.names": "CONTROLLER",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin", "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
+        "listener.name.controller.scram-sha-512.sasl.jaas.config":
+            f'{SCRAM} required username="{login}" password="{USERS[login]}";',
+        "ssl.keystore.location": str(certs.server_keystore), "ssl.truststore.location": str(certs.ca), **TIMING}
+
+
+def controller(certs, cport: int) -> Node:
+    props = {"process.roles": "controller", "node.id": "1", "listeners": f"CONTROLLER://127.0.0.1:{cport}",
+             "listener.security.protocol.map": "CONTROLLER:SASL_SSL", **common(certs, "admin", cport)}
+    return Node(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id=CLUSTER_ID,
+                bootstrap=bootstrap_records() + scram_records(), offset_store=MemoryOffsetStore())
+
+
+def broker(certs, node_id: int, port: int, cport: int, login: str) -> BrokerNode:
+    props = {"process.roles": "broker", "node.id": str(node_id), "listeners": f"CLIENTS://127.0.0.1:{port}",
+             "listener.security.protocol.map": "CONTROLLER:SASL_SSL,CLIENTS:SASL_PLAINTEXT",
+             **common(certs, login, cport)}
+    return BrokerNode(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id=CLUSTER_ID,
+                      directory_id=uuid.uuid4())
+
+
+async def test_forwarded_writes_are_authorized_as_the_client(certs):
+    from .harness import SecureNode
+
+    cport, bport, rogue_port = free_ports(3)
+    ctl = controller(certs, cport)
+    good = broker(certs, 11, bport, cport, "admin")
+    rogue = broker(certs, 12, rogue_port, cport, "bob")
+    async with anyio.create_task_group() as tg:
+        await tg.start(ctl.run)
+        await wait_for(lambda: ctl.controller.controller.active, 15)
+        await tg.start(good.run)
+        await tg.start(rogue.run)
+        await wait_for(lambda: good.state == BrokerState.RUNNING, 20)
+
+        helper = SecureNode(ctl, {"CLIENTS": bport}, certs)
+        alice = helper.connection(tg, "CLIENTS", helper.sasl("alice", mechanism="SCRAM-SHA-512"))
+        admin = helper.connection(tg, "CLIENTS", helper.sasl("admin", mechanism="SCRAM-SHA-512"))
+        before = ctl.log.end_offset
+        r = await alice.request(ctq.CreateTopicsRequest(topics=[ctq.CreatableTopic("t-orders", 1, 1)]), 7, 15)
+        assert [(t.name, t.error_code) for t in r.topics] == [("t-orders", Errors.TOPIC_AUTHORIZATION_FAILED)]
+        r = await alice.request(CreateAclsRequest(creations=[AclCreation(2, "t-", PREFIXED, "User:alice", "*",
+                                                                         CREATE, 3)]), 3, 15)
+        assert [x.error_code for x in r.results] == [Errors.CLUSTER_AUTHORIZATION_FAILED]
+        image = ctl.controller.controller.committed_image
+        assert image.topic_by_name("t-orders") is None and not image.acls
+        assert all(type(m).__name__ == "NoOpRecord" for m in records_after(ctl, before))
+
+        # the super user grants alice CREATE and DESCRIBE on t-*, through the broker (forwarded as admin)
+        for op in (CREATE, DESCRIBE):
+            r = await admin.request(CreateAclsRequest(creations=[AclCreation(2, "t-", PREFIXED, "User:alice", "*",
+                                                                             op, 3)]), 3, 15)
+            assert [x.error_code for x in r.results] == [0]
+        r = await alice.request(ctq.CreateTopicsRequest(topics=[ctq.CreatableTopic("t-orders", 1, 1),
+                                                                ctq.CreatableTopic("x-other", 1, 1)]), 7, 15)
+        assert sorted((t.name, t.error_code) for t in r.topics) == [
+            ("t-orders", 0), ("x-other", Errors.TOPIC_AUTHORIZATION_FAILED)]
+        await wait_for(lambda: good.metadata.image.topic_by_name("t-orders") is not None, 10)
+        # the broker's Metadata shows alice the topic she may describe
+        md = await alice.request(MetadataRequest(topics=[MetadataRequestTopic(name="t-orders")]), 12, 10)
+        assert [(t.name, t.error_code) for t in md.topics] == [("t-orders", 0)]
+
+        # the broker that logged in as bob was never allowed to register
+        assert 12 not in ctl.controller.controller.committed_image.brokers
+        assert rogue.state != BrokerState.RUNNING
+        tg.cancel_scope.cancel()
+
+
+def records_after(node: Node, offset: int) -> list:
+    from kraftwire.protocol.metadata import decode_record
+
+    out = []
+    for batch in node.log.read(offset, 1 << 30):
+        if batch.control:
+            continue
+        for i, rec in enumerate(batch.records):
+            if batch.base_offset + i >= offset and rec.value is not None:
+                out.append(decode_record(rec.value).message)
+    return out
