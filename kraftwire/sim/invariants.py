@@ -67,7 +67,11 @@ class InvariantChecker:
     def __init__(self, sim: Simulation) -> None:
         self.sim = sim
         self.committed: list[Entry] = []
-        self.committed_epochs: list[int] = []
+        # Per committed offset, an upper bound of the epoch whose leader committed it: the epoch of
+        # the node that first saw it below its HW (a follower's HW comes from its current leader),
+        # kept non-decreasing along offsets. Leader completeness is about *commit* epochs: an
+        # old-epoch entry committed by a later leader need not be in a leader elected before that.
+        self.commit_epochs: list[int] = []
         self.leaders: dict[int, int] = {}
         self.last_hw: dict[int, int | None] = {}
         self.last_epoch: dict[int, int] = {}
@@ -163,7 +167,8 @@ class InvariantChecker:
                                     f"{self.committed[off]} elsewhere")
             else:
                 self.committed.append(e)
-                self.committed_epochs.append(e[0])
+                seen = node.core.epoch if node.core is not None else 0
+                self.commit_epochs.append(max(seen, self.commit_epochs[-1] if self.commit_epochs else 0))
                 prev = self.digests[-1]
                 self.digests.append(prev if batch.control else chain_digest(prev, off, e[0], e[1]))
                 v = e[1]
@@ -171,8 +176,8 @@ class InvariantChecker:
                     self.max_counter = max(self.max_counter, int(v[1:]))
 
     def _check_leader_completeness(self, node: SimNode, epoch: int) -> None:
-        # Every entry committed in an earlier epoch must be in a new leader's log.
-        n = bisect_left(self.committed_epochs, epoch)
+        # Every entry committed by the leader of an earlier epoch must be in a new leader's log.
+        n = bisect_left(self.commit_epochs, epoch)
         if n == 0 or n - 1 < node.log.start_offset:
             return  # nothing, or only what its snapshot holds
         if entry_at(node.log, n - 1) != self.committed[n - 1]:
