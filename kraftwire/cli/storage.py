@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="succeed without changes when already formatted with this cluster id")
     f.add_argument("--metadata-version", type=int, default=None,
                    help="metadata.version feature level to bootstrap (default: the latest kraftwire supports)")
+    f.add_argument("-S", "--add-scram", action="append", default=[], metavar="MECHANISM=[name=...,password=...]",
+                   help="add a SCRAM user to the bootstrap metadata, e.g. "
+                        "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (repeatable)")
     f.set_defaults(func=run_format)
     i = ssub.add_parser("info", help="show the state of the configured log directories")
     i.add_argument("-c", "--config", required=True, help="server.properties")
@@ -45,15 +48,22 @@ def log_dirs(cfg: NodeConfig) -> list[Path]:
 
 
 def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool = False,
-                   metadata_version: int | None = None, quiet: bool = False) -> int:
+                   metadata_version: int | None = None, quiet: bool = False, add_scram: list[str] | None = None) -> int:
     """Format every log directory of ``cfg``; returns how many were newly formatted."""
     from kraftwire.controller import bootstrap_records
     from kraftwire.node.bootstrap import write_bootstrap
+    from kraftwire.security.credentials import SCRAM_MIN_METADATA_VERSION, parse_add_scram
 
     if not valid_cluster_id(cluster_id):
         raise StorageError(f"cluster id {cluster_id!r} is not a base64url-encoded 16-byte id "
                            "(use `kraftwire storage random-uuid`)")
     records = bootstrap_records() if metadata_version is None else bootstrap_records(metadata_version)
+    if add_scram:
+        level = records[0].message.feature_level
+        if level < SCRAM_MIN_METADATA_VERSION:
+            raise StorageError(f"SCRAM is only supported in metadata.version {SCRAM_MIN_METADATA_VERSION} "
+                               f"(3.5-IV2) or later; this format would use {level}")
+        records = records + [parse_add_scram(a) for a in add_scram]
     formatted = 0
     for d in log_dirs(cfg):
         existing = read_meta(d)
@@ -81,7 +91,7 @@ def run_format(args: argparse.Namespace) -> int:
     try:
         cfg = load_config(args.config)
         format_storage(cfg, args.cluster_id, ignore_formatted=args.ignore_formatted,
-                       metadata_version=args.metadata_version)
+                       metadata_version=args.metadata_version, add_scram=args.add_scram)
     except (ConfigError, StorageError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
