@@ -39,7 +39,7 @@ from kraftwire.protocol.messages.zk_migration_state_record import ZkMigrationSta
 from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft.log import SnapshotId
-from kraftwire.raft.snapshot import frame
+from kraftwire.raft.snapshot import frame, with_raw
 
 
 def iter_image_records(image: MetadataImage) -> Iterator[MetadataRecord]:
@@ -114,9 +114,14 @@ def image_to_records(image: MetadataImage) -> list[MetadataRecord]:
 
 def snapshot_batches(image: MetadataImage, sid: SnapshotId, *, timestamp_ms: int = 0,
                      last_contained_timestamp_ms: int = 0) -> list[RecordBatch]:
-    """The content of a snapshot of ``image`` with id ``sid``, ready for ``create_snapshot``."""
+    """The content of a snapshot of ``image`` with id ``sid``, ready for ``create_snapshot``.
+
+    The batches carry their encoded bytes: all the CPU work happens here (the node runs this in a
+    worker thread), storing them is only I/O.
+    """
     records = (Record(value=encode_record(r.message, r.version)) for r in iter_image_records(image))
-    return frame(sid, records, timestamp_ms=timestamp_ms, last_contained_timestamp_ms=last_contained_timestamp_ms)
+    return with_raw(frame(sid, records, timestamp_ms=timestamp_ms,
+                          last_contained_timestamp_ms=last_contained_timestamp_ms))
 
 
 def image_from_snapshot(batches: Iterable[RecordBatch]) -> MetadataImage:

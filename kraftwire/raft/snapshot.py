@@ -9,6 +9,7 @@ checkpoint files, the in-memory log keeps the bytes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from kraftwire.protocol.control import (
     ControlType,
@@ -56,6 +57,11 @@ def check_framing(batches: Sequence[RecordBatch]) -> None:
         raise CorruptRecordError("snapshot does not start with a SnapshotHeaderRecord control batch")
     if not (last.control and last.records and control_type(last.records[-1]) == ControlType.SNAPSHOT_FOOTER):
         raise CorruptRecordError("snapshot does not end with a SnapshotFooterRecord control batch")
+
+
+def with_raw(batches: Sequence[RecordBatch]) -> list[RecordBatch]:
+    """The same batches carrying their encoded bytes, so storing them later costs no encoding."""
+    return [b if b.raw is not None else replace(b, raw=encode_batch(b)) for b in batches]
 
 
 def encode(batches: Sequence[RecordBatch]) -> bytes:
