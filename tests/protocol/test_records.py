@@ -126,6 +126,8 @@ def test_snappy_header_declaring_4_gib() -> None:
     (b"\x7f" + bytes(3), 1),  # record length beyond the batch
     (b"\x01", -5),  # negative count
     (b"\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", 1),  # 11-byte varint
+    (b"\x0c\x00\x80\x80\x80\x80\x80", 1),  # timestamp delta runs past the 6-byte record
+    (b"\x0a" + bytes(5), 1),  # a record shorter than its six mandatory fields
 ])
 def test_inconsistent_record_sections(payload, count) -> None:
     with pytest.raises(CorruptRecordError):
