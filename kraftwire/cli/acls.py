@@ -1,0 +1,224 @@
+"""``kraftwire acls``: add, remove and list ACLs like kafka-acls.sh (CreateAcls, DeleteAcls, DescribeAcls).
+
+Examples::
+
+    kraftwire acls --bootstrap-server 127.0.0.1:9092 --command-config admin.properties \\
+        --add --allow-principal User:alice --operation Read --topic __cluster_metadata
+    kraftwire acls --bootstrap-server 127.0.0.1:9092 --list --topic __cluster_metadata
+    kraftwire acls --bootstrap-server 127.0.0.1:9092 --remove --allow-principal User:alice --topic orders
+
+``--command-config`` holds Kafka client properties (``security.protocol``, ``sasl.mechanism``,
+``sasl.jaas.config``, ``ssl.truststore.location``, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from kraftwire.config import parse_properties
+from kraftwire.net.client import Connection, RequestFailed
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.messages.create_acls_request import AclCreation, CreateAclsRequest
+from kraftwire.protocol.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
+from kraftwire.protocol.messages.describe_acls_request import DescribeAclsRequest
+from kraftwire.security import authorizer as az
+from kraftwire.security.settings import ClientSecurity, SecurityConfigError, client_security
+
+ANY = 1
+MATCH = 2
+PATTERNS = {"any": ANY, "match": MATCH, "literal": az.LITERAL, "prefixed": az.PREFIXED}
+PATTERN_NAMES = {v: k.upper() for k, v in PATTERNS.items()}
+OPERATIONS = {name.replace("_", "").lower(): op for op, name in az.OPERATION_NAMES.items()}
+RESOURCE_TYPE_NAMES = {az.TOPIC: "TOPIC", az.GROUP: "GROUP", az.CLUSTER: "CLUSTER",
+                       az.TRANSACTIONAL_ID: "TRANSACTIONAL_ID", az.DELEGATION_TOKEN: "DELEGATION_TOKEN",
+                       az.USER: "USER"}
+
+
+class UsageError(ValueError):
+    """Options that do not make a valid request."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("acls", help="add, remove and list ACLs (like kafka-acls.sh)",
+                       description="Manage ACLs through the Kafka protocol (CreateAcls, DeleteAcls, DescribeAcls).")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--bootstrap-server", metavar="HOST:PORT", help="a broker or node client listener")
+    target.add_argument("--bootstrap-controller", metavar="HOST:PORT", help="a controller listener")
+    p.add_argument("--command-config", help="Kafka client properties (security.protocol, sasl.*, ssl.*)")
+    action = p.add_mutually_exclusive_group(required=True)
+    action.add_argument("--add", action="store_true", help="add the ACLs described by the options")
+    action.add_argument("--remove", action="store_true", help="remove matching ACLs")
+    action.add_argument("--list", action="store_true", help="list matching ACLs")
+    p.add_argument("--topic", action="append", default=[], help="topic resource (repeatable)")
+    p.add_argument("--group", action="append", default=[], help="consumer group resource (repeatable)")
+    p.add_argument("--transactional-id", action="append", default=[], help="transactional id resource")
+    p.add_argument("--cluster", action="store_true", help="the cluster resource")
+    p.add_argument("--resource-pattern-type", choices=sorted(PATTERNS), default=None,
+                   help="literal or prefixed for --add; any, match, literal or prefixed to filter "
+                        "(default: literal for --add/--remove, any for --list)")
+    p.add_argument("--allow-principal", action="append", default=[], help="principal to allow, e.g. User:alice")
+    p.add_argument("--deny-principal", action="append", default=[], help="principal to deny")
+    p.add_argument("--allow-host", action="append", default=[], help="host for allow ACLs (default *)")
+    p.add_argument("--deny-host", action="append", default=[], help="host for deny ACLs (default *)")
+    p.add_argument("--operation", action="append", default=[],
+                   help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, "
+                        "AlterConfigs, IdempotentWrite, All (default All; repeatable)")
+    p.add_argument("--principal", help="--list only: ACLs of this principal")
+    p.add_argument("--consumer", action="store_true", help="shortcut: Read+Describe on topics, Read on groups")
+    p.add_argument("--producer", action="store_true", help="shortcut: Write+Describe+Create on topics")
+    p.add_argument("--force", action="store_true", help="accepted for compatibility (removal never prompts)")
+    p.add_argument("--timeout", type=float, default=15.0, help="seconds to wait for an answer (default 15)")
+    p.set_defaults(func=run)
+
+
+def _resources(args: argparse.Namespace) -> list[tuple[int, str]]:
+    out = [(az.TOPIC, t) for t in args.topic] + [(az.GROUP, g) for g in args.group]
+    out += [(az.TRANSACTIONAL_ID, t) for t in args.transactional_id]
+    if args.cluster:
+        out.append((az.CLUSTER, az.CLUSTER_NAME))
+    return out
+
+
+def _operations(args: argparse.Namespace) -> list[int]:
+    ops = []
+    for text in args.operation or ["All"]:
+        op = OPERATIONS.get(text.replace("_", "").replace("-", "").lower())
+        if op is None:
+            raise UsageError(f"unknown operation {text!r}")
+        ops.append(op)
+    return ops
+
+
+def _bindings(args: argparse.Namespace, pattern: int) -> list[tuple[int, str, int, str, str, int, int]]:
+    """(resource type, name, pattern, principal, host, operation, permission) for --add / --remove."""
+    resources = _resources(args)
+    if not resources:
+        raise UsageError("name a resource: --topic, --group, --transactional-id or --cluster")
+    grants: list[tuple[int, str, int]] = []     # (resource type, name, operation)
+    if args.consumer or args.producer:
+        for rtype, name in resources:
+            if rtype == az.TOPIC:
+                ops = ([az.READ, az.DESCRIBE] if args.consumer else []) + (
+                    [az.WRITE, az.DESCRIBE, az.CREATE] if args.producer else [])
+                grants += [(rtype, name, op) for op in dict.fromkeys(ops)]
+            elif rtype == az.GROUP and args.consumer:
+                grants.append((rtype, name, az.READ))
+    else:
+        grants = [(rtype, name, op) for rtype, name in resources for op in _operations(args)]
+    out = []
+    for perm, principals, hosts in ((az.ALLOW, args.allow_principal, args.allow_host),
+                                    (az.DENY, args.deny_principal, args.deny_host)):
+        for principal in principals:
+            if ":" not in principal:
+                raise UsageError(f"principal {principal!r} must look like Type:Name, e.g. User:alice")
+            for host in hosts or ["*"]:
+                out += [(rtype, name, pattern, principal, host, op, perm) for rtype, name, op in grants]
+    if not out:
+        raise UsageError("name at least one --allow-principal or --deny-principal")
+    return out
+
+
+def _security(args: argparse.Namespace) -> ClientSecurity | None:
+    if not args.command_config:
+        return None
+    props = parse_properties(Path(args.command_config).read_text())
+    return client_security(props)
+
+
+def _check(code: int, message: str | None, what: str) -> None:
+    if code:
+        raise RequestFailed(f"{what} failed: {Errors(code).name}" + (f": {message}" if message else ""))
+
+
+def _render(resources: Any) -> list[str]:
+    lines = []
+    for r in resources:
+        lines.append(f"Current ACLs for resource `ResourcePattern(resourceType={RESOURCE_TYPE_NAMES.get(r.resource_type)}"
+                     f", name={r.resource_name}, patternType={PATTERN_NAMES.get(r.pattern_type)})`: ")
+        for a in r.acls:
+            lines.append(f" \t(principal={a.principal}, host={a.host}, operation="
+                         f"{az.OPERATION_NAMES.get(a.operation, a.operation)}, permissionType="
+                         f"{'ALLOW' if a.permission_type == az.ALLOW else 'DENY'})")
+        lines.append("")
+    return lines
+
+
+async def execute(args: argparse.Namespace, security: ClientSecurity | None) -> list[str]:
+    addr = args.bootstrap_server or args.bootstrap_controller
+    host, _, port = addr.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"expected HOST:PORT, got {addr!r}")
+    if args.add or args.remove:
+        _bindings(args, az.LITERAL)    # report usage errors before connecting
+    result: list[str] = []
+    error: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        conn = Connection(tg, host.strip("[]"), int(port), client_id="kraftwire-acls", security=security,
+                          connect_timeout_s=args.timeout)
+        try:
+            result = await _execute(conn, args)
+        except Exception as e:  # noqa: BLE001 - re-raised below, outside the task group
+            error = e
+        finally:
+            await conn.close()
+            tg.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return result
+
+
+async def _execute(conn: Connection, args: argparse.Namespace) -> list[str]:
+    t = args.timeout
+    if args.add:
+        pattern = PATTERNS[args.resource_pattern_type or "literal"]
+        if pattern not in (az.LITERAL, az.PREFIXED):
+            raise UsageError("--add takes --resource-pattern-type literal or prefixed")
+        bindings = _bindings(args, pattern)
+        resp = await conn.request(CreateAclsRequest(creations=[AclCreation(*b) for b in bindings]), None, t)
+        for r in resp.results:
+            _check(r.error_code, r.error_message, "CreateAcls")
+        return [f"Adding ACLs for resource `{RESOURCE_TYPE_NAMES[b[0]]}:{b[1]}`: {b[3]} from {b[4]} "
+                f"{'ALLOW' if b[6] == az.ALLOW else 'DENY'} {az.OPERATION_NAMES[b[5]]}" for b in bindings]
+    if args.remove:
+        pattern = PATTERNS[args.resource_pattern_type or "literal"]
+        filters = [DeleteAclsFilter(resource_type_filter=b[0], resource_name_filter=b[1], pattern_type_filter=b[2],
+                                    principal_filter=b[3], host_filter=b[4], operation=b[5], permission_type=b[6])
+                   for b in _bindings(args, pattern)]
+        resp = await conn.request(DeleteAclsRequest(filters=filters), None, t)
+        out = []
+        for fr in resp.filter_results:
+            _check(fr.error_code, fr.error_message, "DeleteAcls")
+            out += [f"Removed ACL (principal={m.principal}, host={m.host}, operation="
+                    f"{az.OPERATION_NAMES.get(m.operation, m.operation)}) on {RESOURCE_TYPE_NAMES.get(m.resource_type)}:"
+                    f"{m.resource_name}" for m in fr.matching_acls]
+        return out or ["No ACLs matched."]
+    pattern = PATTERNS[args.resource_pattern_type or "any"]
+    targets = _resources(args) or [(ANY, None)]
+    out = []
+    for rtype, name in targets:
+        resp = await conn.request(DescribeAclsRequest(
+            resource_type_filter=rtype, resource_name_filter=name, pattern_type_filter=pattern,
+            principal_filter=args.principal, host_filter=None, operation=ANY, permission_type=ANY), None, t)
+        _check(resp.error_code, resp.error_message, "DescribeAcls")
+        out += _render(resp.resources)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        security = _security(args)
+        lines = anyio.run(execute, args, security)
+    except (UsageError, SecurityConfigError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2 if isinstance(e, UsageError) else 1
+    except RequestFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    for line in lines:
+        print(line)
+    return 0
