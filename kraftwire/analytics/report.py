@@ -141,8 +141,8 @@ class Runner:
             self.report.summary.append("elections: no LeaderChange records")
             return
         skipped = sum(r["epochs_skipped"] or 0 for r in rows)
-        line = (f"elections: {len(rows)} (epochs {rows[0]['epoch']}..{rows[-1]['epoch']}, "
-                f"{skipped} epochs without a leader)")
+        line = (f"elections: {len(rows)} (epochs {rows[0]['epoch']}..{rows[-1]['epoch']}; "
+                f"epochs that elected nobody: {skipped})")
         gaps = [r for r in rows if r["gap_ms"] is not None]
         if gaps:
             worst = max(gaps, key=lambda r: r["gap_ms"])

@@ -161,7 +161,7 @@ def test_cli_writes_parquet_charts_and_summary(spark, demo_dir, tmp_path, capsys
         "membership: 4 brokers, 5 registrations; at the end unfenced: 101, 102, 103; unregistered: 104",
         "fencing: 2 episodes after being unfenced (5 more while registering); longest 30m00s broker 103 "
         "from 2026-01-05T00:40:00Z (fenced_while_active); fenced at the end: none",
-        "elections: 3 (epochs 1..4, 1 epochs without a leader); longest gap 20m00s before epoch 3 (leader 2)",
+        "elections: 3 (epochs 1..4; epochs that elected nobody: 1); longest gap 20m00s before epoch 3 (leader 2)",
         "isr-churn: 10 shrinks, 8 expands on 5 partitions; busiest orders-0 (6 changes); "
         "busiest hour 2026-01-05T01:00:00Z (9 changes)",
         "topics: 3 seen, 1 deleted (payments), 2 live (orders, audit)",
