@@ -41,31 +41,33 @@ def kp_consume(port: int, want: int, **security) -> list[int]:
         consumer.close()
 
 
+FATAL = {KafkaError._AUTHENTICATION, KafkaError._TRANSPORT, KafkaError._SSL, KafkaError._ALL_BROKERS_DOWN,
+         KafkaError.TOPIC_AUTHORIZATION_FAILED}
+
+
 def ck_consume(port: int, want: int, timeout_s: float = 10.0, subscribe: bool = False,
                **conf) -> tuple[list[int], list[KafkaError]]:
-    """Offsets confluent-kafka reads, and the errors librdkafka reported (error callback and fetch errors)."""
+    """Offsets confluent-kafka reads, and the errors librdkafka reported (error callback and fetch errors);
+    it stops early at an authentication, TLS or authorization error."""
     errors: list[KafkaError] = []
     consumer = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": "security-test",
                          "enable.auto.commit": False, "error_cb": errors.append, "socket.timeout.ms": 5000,
                          "auto.offset.reset": "earliest", **conf})
     got: list[int] = []
+    # assign() needs no group: a consumer without a group ACL still fetches, only subscribe() fails on it
+    fatal = FATAL | {KafkaError.GROUP_AUTHORIZATION_FAILED} if subscribe else FATAL
     try:
         if subscribe:
             consumer.subscribe([TOPIC])
         else:
             consumer.assign([TopicPartition(TOPIC, 0, 0)])
         end = time.monotonic() + timeout_s
-        while time.monotonic() < end and len(got) < want:
+        while time.monotonic() < end and len(got) < want and not any(e.code() in fatal for e in errors):
             msg = consumer.poll(0.2)
             if msg is None:
-                if errors and errors[-1].code() in (KafkaError._AUTHENTICATION, KafkaError._TRANSPORT,
-                                                    KafkaError._SSL):
-                    break
                 continue
             if msg.error():
                 errors.append(msg.error())
-                if msg.error().code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-                    break
                 continue
             got.append(msg.offset())
         return got, errors
