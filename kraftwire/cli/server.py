@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             from kraftwire.node.broker_node import BrokerNode
 
             node = BrokerNode(cfg)
-    except StorageError as e:
+    except (StorageError, ConfigError) as e:  # ConfigError: unusable security settings
         print(f"error: {e}", file=sys.stderr)
         return 1
     failure = None
