@@ -4,6 +4,7 @@ when an ACL lets their principal READ it."""
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import anyio
@@ -182,3 +183,21 @@ async def test_mutual_tls_principal_from_certificate(certs):
             got, errors = await anyio.to_thread.run_sync(lambda extra=extra: ck_consume(port, 1, 5, **{
                 "security.protocol": "SSL", "ssl.ca.location": str(certs.ca), **extra}))
             assert got == [] and errors
+
+
+async def test_kcat_scram_over_sasl_ssl(certs):
+    if shutil.which("kcat") is None:
+        pytest.skip("kcat is not installed (CI installs it)")
+    async with secure_node(certs) as sn:
+        await grant(sn, "User:alice", READ)
+        base = ["kcat", "-b", f"127.0.0.1:{sn.port('SASL_SSL')}", "-X", "security.protocol=SASL_SSL",
+                "-X", f"ssl.ca.location={certs.ca}", "-X", "sasl.username=alice"]
+        for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"):
+            auth = ["-X", f"sasl.mechanisms={mech}", "-X", f"sasl.password={USERS['alice']}"]
+            out = await anyio.run_process([*base, *auth, "-C", "-t", TOPIC, "-o", "beginning", "-c", "3", "-e",
+                                           "-f", "%o\\n"], check=False)
+            assert out.returncode == 0, out.stderr.decode()
+            assert len(out.stdout.split()) == 3
+        bad = await anyio.run_process([*base, "-X", "sasl.mechanisms=SCRAM-SHA-256", "-X", "sasl.password=nope",
+                                       "-m", "3", "-L"], check=False)
+        assert bad.returncode != 0 and b"invalid credentials" in bad.stderr

@@ -175,3 +175,19 @@ def test_authenticator_v0_raw_scram():
     client = ScramClient(SHA256, "bob", "pw")
     client.verify(auth.raw(client.final(auth.raw(client.first()))))
     assert auth.principal == "User:bob" and not auth.raw_tokens
+
+
+def test_final_nonce_may_repeat_the_client_nonce_as_older_librdkafka_sends_it():
+    lookup = lookup_for({"alice": "pw"})
+    server = ScramServer(SHA256, lookup)
+    client_first_bare = "n=alice,r=abcdef"
+    server_first = server.evaluate(f"n,,{client_first_bare}".encode()).decode()
+    combined = dict(p.split("=", 1) for p in server_first.split(","))["r"]
+    without_proof = f"c=biws,r=abcdef{combined}"
+    cred = lookup("alice", SHA256)
+    salted = SHA256.salted_password("pw", cred.salt, cred.iterations)
+    client_key = SHA256.hmac(salted, b"Client Key")
+    signature = SHA256.hmac(SHA256.digest(client_key), f"{client_first_bare},{server_first},{without_proof}".encode())
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True))).decode()
+    assert server.evaluate(f"{without_proof},p={proof}".encode()).startswith(b"v=")
+    assert server.complete
