@@ -65,6 +65,14 @@ MECHANISMS: dict[str, ScramMechanism] = {m.name: m for m in (SHA256, SHA512)}
 BY_TYPE: dict[int, ScramMechanism] = {m.type_id: m for m in (SHA256, SHA512)}
 
 CredentialLookup = Callable[[str, ScramMechanism], ScramCredential | None]
+_DECOY_KEY = os.urandom(32)
+
+
+def _decoy(username: str, mechanism: ScramMechanism) -> ScramCredential:
+    """A stable made-up credential for a name that has none (same salt on every attempt)."""
+    seed = hmac.new(_DECOY_KEY, f"{mechanism.name}:{username}".encode(), "sha256").digest()
+    return ScramCredential(salt=seed, stored_key=mechanism.digest(seed), server_key=mechanism.hmac(seed, b"k"),
+                           iterations=MIN_ITERATIONS)
 
 
 def escape_name(name: str) -> str:
@@ -115,6 +123,7 @@ class ScramServer:
         self._server_first = ""
         self._gs2 = ""
         self._nonce = ""
+        self._decoy = False
 
     @property
     def principal(self) -> str:
@@ -161,7 +170,9 @@ class ScramServer:
                              "from username")
         credential = self.lookup(username, self.mechanism)
         if credential is None:
-            raise self._invalid_credentials()
+            # Carry on with a decoy so an unknown name fails exactly like a wrong password.
+            self._decoy = True
+            credential = _decoy(username, self.mechanism)
         if credential.iterations < MIN_ITERATIONS:
             raise self._fail(f"Iterations {credential.iterations} is less than the minimum {MIN_ITERATIONS} "
                              f"for {self.mechanism.name}")
@@ -211,7 +222,7 @@ class ScramServer:
         mech = self.mechanism
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
         signature = mech.hmac(cred.stored_key, auth_message)
-        if len(proof) != len(signature):
+        if len(proof) != len(signature) or self._decoy:
             raise self._invalid_credentials()
         client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
         if not hmac.compare_digest(mech.digest(client_key), cred.stored_key):
