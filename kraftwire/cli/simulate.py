@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--faults", type=_faults, default=frozenset(ALL_FAULTS),
                    help=f"comma list of {','.join(ALL_FAULTS)}, or all / none (default all)")
     p.add_argument("--duration-ms", type=int, default=6000, help="simulated time per seed (default 6000)")
+    p.add_argument("--controller", action="store_true",
+                   help="run the quorum controller on the voters, driven by scripted brokers and an admin "
+                        "client (observers are not used)")
     p.add_argument("--bugs", default="", help=argparse.SUPPRESS)  # test-only deliberate bugs
     p.add_argument("--spark", action="store_true", help="run the seeds as Spark tasks (needs PySpark)")
     p.add_argument("--master", default=None, metavar="URL", help="Spark master URL with --spark (default local[*])")
@@ -48,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     bugs = frozenset(b for b in args.bugs.split(",") if b)
     cfg = SimConfig(voters=args.voters, observers=args.observers, faults=args.faults,
-                    duration_ms=args.duration_ms, bugs=bugs)
+                    duration_ms=args.duration_ms, bugs=bugs, controller=args.controller)
     seeds = [args.seed] if args.seed is not None else range(args.start_seed, args.start_seed + args.seeds)
     if args.spark:
         from kraftwire.analytics.session import spark_session

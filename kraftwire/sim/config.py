@@ -26,7 +26,8 @@ class SimConfig:
 
     Every node snapshots its state machine after a number of committed records drawn from
     ``snapshot_records`` (None: never) and then cleans its log below the snapshot with probability
-    ``snapshot_clean_p``.
+    ``snapshot_clean_p``. With ``controller`` the workload is a quorum controller on every voter driven
+    by scripted brokers and an admin client (see ``kraftwire.sim.controller_sim``).
     """
 
     voters: int = 3
@@ -43,6 +44,7 @@ class SimConfig:
     cluster_id: str = "sim-cluster"
     snapshot_records: tuple[int, int] | None = (10, 60)
     snapshot_clean_p: float = 0.75
+    controller: bool = False   # run the quorum controller with scripted broker/admin agents on top
 
     @property
     def heal_at(self) -> int:

@@ -12,6 +12,8 @@ def repro_command(seed: int, cfg: SimConfig) -> str:
     faults = "all" if set(cfg.faults) == set(ALL_FAULTS) else (",".join(sorted(cfg.faults)) or "none")
     cmd = (f"kraftwire simulate --seed {seed} --voters {cfg.voters} --observers {cfg.observers} "
            f"--faults {faults} --duration-ms {cfg.duration_ms}")
+    if cfg.controller:
+        cmd += " --controller"
     if cfg.bugs:
         cmd += f" --bugs {','.join(sorted(cfg.bugs))}"
     return cmd
@@ -19,7 +21,12 @@ def repro_command(seed: int, cfg: SimConfig) -> str:
 
 def run_seed(seed: int, cfg: SimConfig) -> SeedResult:
     """Simulate one seed; deterministic for a given (seed, cfg)."""
-    result = Simulation(seed, cfg).run()
+    if cfg.controller:
+        from kraftwire.sim.controller_sim import ControllerSimulation
+
+        result = ControllerSimulation(seed, cfg).run()
+    else:
+        result = Simulation(seed, cfg).run()
     result.repro = repro_command(seed, cfg)
     return result
 

@@ -76,3 +76,18 @@ def _commands() -> dict:
     from kraftwire.controller import controller
 
     return controller._COMMANDS
+
+
+def test_cli_runs_the_controller_simulation(capsys: pytest.CaptureFixture[str]) -> None:
+    from kraftwire.cli.main import main
+
+    assert main(["simulate", "--controller", "--seeds", "5", "--start-seed", "3"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "seeds=5 violations=0"
+
+
+def test_repro_command_names_the_controller_mode() -> None:
+    from kraftwire.sim.runner import repro_command, run_seed
+
+    result = run_seed(2, SimConfig(controller=True))
+    assert result.ok and "--controller" in result.repro
+    assert "--controller" in repro_command(2, SimConfig(controller=True))
