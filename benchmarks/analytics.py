@@ -24,12 +24,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kraftwire.analytics.rows import SEGMENT, file_rows, list_log_files  # noqa: E402
 from kraftwire.analytics.scenario import churn_log  # noqa: E402
+from kraftwire.protocol.records import iter_batches  # noqa: E402
 
 
 def ensure_log(root: Path, records: int) -> int:
     files = list_log_files(root) if (root / "__cluster_metadata-0").is_dir() else []
     if files:
-        n = sum(1 for f in files if f.kind == SEGMENT for _ in file_rows(f))
+        n = sum(len(b.records) for f in files if f.kind == SEGMENT
+                for b, _, _ in iter_batches(Path(f.path).read_bytes(), verify_crc=False))
         if n >= records:
             print(f"log: reusing {root} ({n:,} records, {len(files)} files)")
             return n

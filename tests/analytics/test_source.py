@@ -147,3 +147,14 @@ def test_live_read_over_fetch_equals_the_files(spark, live_node):
     kinds = Counter(r["record_type"] for r in got)
     assert kinds["LeaderChangeMessage"] == 1 and kinds["FeatureLevelRecord"] >= 1 and kinds["NoOpRecord"] > 20
     assert {r["source"] for r in live.select("source").distinct().collect()} == {addr}
+
+
+def test_analytics_cli_over_a_live_node(spark, live_node, tmp_path, capsys):
+    from kraftwire.cli.main import main
+
+    addr, _ = live_node
+    assert main(["analytics", "elections", "--bootstrap", addr, "--partitions", "2", "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "elections: 1 (epochs 1..1; epochs that elected nobody: 0)"
+    rows = spark.read.parquet(str(tmp_path / "elections.parquet")).collect()
+    assert [(r["epoch"], r["leader_id"], r["voters"], r["offset"]) for r in rows] == [(1, 1, [1], 0)]
