@@ -9,6 +9,9 @@ Live: ``.option("bootstrap", "HOST:PORT").load()`` reads the committed records o
 over Fetch, split into ``partitions`` offset ranges (default 1) between ``startingOffset`` (default:
 the log start) and ``endingOffset`` (default: the high watermark when the query is planned).
 
+Streaming: ``spark.readStream.format("kraftwire").option("bootstrap", "HOST:PORT").load()``
+follows the node's high watermark (``startingOffsets`` earliest/latest/N, ``maxRecordsPerTrigger``).
+
 Other options: ``verifyCrc`` (default true), ``chunkRows`` (rows per Arrow batch, default 8192).
 Columns: see ``kraftwire.analytics.rows.COLUMNS``. The reader runs entirely in Python workers and
 hands Spark Arrow batches.
@@ -20,7 +23,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 from kraftwire.analytics.rows import (
@@ -116,47 +120,114 @@ class KraftwireReader(DataSourceReader):
         return [RangePartition(self.bootstrap, a, b) for a, b in split_range(start, end, self.parts)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        import pyarrow as pa
+        return read_partition(partition, self.verify_crc, self.chunk_rows)
 
-        schema = arrow_schema()
-        buf = RowBuffer()
 
-        def flush() -> Any:
-            cols = buf.take()
-            ms = pa.array(cols["timestamp_ms"], pa.int64())
-            arrays = []
-            for field in schema:
-                if field.name == "timestamp":
-                    arrays.append(pa.compute.multiply(ms, 1000).cast(field.type))
-                elif field.name == "timestamp_ms":
-                    arrays.append(ms)
-                else:
-                    arrays.append(pa.array(cols[field.name], field.type))
-            return pa.RecordBatch.from_arrays(arrays, schema=schema)
+class KraftwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``spark.readStream.format("kraftwire").option("bootstrap", ...)``: follow a node's committed log.
 
-        for row in self._rows(partition):
-            buf.add(row)
-            if len(buf) >= self.chunk_rows:
-                yield flush()
-        if len(buf):
+    Offsets are ``{"offset": N}`` (the next log offset to read). ``startingOffsets`` is ``earliest``
+    (default), ``latest`` or an offset; ``maxRecordsPerTrigger`` caps a micro-batch.
+    """
+
+    def __init__(self, options: Any) -> None:
+        self.bootstrap = options.get("bootstrap")
+        if not self.bootstrap or options.get("path"):
+            raise ValueError("kraftwire streaming reads need option('bootstrap', 'HOST:PORT') and no path")
+        self.parts = _int(options, "partitions", 1) or 1
+        self.starting = str(options.get("startingOffsets", "earliest")).lower()
+        if self.starting not in ("earliest", "latest") and not self.starting.isdigit():
+            raise ValueError(f"startingOffsets must be earliest, latest or an offset, got {self.starting!r}")
+        self.max_records = _int(options, "maxRecordsPerTrigger", None)
+        self.verify_crc = _flag(options, "verifyCrc", True)
+        self.chunk_rows = max(1, _int(options, "chunkRows", 8192) or 8192)
+        self.target: int | None = None
+
+    def _bounds(self) -> tuple[int, int]:
+        from kraftwire.analytics.live import log_bounds
+
+        return log_bounds(self.bootstrap)
+
+    def initialOffset(self) -> dict:
+        lo, hi = self._bounds()
+        if self.starting == "earliest":
+            return {"offset": lo}
+        if self.starting == "latest":
+            return {"offset": hi}
+        return {"offset": min(max(int(self.starting), lo), hi)}
+
+    def getDefaultReadLimit(self) -> Any:
+        return ReadMaxRows(self.max_records) if self.max_records else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = self._bounds()[1]
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
+        # Spark before 4.2 calls latestOffset() without arguments.
+        hi = self._bounds()[1]
+        if self.target is not None:
+            hi = min(hi, self.target)
+        if start is None:
+            return {"offset": hi}
+        if isinstance(limit, ReadMaxRows):
+            hi = min(hi, start["offset"] + limit.max_rows)
+        return {"offset": max(start["offset"], hi)}
+
+    def reportLatestOffset(self) -> dict | None:
+        return {"offset": self._bounds()[1]}
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        return [RangePartition(self.bootstrap, a, b)
+                for a, b in split_range(start["offset"], end["offset"], self.parts)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return read_partition(partition, self.verify_crc, self.chunk_rows)
+
+
+def read_partition(partition: InputPartition, verify_crc: bool, chunk_rows: int) -> Iterator[Any]:
+    """Arrow record batches of ``chunk_rows`` rows for one file or live offset range."""
+    import pyarrow as pa
+
+    schema = arrow_schema()
+    buf = RowBuffer()
+
+    def flush() -> Any:
+        cols = buf.take()
+        ms = pa.array(cols["timestamp_ms"], pa.int64())
+        arrays = []
+        for field in schema:
+            if field.name == "timestamp":
+                arrays.append(pa.compute.multiply(ms, 1000).cast(field.type))
+            elif field.name == "timestamp_ms":
+                arrays.append(ms)
+            else:
+                arrays.append(pa.array(cols[field.name], field.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    for row in _rows(partition, verify_crc):
+        buf.add(row)
+        if len(buf) >= chunk_rows:
             yield flush()
+    if len(buf):
+        yield flush()
 
-    def _rows(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        if isinstance(partition, FilePartition):
-            yield from file_rows(partition.file, verify_crc=self.verify_crc)
-            return
-        assert isinstance(partition, RangePartition)
-        from kraftwire.analytics.live import fetch_range
 
-        # Fetch a bounded stretch at a time so memory stays small on long ranges.
-        lo = partition.start
-        while lo < partition.end:
-            hi = min(partition.end, lo + LIVE_STRETCH)
-            batches: list[Any] = []
-            fetch_range(partition.bootstrap, lo, hi, batches.append)
-            for batch in batches:
-                yield from batch_rows(batch, partition.bootstrap, LIVE, None, lo, hi)
-            lo = hi
+def _rows(partition: InputPartition, verify_crc: bool) -> Iterator[tuple[Any, ...]]:
+    if isinstance(partition, FilePartition):
+        yield from file_rows(partition.file, verify_crc=verify_crc)
+        return
+    assert isinstance(partition, RangePartition)
+    from kraftwire.analytics.live import fetch_range
+
+    # Fetch a bounded stretch at a time so memory stays small on long ranges.
+    lo = partition.start
+    while lo < partition.end:
+        hi = min(partition.end, lo + LIVE_STRETCH)
+        batches: list[Any] = []
+        fetch_range(partition.bootstrap, lo, hi, batches.append)
+        for batch in batches:
+            yield from batch_rows(batch, partition.bootstrap, LIVE, None, lo, hi)
+        lo = hi
 
 
 _ARROW: dict[str, Any] = {}
@@ -186,6 +257,9 @@ class KraftwireDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return KraftwireReader(self.options)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return KraftwireStreamReader(self.options)
 
 
 assert set(ROW_FIELDS) | {"timestamp"} == {name for name, _ in COLUMNS}

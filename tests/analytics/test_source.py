@@ -158,3 +158,26 @@ def test_analytics_cli_over_a_live_node(spark, live_node, tmp_path, capsys):
     assert lines[1] == "elections: 1 (epochs 1..1; epochs that elected nobody: 0)"
     rows = spark.read.parquet(str(tmp_path / "elections.parquet")).collect()
     assert [(r["epoch"], r["leader_id"], r["voters"], r["offset"]) for r in rows] == [(1, 1, [1], 0)]
+
+
+def test_streaming_read_follows_the_log_in_bounded_micro_batches(spark, live_node, tmp_path):
+    addr, _ = live_node
+    checkpoint, out = str(tmp_path / "checkpoint"), str(tmp_path / "out")
+
+    def run() -> list[int]:
+        q = (spark.readStream.format("kraftwire").option("bootstrap", addr).option("maxRecordsPerTrigger", "25")
+             .load().select("offset", "record_type")
+             .writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start())
+        assert q.awaitTermination(180)
+        return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+
+    sizes = run()
+    assert max(sizes) <= 25 and len(sizes) >= 2
+    first = sorted(r["offset"] for r in spark.read.parquet(out).collect())
+    assert first == list(range(first[0], first[0] + len(first))) and len(first) >= 40
+    time.sleep(1.0)  # the node keeps committing NoOpRecords
+    run()  # resumes from the checkpoint
+    both = sorted(r["offset"] for r in spark.read.parquet(out).collect())
+    assert both[:len(first)] == first and len(both) > len(first)
+    assert both == list(range(first[0], first[0] + len(both)))  # no gap, no duplicate
