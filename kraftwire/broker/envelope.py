@@ -23,7 +23,8 @@ from kraftwire.protocol.messages.response_header import ResponseHeader
 # kraftwire's controller implements).
 FORWARDED_APIS: dict[int, str] = {
     19: "CreateTopics", 20: "DeleteTopics", 30: "CreateAcls", 31: "DeleteAcls", 33: "AlterConfigs",
-    37: "CreatePartitions", 43: "ElectLeaders", 44: "IncrementalAlterConfigs", 57: "UpdateFeatures",
+    37: "CreatePartitions", 43: "ElectLeaders", 44: "IncrementalAlterConfigs", 51: "AlterUserScramCredentials",
+    57: "UpdateFeatures",
 }
 ENVELOPE = 58
 _VERSION = struct.Struct(">h")

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kraftwire.controller import acls, cluster, configs, replication
+from kraftwire.controller import acls, cluster, configs, replication, scram
 from kraftwire.controller import feature_control as features_cmd
 from kraftwire.controller.features import METADATA_VERSION, RecordVersions, wrap
 from kraftwire.controller.image import (
@@ -368,6 +368,8 @@ _COMMANDS: dict[str, _Command] = {
     "DeleteAclsRequest": acls.delete_acls,
     "DescribeAclsRequest": acls.describe_acls,
     "UpdateFeaturesRequest": features_cmd.update_features,
+    "AlterUserScramCredentialsRequest": scram.alter_credentials,
+    "DescribeUserScramCredentialsRequest": scram.describe_credentials,
 }
 
 _AFTER_WRITE: dict[str, Callable[[QuorumController, Any, ControllerResult], None]] = {

@@ -6,12 +6,14 @@ from typing import Any
 
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import alter_partition_response as apr
+from kraftwire.protocol.messages import alter_user_scram_credentials_response as aur
 from kraftwire.protocol.messages import create_acls_response as car
 from kraftwire.protocol.messages import create_partitions_response as cpr
 from kraftwire.protocol.messages import create_topics_response as ctr
 from kraftwire.protocol.messages import delete_acls_response as dar
 from kraftwire.protocol.messages import delete_topics_response as dtr
 from kraftwire.protocol.messages import describe_configs_response as dcr
+from kraftwire.protocol.messages import describe_user_scram_credentials_response as dur
 from kraftwire.protocol.messages import elect_leaders_response as elr
 from kraftwire.protocol.messages import incremental_alter_configs_response as iacr
 from kraftwire.protocol.messages.allocate_producer_ids_response import AllocateProducerIdsResponse
@@ -84,4 +86,11 @@ def error_response(request: Any, code: Errors, message: str | None, version: int
     if name == "DeleteAclsRequest":
         return dar.DeleteAclsResponse(filter_results=[
             dar.DeleteAclsFilterResult(c, message, []) for _ in request.filters])
+    if name == "AlterUserScramCredentialsRequest":
+        users = dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions])
+        return aur.AlterUserScramCredentialsResponse(results=[
+            aur.AlterUserScramCredentialsResult(u, c, message) for u in users])
+    if name == "DescribeUserScramCredentialsRequest":
+        return dur.DescribeUserScramCredentialsResponse(error_code=c, error_message=message, results=[
+            dur.DescribeUserScramCredentialsResult(u.name, c, message, []) for u in request.users or ()])
     raise ValueError(f"no error response for {name}")

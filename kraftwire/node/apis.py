@@ -30,6 +30,8 @@ CONTROLLER_APIS = {
     37: (0, 3),   # CreatePartitions
     43: (0, 2),   # ElectLeaders
     44: (0, 1),   # IncrementalAlterConfigs
+    50: (0, 0),   # DescribeUserScramCredentials (answered from the local image, not only by the active one)
+    51: (0, 0),   # AlterUserScramCredentials
     56: (0, 3),   # AlterPartition
     57: (0, 1),   # UpdateFeatures
     62: (0, 4),   # BrokerRegistration
@@ -43,8 +45,8 @@ CONTROLLER_APIS = {
 ENVELOPE_APIS = {58: (0, 0)}
 
 # Client APIs a broker serves from its own metadata image, and admin writes it forwards.
-BROKER_LOCAL_APIS = {29: CONTROLLER_APIS[29], 32: CONTROLLER_APIS[32]}   # DescribeAcls, DescribeConfigs
-BROKER_FORWARDED_APIS = {k: CONTROLLER_APIS[k] for k in (19, 20, 30, 31, 33, 37, 43, 44, 57)}
+BROKER_LOCAL_APIS = {k: CONTROLLER_APIS[k] for k in (29, 32)}   # DescribeAcls, DescribeConfigs
+BROKER_FORWARDED_APIS = {k: CONTROLLER_APIS[k] for k in (19, 20, 30, 31, 33, 37, 43, 44, 51, 57)}
 
 
 def supported(extra: dict[int, tuple[int, int]] | None = None, *, raft: bool = True) -> dict[int, tuple[int, int]]:

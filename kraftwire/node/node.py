@@ -16,6 +16,7 @@ import anyio
 
 from kraftwire.config import NodeConfig
 from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records
+from kraftwire.controller import scram as scram_cmds
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.net.server import KafkaServer, Reply, RequestContext
 from kraftwire.node import reads, serving
@@ -173,6 +174,8 @@ class Node:
         if key in GROUP_APIS:
             resp = await self.groups.handle(key, version, body, request.header.client_id or "", ctx.client_host)
             return Reply(self._own_coordinator(resp, version, ctx.listener) if key == 10 else resp, version)
+        if key == 50:   # DescribeUserScramCredentials: any controller answers from its committed image
+            return Reply(scram_cmds.describe(self.controller.controller.committed_image, body), version)
         if key in CONTROLLER_APIS:
             return Reply(await self.controller.handle(body, version), version)
         if key == 60:

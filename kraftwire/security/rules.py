@@ -446,6 +446,8 @@ RULES: dict[int, Rule] = {
     44: _configs(ALTER_CONFIGS, lambda c, r: iacr.AlterConfigsResourceResponse(c, None, r.resource_type,
                                                                                r.resource_name),
                  lambda errs: iacr.IncrementalAlterConfigsResponse(responses=errs), "responses"),
+    50: _controller_api(DESCRIBE),          # DescribeUserScramCredentials
+    51: _controller_api(ALTER),             # AlterUserScramCredentials
     52: _cluster_action(VoteResponse),
     53: _cluster_action(BeginQuorumEpochResponse),
     54: _cluster_action(EndQuorumEpochResponse),
