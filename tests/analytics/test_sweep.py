@@ -28,7 +28,7 @@ def test_spark_sweep_finds_the_same_violations_as_a_local_run(spark):
     from kraftwire.analytics.sweep import spark_sweep
 
     cfg = SimConfig(voters=3, observers=1, bugs=frozenset({BUG}))
-    seeds = range(200)
+    seeds = range(120)
     local = list(run_seeds(seeds, cfg))
     remote = spark_sweep(spark, seeds, cfg, tasks=7)
     assert _key(remote) == _key(local)
