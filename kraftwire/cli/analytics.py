@@ -61,6 +61,15 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cause(e: BaseException) -> str:
+    """The innermost meaningful line of a (possibly Spark-wrapped) error."""
+    lines = [ln.strip(" |\t") for ln in str(e).splitlines() if ln.strip(" |\t")]
+    for ln in reversed(lines):
+        if "Error" in ln.split(":", 1)[0] or "Exception" in ln.split(":", 1)[0]:
+            return ln
+    return lines[0] if lines else type(e).__name__
+
+
 def run(args: argparse.Namespace) -> int:
     if args.log_dir and not Path(args.log_dir).exists():
         print(f"error: {args.log_dir}: no such directory", file=sys.stderr)
@@ -73,8 +82,14 @@ def run(args: argparse.Namespace) -> int:
         return 1
     names = list(JOBS) if args.job == "all" else [args.job]
     spark = spark_session(args.master)
-    df = load(spark, log_dir=args.log_dir, bootstrap=args.bootstrap, partitions=args.partitions)
-    report = run_jobs(df, names, Path(args.out), top_n=args.top)
+    # Executors resolve the path themselves: hand them an absolute one.
+    log_dir = str(Path(args.log_dir).resolve()) if args.log_dir else None
+    df = load(spark, log_dir=log_dir, bootstrap=args.bootstrap, partitions=args.partitions)
+    try:
+        report = run_jobs(df, names, Path(args.out), top_n=args.top)
+    except Exception as e:  # noqa: BLE001 - Spark wraps worker errors; show the cause, not the JVM trace
+        print(f"error: {_cause(e)}", file=sys.stderr)
+        return 1
     for line in report.summary:
         print(line)
     for name, path in report.tables.items():

@@ -179,6 +179,9 @@ def test_cli_single_job_and_errors(spark, demo_dir, tmp_path, capsys):
     assert sorted(p.name for p in out.iterdir()) == ["summary.txt", "topics.parquet", "topics.png"]
     assert main(["analytics", "topics", "--log-dir", str(tmp_path / "nope"), "--out", str(out)]) == 1
     assert "no such directory" in capsys.readouterr().err
+    assert main(["analytics", "topics", "--bootstrap", "127.0.0.1:1", "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "connect" in err[0].lower()
     with pytest.raises(SystemExit):
         main(["analytics", "topics", "--out", str(out)])  # no source
 
