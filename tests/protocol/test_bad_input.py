@@ -234,3 +234,14 @@ def test_metadata_record_garbage(data) -> None:
         metadata.decode_record(b"\x01" + data)
     except KafkaProtocolError:
         pass
+
+
+def test_librdkafka_padding_of_alter_user_scram_credentials_is_accepted() -> None:
+    from kraftwire.protocol.messages import alter_user_scram_credentials_request as auq
+
+    body = auq.AlterUserScramCredentialsRequest(deletions=[auq.ScramCredentialDeletion("carol", 1)])
+    frame = framing.encode_request(body, 0, correlation_id=6, client_id="rdkafka")[4:]
+    assert framing.decode_request(frame + b"\x00").body == body      # what librdkafka 2.x sends
+    for bad in (frame + b"\x01", frame + b"\x00\x00"):
+        with pytest.raises(DecodeError, match="trailing"):
+            framing.decode_request(bad)
