@@ -15,19 +15,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
 
-from kraftwire.config import parse_properties
+from kraftwire.cli.client_config import command_security
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.create_acls_request import AclCreation, CreateAclsRequest
 from kraftwire.protocol.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
 from kraftwire.protocol.messages.describe_acls_request import DescribeAclsRequest
 from kraftwire.security import authorizer as az
-from kraftwire.security.settings import ClientSecurity, SecurityConfigError, client_security
+from kraftwire.security.settings import ClientSecurity, SecurityConfigError
 
 ANY = 1
 MATCH = 2
@@ -124,10 +123,7 @@ def _bindings(args: argparse.Namespace, pattern: int) -> list[tuple[int, str, in
 
 
 def _security(args: argparse.Namespace) -> ClientSecurity | None:
-    if not args.command_config:
-        return None
-    props = parse_properties(Path(args.command_config).read_text())
-    return client_security(props)
+    return command_security(args.command_config)
 
 
 def _check(code: int, message: str | None, what: str) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 
+from kraftwire.cli.client_config import add_command_config, command_security
 from kraftwire.cli.dump_log import record_json
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.node.reads import METADATA_TOPIC
@@ -25,6 +26,7 @@ from kraftwire.protocol.messages.list_offsets_request import (
     ListOffsetsTopic,
 )
 from kraftwire.protocol.records import decode_batches
+from kraftwire.security.settings import ClientSecurity, SecurityConfigError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,15 +40,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=0,
                    help="exit after this many seconds without new records (0 = wait forever)")
     p.add_argument("--include-control", action="store_true", help="also print control records")
+    add_command_config(p)
     p.set_defaults(func=run)
 
 
 async def consume(addr: str, *, start: str | int, max_records: int, idle_timeout: float, include_control: bool,
-                  out: Any = sys.stdout) -> int:
+                  out: Any = None, security: ClientSecurity | None = None) -> int:
+    out = sys.stdout if out is None else out
     host, _, port = addr.rpartition(":")
     printed = 0
+    failure: Exception | None = None
     async with anyio.create_task_group() as tg:
-        conn = Connection(tg, host, int(port), client_id="kraftwire-console-consumer")
+        conn = Connection(tg, host.strip("[]"), int(port), client_id="kraftwire-console-consumer", security=security)
         try:
             offset = start if isinstance(start, int) else await _list_offset(conn, -2 if start == "earliest" else -1)
             idle_since = anyio.current_time()
@@ -71,9 +76,13 @@ async def consume(addr: str, *, start: str | int, max_records: int, idle_timeout
                     idle_since = anyio.current_time()
                 elif idle_timeout and anyio.current_time() - idle_since > idle_timeout:
                     break
+        except (RequestFailed, OSError, TimeoutError) as e:
+            failure = e     # re-raised outside the task group, unwrapped
         finally:
             await conn.close()
             tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
     return printed
 
 
@@ -90,9 +99,11 @@ async def _list_offset(conn: Connection, timestamp: int) -> int:
 def run(args: argparse.Namespace) -> int:
     start: str | int = args.offset if args.offset is not None else ("earliest" if args.from_beginning else "latest")
     try:
+        security = command_security(args.command_config)
         anyio.run(lambda: consume(args.bootstrap_server, start=start, max_records=args.max_records,
-                                  idle_timeout=args.timeout, include_control=args.include_control))
-    except (RequestFailed, OSError) as e:
+                                  idle_timeout=args.timeout, include_control=args.include_control,
+                                  security=security))
+    except (RequestFailed, SecurityConfigError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

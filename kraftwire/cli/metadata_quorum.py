@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 
+from kraftwire.cli.client_config import add_command_config, command_security
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.describe_cluster_request import DescribeClusterRequest
@@ -18,6 +19,7 @@ from kraftwire.protocol.messages.describe_quorum_request import (
     PartitionData,
     TopicData,
 )
+from kraftwire.security.settings import ClientSecurity, SecurityConfigError
 
 METADATA_TOPIC = "__cluster_metadata"
 
@@ -29,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--bootstrap-server", metavar="HOST:PORT", help="a broker or node client listener")
     target.add_argument("--bootstrap-controller", metavar="HOST:PORT", help="a controller listener")
-    p.add_argument("--command-config", help="accepted for compatibility; client properties are not needed")
+    add_command_config(p)
     p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for an answer (default 10)")
     dsub = p.add_subparsers(dest="action", metavar="describe", required=True)
     d = dsub.add_parser("describe", help="describe the quorum")
@@ -48,18 +50,26 @@ def _split(addr: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-async def describe(addr: str, timeout_s: float) -> dict[str, Any]:
+async def describe(addr: str, timeout_s: float, security: ClientSecurity | None = None) -> dict[str, Any]:
     """Ask the node at ``addr`` (following the leader if needed) for the quorum's state."""
     host, port = _split(addr)
+    failure: Exception | None = None
     async with anyio.create_task_group() as tg:
         try:
-            return await _describe(tg, host, port, timeout_s)
+            result = await _describe(tg, host, port, timeout_s, security)
+        except (RequestFailed, OSError, TimeoutError) as e:
+            failure = e     # raised outside the task group, so callers see it unwrapped
         finally:
             tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return result
 
 
-async def _describe(tg: Any, host: str, port: int, timeout_s: float) -> dict[str, Any]:
-    conn = Connection(tg, host, port, client_id="kraftwire-metadata-quorum", connect_timeout_s=timeout_s)
+async def _describe(tg: Any, host: str, port: int, timeout_s: float,
+                    security: ClientSecurity | None) -> dict[str, Any]:
+    conn = Connection(tg, host, port, client_id="kraftwire-metadata-quorum", connect_timeout_s=timeout_s,
+                      security=security)
     cluster = await conn.request(DescribeClusterRequest(endpoint_type=2), None, timeout_s)
     if cluster.error_code:
         raise RequestFailed(f"DescribeCluster failed: {Errors.of(cluster.error_code)!r}")
@@ -73,7 +83,8 @@ async def _describe(tg: Any, host: str, port: int, timeout_s: float) -> dict[str
             if ep is None:
                 raise RequestFailed(f"leader {part.leader_id} is not reachable: no endpoint known")
             await conn.close()
-            conn = Connection(tg, ep[0], ep[1], client_id="kraftwire-metadata-quorum", connect_timeout_s=timeout_s)
+            conn = Connection(tg, ep[0], ep[1], client_id="kraftwire-metadata-quorum", connect_timeout_s=timeout_s,
+                              security=security)
             continue
         if code:
             raise RequestFailed(f"DescribeQuorum failed: {Errors.of(code)!r} {resp.error_message or ''}".strip())
@@ -177,8 +188,8 @@ def render_replication(r: dict[str, Any], human: bool) -> str:
 def run(args: argparse.Namespace) -> int:
     addr = args.bootstrap_controller or args.bootstrap_server
     try:
-        result = anyio.run(describe, addr, args.timeout)
-    except (RequestFailed, OSError, TimeoutError) as e:
+        result = anyio.run(describe, addr, args.timeout, command_security(args.command_config))
+    except (RequestFailed, SecurityConfigError, OSError, TimeoutError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     if args.json:

@@ -36,6 +36,7 @@ from kraftwire.controller import ControllerConfig, ImageLoader, MetadataImage, Q
 from kraftwire.controller.image import MetadataReplayError
 from kraftwire.net.client import RequestFailed
 from kraftwire.protocol.errors import KafkaProtocolError
+from kraftwire.security.settings import SecurityConfigError
 from kraftwire.storage import StorageError
 from kraftwire.storage.reader import MetadataSource, read_metadata
 
@@ -332,14 +333,15 @@ class Shell:
 
 
 # -- sources --------------------------------------------------------------------------------------------
-def load_live(addr: str, timeout: float) -> MetadataSource:
-    """Fetch the committed ``__cluster_metadata`` log from ``addr`` (a controller) as a consumer would."""
+def load_live(addr: str, timeout: float, security: Any = None) -> MetadataSource:
+    """Fetch the committed ``__cluster_metadata`` log from ``addr`` (a controller) as a consumer would;
+    ``security`` is a ClientSecurity (from ``--command-config``) or None for plaintext."""
     import anyio
 
-    return anyio.run(_fetch_live, addr, timeout)
+    return anyio.run(_fetch_live, addr, timeout, security)
 
 
-async def _fetch_live(addr: str, timeout: float) -> MetadataSource:
+async def _fetch_live(addr: str, timeout: float, security: Any = None) -> MetadataSource:
     import anyio
 
     from kraftwire.net.client import Connection
@@ -352,8 +354,9 @@ async def _fetch_live(addr: str, timeout: float) -> MetadataSource:
 
     host, _, port = addr.rpartition(":")
     out = MetadataSource(addr)
+    failure: Exception | None = None
     async with anyio.create_task_group() as tg:
-        conn = Connection(tg, host, int(port), client_id="kraftwire-metadata-shell")
+        conn = Connection(tg, host.strip("[]"), int(port), client_id="kraftwire-metadata-shell", security=security)
         try:
             with anyio.fail_after(timeout):
                 bounds = []
@@ -390,9 +393,13 @@ async def _fetch_live(addr: str, timeout: float) -> MetadataSource:
                         if b.base_offset < end:
                             out.last_offset, out.last_epoch = min(b.last_offset, end - 1), b.leader_epoch
                         offset = max(offset, b.next_offset)
+        except (RequestFailed, KafkaProtocolError, OSError, TimeoutError) as e:
+            failure = e     # re-raised outside the task group, unwrapped
         finally:
             await conn.close()
             tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
     return out
 
 
@@ -408,6 +415,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--bootstrap-controller", "--bootstrap-server", dest="bootstrap", metavar="HOST:PORT",
                      help="fetch the committed __cluster_metadata log from this controller (live view)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds allowed for the live fetch")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="Kafka client properties for the live fetch (security.protocol, ssl.*, sasl.*)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="one command to run, e.g. ls /topics")
     p.set_defaults(func=run)
 
@@ -415,13 +424,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         if args.bootstrap:
-            src = load_live(args.bootstrap, args.timeout)
+            from kraftwire.cli.client_config import command_security
+
+            src = load_live(args.bootstrap, args.timeout, command_security(args.command_config))
         else:
             src = read_metadata(args.snapshot)
         for w in src.warnings:
             print(f"warning: {w}", file=sys.stderr)
         image = build_image(src)
-    except (StorageError, MetadataReplayError, RequestFailed, KafkaProtocolError, TimeoutError, OSError) as e:
+    except (StorageError, MetadataReplayError, RequestFailed, KafkaProtocolError, TimeoutError, OSError,
+            SecurityConfigError) as e:
         print(f"error: {e or type(e).__name__}", file=sys.stderr)
         return 1
     shell = Shell(image_tree(image, provenance(src)))
