@@ -29,18 +29,28 @@ from kraftwire.config import NodeConfig
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import acls as acl_cmds
 from kraftwire.controller import configs as config_cmds
+from kraftwire.controller import scram as scram_cmds
 from kraftwire.controller.features import SUPPORTED_FEATURES
 from kraftwire.controller.responses import error_response
 from kraftwire.controller.result import CommandError
+from kraftwire.group import GROUP_APIS
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.net.server import KafkaServer, Reply, RequestContext
 from kraftwire.node import reads, serving
-from kraftwire.node.apis import BROKER_FORWARDED_APIS, BROKER_LOCAL_APIS, api_versions_response, supported
+from kraftwire.node.apis import (
+    BROKER_FORWARDED_APIS,
+    BROKER_LOCAL_APIS,
+    RAFT_APIS,
+    api_versions_response,
+    supported,
+)
+from kraftwire.node.group_proxy import FIND_COORDINATOR, GroupRouter, find_coordinator
 from kraftwire.node.metrics import CombinedMetrics, ForwardingMetrics, RaftMetrics, serve_metrics
 from kraftwire.node.node import FatalNodeError, raft_config
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.view import LogPartitionView
+from kraftwire.node.voter_pool import VoterPool
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.framing import Request
 from kraftwire.raft.core import RaftCore
@@ -158,7 +168,12 @@ class BrokerNode:
         self.forwarding = ForwardingManager(self.forwarding_channel, self.forwarding_metrics,
                                             default_timeout_ms=cfg["request.timeout.ms"],
                                             retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]))
-        self.apis = supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS, **SASL_APIS}, raft=False)
+        # Consumer groups live on the voters: group requests are relayed to the group's owner over
+        # connections of their own (a parked JoinGroup must not hold up other requests).
+        self.relay = VoterPool(self.voters, connect_timeout_s=connect_s)
+        self.groups = GroupRouter(self._voter_list(), self.relay)
+        self.apis = supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS, **GROUP_APIS, 55: RAFT_APIS[55],
+                               **SASL_APIS}, raft=False)
         # Forwarded admin writes are authorized by the controller, as the client inside the Envelope.
         self.security = NodeSecurity(cfg, lambda: self.metadata.image, skip=FORWARDED_APIS)
         self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
@@ -182,6 +197,9 @@ class BrokerNode:
         self.raft_metrics = RaftMetrics(self.core, self.log)
         self.driver.metrics = self.raft_metrics
 
+    def _voter_list(self) -> list[tuple[int, str, int]]:
+        return [(i, h, p) for i, (h, p) in sorted(self.voters.items())]
+
     def _leader_hint(self) -> int | None:
         return None if self.core is None else self.core.leader_id
 
@@ -202,12 +220,14 @@ class BrokerNode:
         async with anyio.create_task_group() as tg:
             self.channel.attach(tg)
             self.forwarding_channel.attach(tg)
+            self.relay.attach(tg)
             if self.core is None:
                 self.voters = await discover_voters(cfg["controller.quorum.bootstrap.servers"],
                                                     cfg.controller_listener,
                                                     cfg["controller.quorum.request.timeout.ms"] / 1000)
                 self.channel.voters = dict(self.voters)
                 self.forwarding_channel.voters = dict(self.voters)
+                self.groups.set_voters(self._voter_list())
                 self._build_raft()
             log.info("broker %d starting: cluster %s, voters %s, log end offset %d", cfg.node_id,
                      self.cluster_id, sorted(self.voters), self.log.end_offset)
@@ -246,6 +266,7 @@ class BrokerNode:
             await self.driver.close()
         await self.channel.close()
         await self.forwarding_channel.close()
+        await self.relay.close()
 
     # -- request dispatch ----------------------------------------------------------------------
     def local_view(self, listener: str) -> LocalView:
@@ -290,16 +311,57 @@ class BrokerNode:
             return Reply(reads.list_offsets_response(body, version, self.view), version)
         if key in BROKER_LOCAL_APIS:
             return Reply(self._describe(key, body, version), version)
+        if key == FIND_COORDINATOR:
+            return Reply(find_coordinator(version, body, lambda _group: self._coordinator(ctx.listener)), version)
+        if key in GROUP_APIS:
+            return Reply(await self.groups.route(key, version, body, request.header.client_id or ""), version)
+        if key == 55:
+            return Reply(await self._describe_quorum(body, version, request.header.client_id or ""), version)
         if key == 0:
             return serving.refuse_produce(body, version)
         raise ConnectionError(f"API {key} has no handler on a broker")
 
+    def _coordinator(self, listener: str) -> tuple[int, str, int] | None:
+        """This broker, as every group's coordinator for its clients (it relays to the owning voter);
+        none while it is not serving, so that clients look for another broker."""
+        if not self.lifecycle.serving:
+            return None
+        local = self.local_view(listener)
+        return self.cfg.node_id, local.host, local.port
+
+    async def _describe_quorum(self, body: Any, version: int, client_id: str) -> Any:
+        """DescribeQuorum is the quorum leader's to answer: ask it (following NOT_LEADER_OR_FOLLOWER
+        hints, then every voter) and relay its answer, as a Kafka broker forwards it to the controller."""
+        tried: set[int] = set()
+        hint = self._leader_hint()
+        order = ([hint] if hint is not None and hint in self.voters else []) + sorted(self.voters)
+        budget = anyio.current_time() + self.cfg["controller.quorum.request.timeout.ms"] / 1000 * len(self.voters)
+        while order and anyio.current_time() < budget:
+            node = order.pop(0)
+            if node in tried:
+                continue
+            tried.add(node)
+            try:
+                resp = await self.relay.request(node, body, version, max(0.1, budget - anyio.current_time()),
+                                                client_id)
+            except RequestFailed as e:
+                log.debug("DescribeQuorum via controller %d failed: %s", node, e)
+                continue
+            part = resp.topics[0].partitions[0] if resp.topics and resp.topics[0].partitions else None
+            if part is not None and part.error_code == Errors.NOT_LEADER_OR_FOLLOWER:
+                if part.leader_id in self.voters and part.leader_id not in tried:
+                    order.insert(0, part.leader_id)
+                continue
+            return resp
+        return await self.driver.handle_inbound(55, body, version)  # nobody answered: the observer's own view
+
     def _describe(self, key: int, body: Any, version: int) -> Any:
-        """DescribeConfigs / DescribeAcls from the local image (retriable error while not serving)."""
+        """DescribeAcls / DescribeConfigs / DescribeUserScramCredentials from the local image (retriable
+        error while not serving)."""
         if not self.lifecycle.serving:
             return error_response(body, Errors.REQUEST_TIMED_OUT,
                                   f"broker {self.cfg.node_id} is fenced or catching up; retry", version)
-        fn = config_cmds.describe_configs if key == 32 else acl_cmds.describe_acls
+        fn = {29: acl_cmds.describe_acls, 32: config_cmds.describe_configs, 50: scram_cmds.describe_credentials}[key]
         try:
             _, resp = fn(self.ctl, wall_ms(), body, version)
         except CommandError as e:

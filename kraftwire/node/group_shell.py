@@ -1,8 +1,8 @@
 """Async shell around the sans-I/O GroupCoordinator: parks pending joins/syncs, runs its timers.
 
 Every group has one coordinator node, the same whichever node is asked: the voter at
-``hash(group id) % voters`` (Kafka picks a __consumer_offsets partition the same way). FindCoordinator
-answers that node; a group request that reaches another node anyway is proxied to the owner.
+``hash(group id) % voters`` (``kraftwire.node.group_proxy``). FindCoordinator answers that node; a
+group request that reaches another node anyway is relayed to the owner.
 """
 
 from __future__ import annotations
@@ -13,37 +13,10 @@ from typing import Any
 import anyio
 
 from kraftwire.group import Completion, Done, GroupCoordinator
-from kraftwire.group.responses import find_coordinator_response
-from kraftwire.net.client import Connection, RequestFailed
-from kraftwire.protocol.errors import Errors
+from kraftwire.node.group_proxy import FIND_COORDINATOR, LIST_GROUPS, GroupRouter, find_coordinator, owner_of
+from kraftwire.node.voter_pool import VoterPool
 
-FIND_COORDINATOR, LIST_GROUPS = 10, 16
-
-
-def java_hash(text: str) -> int:
-    """Java's String.hashCode (UTF-16 code units), as Kafka uses for group placement."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def owner_of(group_id: str, voters: list[tuple[int, str, int]]) -> tuple[int, str, int]:
-    """The (node id, host, port) coordinating ``group_id``."""
-    ordered = sorted(voters)
-    return ordered[(java_hash(group_id) & 0x7FFFFFFF) % len(ordered)]
-
-
-def group_key(api_key: int, version: int, body: Any) -> str | None:
-    """The group a request addresses (the first one for multi-group requests), None if none."""
-    if hasattr(body, "group_id") and not (api_key == 9 and version >= 8):
-        return body.group_id
-    groups = getattr(body, "groups", None)
-    if groups:
-        first = groups[0]
-        return first if isinstance(first, str) else first.group_id
-    return None
+__all__ = ["GroupShell", "owner_of"]
 
 
 class GroupShell:
@@ -54,20 +27,23 @@ class GroupShell:
         self.coordinator = coordinator
         self.clock = clock
         self.voters = voters or [(coordinator.node_id, coordinator.config.host, coordinator.config.port)]
-        self._proxies: dict[int, Connection] = {}
-        self._tg: Any = None
+        self.router = GroupRouter(self.voters, VoterPool({i: (h, p) for i, h, p in self.voters}),
+                                  local_id=coordinator.node_id)
         self._parked: dict[int, tuple[anyio.Event, list[Any]]] = {}
         self._wake = anyio.Event()
 
     async def handle(self, api_key: int, version: int, body: Any, client_id: str, client_host: str) -> Any:
         if api_key == FIND_COORDINATOR and body.key_type == 0:
-            keys = body.coordinator_keys if version >= 4 else [body.key]
-            return find_coordinator_response(version, [(k, Errors.NONE, *owner_of(k, self.voters)) for k in keys])
-        group = group_key(api_key, version, body) if api_key != LIST_GROUPS else None
-        if group is not None:
-            owner = owner_of(group, self.voters)
-            if owner[0] != self.coordinator.node_id:
-                return await self._proxy(owner, body, version)
+            return find_coordinator(version, body, self.router.owner)
+
+        async def local(request: Any) -> Any:
+            return await self._local(api_key, version, request, client_id, client_host)
+
+        if api_key in (FIND_COORDINATOR, LIST_GROUPS):  # other key types; ListGroups: the groups held here
+            return await local(body)
+        return await self.router.route(api_key, version, body, client_id, local)
+
+    async def _local(self, api_key: int, version: int, body: Any, client_id: str, client_host: str) -> Any:
         result = self.coordinator.handle(self.clock(), api_key, version, body, client_id, client_host)
         if isinstance(result, Done):
             self._complete(result.completions)
@@ -91,21 +67,9 @@ class GroupShell:
                 parked[1].append(c.response)
                 parked[0].set()
 
-    async def _proxy(self, owner: tuple[int, str, int], body: Any, version: int) -> Any:
-        conn = self._proxies.get(owner[0])
-        if conn is None:
-            conn = self._proxies[owner[0]] = Connection(self._tg, owner[1], owner[2], client_id="kraftwire-group-proxy")
-        try:
-            return await conn.request(body, version, 330.0)
-        except RequestFailed:
-            from kraftwire.protocol.api import response_class
-
-            cls = response_class(body.API_KEY)
-            return cls(error_code=int(Errors.COORDINATOR_NOT_AVAILABLE)) if "error_code" in cls.__slots__ else cls()
-
     async def run_timer(self) -> None:
         async with anyio.create_task_group() as tg:
-            self._tg = tg
+            self.router.pool.attach(tg)
             await self._timer()
 
     async def _timer(self) -> None:

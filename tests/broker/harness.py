@@ -88,10 +88,11 @@ class Running:
 
 
 @asynccontextmanager
-async def broker_cluster(broker_ids: tuple[int, ...] = (11, 12), controllers: int = 3, **broker_extra: str):
+async def broker_cluster(broker_ids: tuple[int, ...] = (11, 12), controllers: int = 3,
+                         controller_extra: dict[str, str] | None = None, **broker_extra: str):
     ports = free_ports(controllers + len(broker_ids))
     cports, bports = ports[:controllers], dict(zip(broker_ids, ports[controllers:], strict=True))
-    cnodes = [Node(controller_config(i, cports), log=MemoryLog(), store=MemoryStateStore(), cluster_id=CLUSTER_ID,
+    cnodes = [Node(controller_config(i, cports, **(controller_extra or {})), log=MemoryLog(), store=MemoryStateStore(), cluster_id=CLUSTER_ID,
                    offset_store=MemoryOffsetStore()) for i in range(1, controllers + 1)]
     bnodes = {b: make_broker(b, bports[b], cports, **broker_extra) for b in broker_ids}
     async with anyio.create_task_group() as tg:

@@ -1,0 +1,195 @@
+"""Where each consumer group lives, and relaying group requests to that voter.
+
+Every group has exactly one coordinator in a kraftwire cluster, the same whichever node is asked: the
+voter at ``hash(group id) % voters`` (Kafka places a group on a ``__consumer_offsets`` partition the
+same way). Its state and committed offsets are kept by that voter only.
+
+``GroupRouter`` serves group requests on a node that does not hold the group: always on a broker,
+and on a voter when a client sends a group request to it anyway. It sends the request to the owner
+over a ``VoterPool`` connection of its own (a parked JoinGroup must not block other members), under
+the client's own client id, and relays the answer. Requests naming several groups (DescribeGroups,
+OffsetFetch v8+) are split by owner and the answers merged in the request's order; ListGroups on a
+broker asks every voter. When the owner cannot be reached the client gets COORDINATOR_NOT_AVAILABLE,
+on which Kafka clients look the coordinator up again and retry.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+from kraftwire.group.responses import (
+    find_coordinator_response,
+    heartbeat_response,
+    join_response,
+    sync_response,
+)
+from kraftwire.net.client import RequestFailed
+from kraftwire.node.voter_pool import VoterPool
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.messages import describe_groups_response as dgr
+from kraftwire.protocol.messages import offset_commit_response as ocr
+from kraftwire.protocol.messages import offset_fetch_response as ofr
+from kraftwire.protocol.messages.leave_group_response import LeaveGroupResponse
+from kraftwire.protocol.messages.list_groups_response import ListGroupsResponse
+
+log = logging.getLogger(__name__)
+
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 10, 11, 12, 13, 14
+DESCRIBE_GROUPS, LIST_GROUPS = 15, 16
+KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2
+UNAVAILABLE = int(Errors.COORDINATOR_NOT_AVAILABLE)
+# A follower's SyncGroup may wait for the leader's assignment up to the rebalance timeout, which the
+# request does not carry: allow Kafka's default max.poll.interval.ms (5 min) and a margin.
+SYNC_WAIT_S = 330.0
+REQUEST_WAIT_S = 30.0
+
+Voter = tuple[int, str, int]
+Local = Callable[[Any], Awaitable[Any]]
+
+
+def java_hash(text: str) -> int:
+    """Java's String.hashCode (UTF-16 code units), as Kafka uses for group placement."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def owner_of(group_id: str, voters: list[Voter]) -> Voter:
+    """The (node id, host, port) coordinating ``group_id``."""
+    ordered = sorted(voters)
+    return ordered[(java_hash(group_id) & 0x7FFFFFFF) % len(ordered)]
+
+
+def group_key(api_key: int, version: int, body: Any) -> str | None:
+    """The group a request addresses (the first one for multi-group requests), None if none."""
+    if hasattr(body, "group_id") and not (api_key == OFFSET_FETCH and version >= 8):
+        return body.group_id
+    groups = getattr(body, "groups", None)
+    if groups:
+        first = groups[0]
+        return first if isinstance(first, str) else first.group_id
+    return None
+
+
+def find_coordinator(version: int, body: Any, locate: Callable[[str], Voter | None]) -> Any:
+    """A FindCoordinator answer: groups where ``locate`` says (None: COORDINATOR_NOT_AVAILABLE);
+    kraftwire has no transaction or share coordinators."""
+    keys = body.coordinator_keys if version >= 4 else [body.key]
+    results: list[tuple[str, int, int, str, int]] = []
+    for key in keys:
+        if body.key_type == KEY_TYPE_GROUP:
+            node = locate(key)
+            results.append((key, UNAVAILABLE, -1, "", -1) if node is None else (key, 0, *node))
+        elif body.key_type == KEY_TYPE_SHARE and version < 6:
+            results.append((key, int(Errors.INVALID_REQUEST), -1, "", -1))
+        elif body.key_type in (KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE):
+            results.append((key, UNAVAILABLE, -1, "", -1))
+        else:
+            results.append((key, int(Errors.INVALID_REQUEST), -1, "", -1))
+    return find_coordinator_response(version, results)
+
+
+def error_response(api_key: int, version: int, body: Any, error: int = UNAVAILABLE) -> Any:
+    """The answer of group API ``api_key`` at ``version`` carrying ``error`` for everything asked."""
+    if api_key == JOIN_GROUP:
+        return join_response(version, error, body.member_id)
+    if api_key == SYNC_GROUP:
+        return sync_response(version, error)
+    if api_key == HEARTBEAT:
+        return heartbeat_response(version, error)
+    if api_key == LEAVE_GROUP:
+        return LeaveGroupResponse(error_code=error)
+    if api_key == LIST_GROUPS:
+        return ListGroupsResponse(error_code=error)
+    if api_key == DESCRIBE_GROUPS:
+        return dgr.DescribeGroupsResponse(groups=[dgr.DescribedGroup(error_code=error, group_id=g)
+                                                  for g in body.groups])
+    if api_key == OFFSET_COMMIT:
+        return ocr.OffsetCommitResponse(topics=[ocr.OffsetCommitResponseTopic(name=t.name, partitions=[
+            ocr.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
+            for p in t.partitions]) for t in body.topics])
+    if api_key == OFFSET_FETCH:
+        if version >= 8:
+            return ofr.OffsetFetchResponse(groups=[ofr.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error)
+                                                   for g in body.groups])
+        if version >= 2:
+            return ofr.OffsetFetchResponse(error_code=error)
+        return ofr.OffsetFetchResponse(topics=[ofr.OffsetFetchResponseTopic(name=t.name, partitions=[
+            ofr.OffsetFetchResponsePartition(partition_index=i, committed_offset=-1, error_code=error)
+            for i in t.partition_indexes]) for t in body.topics or []])
+    raise ValueError(f"API {api_key} is not a group API")
+
+
+def _timeout_s(api_key: int, version: int, body: Any) -> float:
+    if api_key == JOIN_GROUP:
+        rebalance = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
+        return max(rebalance, body.session_timeout_ms, 0) / 1000 + REQUEST_WAIT_S
+    return SYNC_WAIT_S if api_key == SYNC_GROUP else REQUEST_WAIT_S
+
+
+class GroupRouter:
+    """Sends group requests to the voters that own their groups; ``local_id`` is this node's id if it
+    is a voter (its own groups are served by the ``local`` callable passed to ``route``)."""
+
+    def __init__(self, voters: list[Voter], pool: VoterPool, local_id: int | None = None) -> None:
+        self.voters = sorted(voters)
+        self.pool = pool
+        self.local_id = local_id
+
+    def set_voters(self, voters: list[Voter]) -> None:
+        self.voters = sorted(voters)
+        self.pool.voters = {i: (h, p) for i, h, p in voters}
+
+    def owner(self, group_id: str) -> Voter:
+        return owner_of(group_id, self.voters)
+
+    async def route(self, api_key: int, version: int, body: Any, client_id: str, local: Local | None = None) -> Any:
+        """The answer to a group request (not FindCoordinator); groups owned here go to ``local``."""
+        if api_key == LIST_GROUPS:
+            return await self.list_groups(version, body, client_id, local)
+        if api_key == DESCRIBE_GROUPS:
+            found = await self._split(api_key, version, body, client_id, local, lambda g: g)
+            return dgr.DescribeGroupsResponse(groups=found)
+        if api_key == OFFSET_FETCH and version >= 8:
+            found = await self._split(api_key, version, body, client_id, local, lambda g: g.group_id)
+            return ofr.OffsetFetchResponse(groups=found)
+        group = group_key(api_key, version, body)
+        owner = self.owner(group or "")
+        return await self._send(owner[0], api_key, version, body, client_id, local)
+
+    async def list_groups(self, version: int, body: Any, client_id: str, local: Local | None = None) -> Any:
+        """ListGroups over every voter: each lists the groups it coordinates (no group is listed twice)."""
+        groups: list[Any] = []
+        error = 0
+        for node_id, _, _ in self.voters:
+            resp = await self._send(node_id, LIST_GROUPS, version, body, client_id, local)
+            error = error or resp.error_code
+            groups.extend(resp.groups)
+        return ListGroupsResponse(error_code=error, groups=sorted(groups, key=lambda g: g.group_id))
+
+    async def _split(self, api_key: int, version: int, body: Any, client_id: str, local: Local | None,
+                     group_of: Callable[[Any], str]) -> list[Any]:
+        """Send each owner the entries of ``body.groups`` it owns; the answers' entries in request order."""
+        owners: dict[int, list[Any]] = {}
+        for entry in body.groups:
+            owners.setdefault(self.owner(group_of(entry))[0], []).append(entry)
+        by_group: dict[str, Any] = {}
+        for node_id, mine in owners.items():
+            resp = await self._send(node_id, api_key, version, replace(body, groups=mine), client_id, local)
+            by_group.update((g.group_id, g) for g in resp.groups)
+        return [by_group[group_of(e)] for e in body.groups if group_of(e) in by_group]
+
+    async def _send(self, node_id: int, api_key: int, version: int, body: Any, client_id: str,
+                    local: Local | None) -> Any:
+        if node_id == self.local_id and local is not None:
+            return await local(body)
+        try:
+            return await self.pool.request(node_id, body, version, _timeout_s(api_key, version, body), client_id)
+        except RequestFailed as e:
+            log.info("group coordinator %d unreachable for API %d: %s", node_id, api_key, e)
+            return error_response(api_key, version, body)
