@@ -45,7 +45,8 @@ CONTROLLER_APIS = {
 ENVELOPE_APIS = {58: (0, 0)}
 
 # Client APIs a broker serves from its own metadata image, and admin writes it forwards.
-BROKER_LOCAL_APIS = {k: CONTROLLER_APIS[k] for k in (29, 32)}   # DescribeAcls, DescribeConfigs
+# DescribeAcls, DescribeConfigs, DescribeUserScramCredentials
+BROKER_LOCAL_APIS = {k: CONTROLLER_APIS[k] for k in (29, 32, 50)}
 BROKER_FORWARDED_APIS = {k: CONTROLLER_APIS[k] for k in (19, 20, 30, 31, 33, 37, 43, 44, 51, 57)}
 
 

@@ -117,3 +117,61 @@ def records_after(node: Node, offset: int) -> list:
             if batch.base_offset + i >= offset and rec.value is not None:
                 out.append(decode_record(rec.value).message)
     return out
+
+
+async def test_scram_users_managed_through_a_broker(certs):
+    """AlterUserScramCredentials sent to a broker is forwarded (authorized at the controller as the client);
+    DescribeUserScramCredentials is answered from the broker's image, and the broker's own SASL logins follow
+    the replayed credentials."""
+    import hashlib
+
+    from kraftwire.net.client import RequestFailed
+    from kraftwire.protocol.messages import alter_user_scram_credentials_request as auq
+    from kraftwire.protocol.messages import describe_user_scram_credentials_request as duq
+
+    from .harness import SecureNode
+
+    cport, bport = free_ports(2)
+    ctl = controller(certs, cport)
+    good = broker(certs, 11, bport, cport, "admin")
+    salt = b"grace-salt-0123456789"
+    salted = hashlib.pbkdf2_hmac("sha512", b"grace-pw", salt, 4096)
+    upsert = auq.AlterUserScramCredentialsRequest(upsertions=[auq.ScramCredentialUpsertion("grace", 2, 4096, salt,
+                                                                                           salted)])
+    async with anyio.create_task_group() as tg:
+        await tg.start(ctl.run)
+        await wait_for(lambda: ctl.controller.controller.active, 15)
+        await tg.start(good.run)
+        await wait_for(lambda: good.state == BrokerState.RUNNING, 20)
+        helper = SecureNode(ctl, {"CLIENTS": bport}, certs)
+        admin = helper.connection(tg, "CLIENTS", helper.sasl("admin", mechanism="SCRAM-SHA-512"))
+        alice = helper.connection(tg, "CLIENTS", helper.sasl("alice", mechanism="SCRAM-SHA-512"))
+
+        before = ctl.log.end_offset
+        r = await alice.request(upsert, 0, 15)
+        assert [(x.user, x.error_code) for x in r.results] == [("grace", Errors.CLUSTER_AUTHORIZATION_FAILED)]
+        r = await alice.request(duq.DescribeUserScramCredentialsRequest(users=None), 0, 15)
+        assert r.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
+        assert all(type(m).__name__ == "NoOpRecord" for m in records_after(ctl, before))
+
+        r = await admin.request(upsert, 0, 15)
+        assert [(x.user, x.error_code) for x in r.results] == [("grace", 0)]
+        assert ("grace", 2) in ctl.controller.controller.committed_image.scram
+        await wait_for(lambda: ("grace", 2) in good.metadata.image.scram, 10)
+        r = await admin.request(duq.DescribeUserScramCredentialsRequest(users=[duq.UserName("grace")]), 0, 15)
+        assert [(x.user, x.error_code, [(c.mechanism, c.iterations) for c in x.credential_infos])
+                for x in r.results] == [("grace", 0, [(2, 4096)])]
+
+        grace = helper.connection(tg, "CLIENTS", helper.sasl("grace", "grace-pw", "SCRAM-SHA-512"))
+        r = await grace.request(MetadataRequest(topics=[]), 12, 10)
+        assert [b.node_id for b in r.brokers] == [11]
+        await grace.close()
+
+        r = await admin.request(auq.AlterUserScramCredentialsRequest(deletions=[
+            auq.ScramCredentialDeletion("grace", 2)]), 0, 15)
+        assert [(x.user, x.error_code) for x in r.results] == [("grace", 0)]
+        await wait_for(lambda: ("grace", 2) not in good.metadata.image.scram, 10)
+        grace = helper.connection(tg, "CLIENTS", helper.sasl("grace", "grace-pw", "SCRAM-SHA-512"))
+        with pytest.raises(RequestFailed, match="SASL authentication"):
+            await grace.request(MetadataRequest(topics=[]), 12, 10)
+        tg.cancel_scope.cancel()
