@@ -227,7 +227,8 @@ def _lowest_active_offset(ctl: QuorumController) -> int:
     low = None
     for bid, s in ctl.sessions.items():
         b = brokers.get(bid)
-        if b is not None and b.active:
+        # shutting-down brokers do not count (below 3.3-IV3 the image cannot tell; the session can)
+        if b is not None and b.active and s.shutdown_offset < 0:
             low = s.metadata_offset if low is None else min(low, s.metadata_offset)
     return (1 << 63) - 1 if low is None else low
 

@@ -273,3 +273,19 @@ def test_old_metadata_version_uses_fence_records() -> None:
     assert type(h.last.records[0].message).__name__ == "UnfenceBrokerRecord"
     recs = h.tick(5000)
     assert type(recs[-1].message).__name__ == "FenceBrokerRecord"
+
+
+def test_controlled_shutdown_at_old_metadata_version_ignores_its_own_stale_offset() -> None:
+    # Below 3.3-IV3 the image has no in_controlled_shutdown: the shutting-down broker still looks
+    # active there, and its own (pre-shutdown) metadata offset must not hold the shutdown back.
+    h = Harness(mv=5)
+    for bid in (1, 2):
+        assert h.run(h.registration(bid, dirs=[])).error_code == 0
+    for bid in (1, 2):
+        assert not h.heartbeat(bid).is_fenced
+    h.create_topic("t", 2, 2)
+    r = h.heartbeat(1, want_shut_down=True, offset=len(h.log) - 1)
+    assert not r.should_shut_down
+    h.heartbeat(2)   # broker 2 has seen the leadership moves
+    r = h.heartbeat(1, want_shut_down=True)
+    assert r.should_shut_down
