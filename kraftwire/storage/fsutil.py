@@ -14,10 +14,13 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves either the old or the new content."""
+def atomic_write(path: Path, data: bytes, suffix: str = ".tmp") -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves either the old or the new content.
+
+    The data goes to ``path + suffix`` first (write, fsync), which is then renamed over ``path``.
+    """
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(path.name + suffix)
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()

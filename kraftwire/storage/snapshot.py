@@ -14,20 +14,20 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
-from kraftwire.protocol.control import (
-    ControlType,
-    control_type,
-    snapshot_footer_record,
-    snapshot_header_record,
-)
 from kraftwire.protocol.errors import CorruptRecordError
 from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
-from kraftwire.protocol.records import Record, RecordBatch, encode_batch, iter_batches
+from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft.log import SnapshotId
-from kraftwire.storage.fsutil import fsync_dir
+from kraftwire.raft.snapshot import check_framing, frame
+from kraftwire.raft.snapshot import encode as encode_batches
+from kraftwire.raft.snapshot import parse as parse_snapshot
+from kraftwire.storage.fsutil import atomic_write, fsync_dir
+
+__all__ = ["SnapshotStore", "check_framing", "encode_batches", "frame_snapshot", "parse_snapshot",
+           "parse_snapshot_name", "snapshot_name", "snapshot_records"]
 
 log = logging.getLogger(__name__)
 
@@ -54,53 +54,12 @@ def parse_snapshot_name(name: str) -> tuple[SnapshotId, str] | None:
 def frame_snapshot(sid: SnapshotId, records: Iterable[MetadataRecord], *, timestamp_ms: int = 0,
                    last_contained_timestamp_ms: int = 0,
                    max_batch_bytes: int = DEFAULT_BATCH_BYTES) -> list[RecordBatch]:
-    """The batches of a snapshot file holding ``records`` (header, data batches, footer)."""
-    epoch = sid.epoch
-    header = snapshot_header_record(last_contained_log_timestamp=last_contained_timestamp_ms)
-    out = [RecordBatch(0, epoch, (header,), control=True, base_timestamp=timestamp_ms)]
-    offset = 1
-    pending: list[Record] = []
-    size = 0
-    for r in records:
-        value = encode_record(r.message, r.version)
-        if pending and size + len(value) > max_batch_bytes:
-            out.append(RecordBatch(offset, epoch, tuple(pending), base_timestamp=timestamp_ms))
-            offset += len(pending)
-            pending, size = [], 0
-        pending.append(Record(value=value))
-        size += len(value) + 8
-    if pending:
-        out.append(RecordBatch(offset, epoch, tuple(pending), base_timestamp=timestamp_ms))
-        offset += len(pending)
-    footer = snapshot_footer_record()
-    out.append(RecordBatch(offset, epoch, (footer,), control=True, base_timestamp=timestamp_ms))
-    return out
+    """The batches of a snapshot file holding metadata ``records`` (header, data batches, footer)."""
+    return frame(sid, (Record(value=encode_record(r.message, r.version)) for r in records),
+                 timestamp_ms=timestamp_ms, last_contained_timestamp_ms=last_contained_timestamp_ms,
+                 max_batch_bytes=max_batch_bytes)
 
 
-def check_framing(batches: Sequence[RecordBatch]) -> None:
-    """Raise CorruptRecordError unless ``batches`` start with a header and end with a footer."""
-    if not batches:
-        raise CorruptRecordError("snapshot has no batches")
-    first, last = batches[0], batches[-1]
-    if not (first.control and first.records
-            and control_type(first.records[0]) == ControlType.SNAPSHOT_HEADER):
-        raise CorruptRecordError("snapshot does not start with a SnapshotHeaderRecord control batch")
-    if not (last.control and last.records and control_type(last.records[-1]) == ControlType.SNAPSHOT_FOOTER):
-        raise CorruptRecordError("snapshot does not end with a SnapshotFooterRecord control batch")
-
-
-def parse_snapshot(data: bytes) -> list[RecordBatch]:
-    """Every batch of a whole snapshot file, CRCs verified; truncated or mis-framed data raises
-    CorruptRecordError."""
-    batches: list[RecordBatch] = []
-    end = 0
-    for batch, pos, size in iter_batches(data, verify_crc=True):
-        batches.append(batch)
-        end = pos + size
-    if end != len(data):
-        raise CorruptRecordError(f"snapshot has {len(data) - end} trailing bytes after position {end}")
-    check_framing(batches)
-    return batches
 
 
 def snapshot_records(batches: Iterable[RecordBatch]) -> list[MetadataRecord]:
@@ -109,20 +68,11 @@ def snapshot_records(batches: Iterable[RecordBatch]) -> list[MetadataRecord]:
             for r in b.records if r.value is not None]
 
 
-def encode_batches(batches: Sequence[RecordBatch]) -> bytes:
-    return b"".join(b.raw if b.raw is not None else encode_batch(b) for b in batches)
-
 
 # -- files ------------------------------------------------------------------------------------------
 def write_durably(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via ``path.part``: write, fsync, rename, fsync the directory."""
-    part = path.with_name(path.name + ".part")
-    with open(part, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(part, path)
-    fsync_dir(path.parent)
+    atomic_write(path, data, suffix=".part")
 
 
 class SnapshotStore:

@@ -114,7 +114,7 @@ def test_read_verifies_crcs_and_completeness(tmp_path) -> None:
     with pytest.raises(CorruptRecordError, match="CRC"):
         log.read_snapshot(sid)
     path.write_bytes(good[:-5])
-    with pytest.raises(CorruptRecordError, match="trailing bytes"):
+    with pytest.raises(CorruptRecordError, match="bytes after its last whole batch"):
         log.read_snapshot(sid)
     path.write_bytes(good)
     assert snapshot_records(log.read_snapshot(sid)) == RECORDS
