@@ -22,6 +22,7 @@ from kraftwire.net.server import KafkaServer, Reply, RequestContext
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import CONTROLLER_APIS, ENVELOPE_APIS, api_versions_response, supported
 from kraftwire.node.bootstrap import read_bootstrap
+from kraftwire.node.controller_registration import ControllerRegistrar, listener_endpoint
 from kraftwire.node.controller_shell import ControllerShell, snapshotter_for
 from kraftwire.node.envelope import ENVELOPE, handle_envelope
 from kraftwire.node.group_shell import GroupShell
@@ -113,6 +114,13 @@ class Node:
             max_request_bytes=cfg["socket.request.max.bytes"],
             idle_timeout_s=cfg["connections.max.idle.ms"] / 1000)
         self.bound: dict[str, tuple[str, int]] = {}
+        # Other voters learn this node's client listeners from its ControllerRegistration (KIP-919).
+        advertised = cfg.advertised()
+        self.registrar: ControllerRegistrar | None = None
+        if len(cfg.voters) > 1 and any(e.name != listener for e in advertised):
+            self.registrar = ControllerRegistrar(
+                cfg.node_id, [(e.name, e.host, e.port, cfg.security_protocol(e.name)) for e in advertised],
+                lambda: self.controller.controller.committed_image, self._send_registration)
 
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve until cancelled; ``task_status`` gets the bound listener addresses."""
@@ -123,6 +131,8 @@ class Node:
             await tg.start(self.driver.run)
             tg.start_soon(self.controller.run_timer)
             tg.start_soon(self.groups.run_timer)
+            if self.registrar is not None:
+                tg.start_soon(self.registrar.run)
             if self.cfg["kraftwire.metrics.port"]:
                 host, port = await tg.start(serve_metrics, self.metrics, self.cfg["kraftwire.metrics.host"],
                                             self.cfg["kraftwire.metrics.port"])
@@ -196,8 +206,25 @@ class Node:
         return None
 
     def _brokers(self, listener: str | None = None) -> list[reads.BrokerInfo]:
+        """The voters at their addresses on ``listener`` (this node's advertised one, the others' from their
+        ControllerRegistration), or at their controller-listener address when that listener is unknown."""
         own = self._own_endpoint(listener)
-        return [reads.BrokerInfo(i, *(own if own and i == self.cfg.node_id else (h, p))) for i, h, p, _ in self.nodes]
+        regs = self.controller.controller.committed_image.controllers
+        out = []
+        for i, h, p, _ in self.nodes:
+            addr = own if own and i == self.cfg.node_id else listener_endpoint(regs.get(i), listener)
+            out.append(reads.BrokerInfo(i, *(addr or (h, p))))
+        return out
+
+    async def _send_registration(self, body: Any) -> Any:
+        """Our ControllerRegistration: applied directly when we are active, else sent to the leader."""
+        self.controller.maybe_activate()
+        if self.controller.controller.active:
+            return await self.controller.handle(body, 0)
+        leader = self.view.leader_id
+        if leader is None or leader < 0 or leader == self.cfg.node_id:
+            return None
+        return await self.driver.forward(leader, body, 0)
 
     def _own_coordinator(self, resp: Any, version: int, listener: str) -> Any:
         """FindCoordinator naming this node: its address on the client's listener."""
