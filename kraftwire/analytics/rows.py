@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kraftwire.protocol.control import ControlType, control_type
+from kraftwire.protocol.control import CONTROL_MESSAGES, ControlType, control_type
 from kraftwire.protocol.errors import KafkaProtocolError
 from kraftwire.protocol.metadata import decode_record
 from kraftwire.protocol.records import RecordBatch, iter_batches
@@ -63,14 +63,6 @@ COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 # What a row tuple holds: every column but ``timestamp``, which readers derive from ``timestamp_ms``.
 ROW_FIELDS = tuple(name for name in COLUMN_NAMES if name != "timestamp")
 SCHEMA_DDL = ", ".join(f"`{name}` {kind}" for name, kind in COLUMNS)
-
-CONTROL_MESSAGES = {
-    ControlType.LEADER_CHANGE: "LeaderChangeMessage",
-    ControlType.SNAPSHOT_HEADER: "SnapshotHeaderRecord",
-    ControlType.SNAPSHOT_FOOTER: "SnapshotFooterRecord",
-    ControlType.KRAFT_VERSION: "KRaftVersionRecord",
-    ControlType.KRAFT_VOTERS: "VotersRecord",
-}
 
 _TYPED = ("broker_id", "broker_epoch", "topic_id", "topic_name", "partition", "leader", "isr", "replicas",
           "fenced", "in_controlled_shutdown")

@@ -15,19 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kraftwire.protocol.control import ControlType, control_type
+from kraftwire.protocol.control import CONTROL_MESSAGES, control_type
 from kraftwire.protocol.errors import KafkaProtocolError
 from kraftwire.protocol.metadata import decode_record
 from kraftwire.protocol.records import RecordBatch, iter_batches
 from kraftwire.protocol.runtime import to_json
-
-CONTROL_MESSAGES = {
-    ControlType.LEADER_CHANGE: "LeaderChangeMessage",
-    ControlType.SNAPSHOT_HEADER: "SnapshotHeaderRecord",
-    ControlType.SNAPSHOT_FOOTER: "SnapshotFooterRecord",
-    ControlType.KRAFT_VERSION: "KRaftVersionRecord",
-    ControlType.KRAFT_VOTERS: "VotersRecord",
-}
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -24,6 +24,16 @@ class ControlType(IntEnum):
     KRAFT_VOTERS = 6
 
 
+# The message each KRaft control record type carries (the schema names under schemas/control).
+CONTROL_MESSAGES = {
+    ControlType.LEADER_CHANGE: "LeaderChangeMessage",
+    ControlType.SNAPSHOT_HEADER: "SnapshotHeaderRecord",
+    ControlType.SNAPSHOT_FOOTER: "SnapshotFooterRecord",
+    ControlType.KRAFT_VERSION: "KRaftVersionRecord",
+    ControlType.KRAFT_VOTERS: "VotersRecord",
+}
+
+
 _KEY = struct.Struct(">hh")
 
 
