@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from functools import partial
 from typing import Any
 
 import anyio
@@ -50,13 +51,15 @@ def _split(addr: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-async def describe(addr: str, timeout_s: float, security: ClientSecurity | None = None) -> dict[str, Any]:
-    """Ask the node at ``addr`` (following the leader if needed) for the quorum's state."""
+async def describe(addr: str, timeout_s: float, security: ClientSecurity | None = None, *,
+                   controller: bool = True) -> dict[str, Any]:
+    """Ask the node at ``addr`` (following the leader if needed) for the quorum's state; ``controller``
+    says whether ``addr`` is a controller listener (--bootstrap-controller) or a broker's."""
     host, port = _split(addr)
     failure: Exception | None = None
     async with anyio.create_task_group() as tg:
         try:
-            result = await _describe(tg, host, port, timeout_s, security)
+            result = await _describe(tg, host, port, timeout_s, security, 2 if controller else 1)
         except (RequestFailed, OSError, TimeoutError) as e:
             failure = e     # raised outside the task group, so callers see it unwrapped
         finally:
@@ -67,10 +70,12 @@ async def describe(addr: str, timeout_s: float, security: ClientSecurity | None 
 
 
 async def _describe(tg: Any, host: str, port: int, timeout_s: float,
-                    security: ClientSecurity | None) -> dict[str, Any]:
+                    security: ClientSecurity | None, endpoint_type: int = 2) -> dict[str, Any]:
     conn = Connection(tg, host, port, client_id="kraftwire-metadata-quorum", connect_timeout_s=timeout_s,
                       security=security)
-    cluster = await conn.request(DescribeClusterRequest(endpoint_type=2), None, timeout_s)
+    cluster = await conn.request(DescribeClusterRequest(endpoint_type=endpoint_type), None, timeout_s)
+    if cluster.error_code == Errors.MISMATCHED_ENDPOINT_TYPE:  # a broker named as a controller, or the reverse
+        cluster = await conn.request(DescribeClusterRequest(endpoint_type=3 - endpoint_type), None, timeout_s)
     if cluster.error_code:
         raise RequestFailed(f"DescribeCluster failed: {Errors.of(cluster.error_code)!r}")
     request = DescribeQuorumRequest(topics=[TopicData(METADATA_TOPIC, [PartitionData(0)])])
@@ -188,7 +193,8 @@ def render_replication(r: dict[str, Any], human: bool) -> str:
 def run(args: argparse.Namespace) -> int:
     addr = args.bootstrap_controller or args.bootstrap_server
     try:
-        result = anyio.run(describe, addr, args.timeout, command_security(args.command_config))
+        result = anyio.run(partial(describe, addr, args.timeout, command_security(args.command_config),
+                                   controller=bool(args.bootstrap_controller)))
     except (RequestFailed, SecurityConfigError, OSError, TimeoutError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
