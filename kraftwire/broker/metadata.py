@@ -9,7 +9,9 @@ would be worse than stopping.
 Snapshots (KIP-630): ``handle_snapshot`` replaces the image with the content of a snapshot whose
 end offset is ``end_offset``. The Raft core calls it whenever the log starts past what has been
 applied: at start over a log that begins with a snapshot, and after installing one downloaded
-from the leader (FetchSnapshot) because the broker was behind the leader's log start.
+from the leader (FetchSnapshot) because the broker was behind the leader's log start. The broker
+also takes its own snapshots of the image it replayed (``on_commit``/``on_snapshot`` feed the shell's
+``Snapshotter``), so its log is cleaned like a voter's.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ class BrokerMetadataListener:
         self.fatal: BaseException | None = None
         self.on_change: list[Callable[[], None]] = []
         self.on_fatal: list[Callable[[BaseException], None]] = []
+        # Snapshot bookkeeping (the shell's Snapshotter): every committed run of batches once
+        # replayed, and (end offset, epoch) of every snapshot that replaced the image.
+        self.on_commit: list[Callable[[list[RecordBatch]], None]] = []
+        self.on_snapshot: list[Callable[[int, int], None]] = []
+        self.snapshots_loaded = 0
 
     @property
     def image(self) -> MetadataImage:
@@ -60,6 +67,8 @@ class BrokerMetadataListener:
             self._fail(e)
             return
         ctl.handle_commit(batches[-1].last_offset)
+        for fn in self.on_commit:
+            fn(batches)
         self._changed()
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
@@ -70,10 +79,15 @@ class BrokerMetadataListener:
         """A snapshot (``end_offset`` exclusive) replaces everything replayed so far."""
         from kraftwire.storage.snapshot import snapshot_records
 
+        batches = list(batches)
         try:
             self.load_snapshot(end_offset, [r.message for r in snapshot_records(batches)])
         except Exception as e:  # noqa: BLE001
             self._fail(e)
+            return
+        epoch = batches[0].leader_epoch if batches else 0
+        for fn in self.on_snapshot:
+            fn(end_offset, epoch)
 
     # -- snapshots ------------------------------------------------------------------------------
     def load_snapshot(self, end_offset: int, records: Iterable[Any]) -> None:
@@ -81,6 +95,7 @@ class BrokerMetadataListener:
         for msg in records:
             loader.replay(msg)
         self.controller.load_snapshot(loader.image, end_offset)
+        self.snapshots_loaded += 1
         log.info("metadata image loaded from the snapshot ending at offset %d", end_offset)
         self._changed()
 

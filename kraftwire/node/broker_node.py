@@ -44,11 +44,13 @@ from kraftwire.node.apis import (
     api_versions_response,
     supported,
 )
+from kraftwire.node.controller_shell import snapshotter_for
 from kraftwire.node.group_proxy import FIND_COORDINATOR, GroupRouter, find_coordinator
 from kraftwire.node.metrics import CombinedMetrics, ForwardingMetrics, RaftMetrics, serve_metrics
 from kraftwire.node.node import FatalNodeError, raft_config
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.secure import NodeSecurity
+from kraftwire.node.snapshots import snapshot_step
 from kraftwire.node.view import LogPartitionView
 from kraftwire.node.voter_pool import VoterPool
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
@@ -133,6 +135,12 @@ class BrokerNode:
         self.store = store
         self.ctl = QuorumController(ControllerConfig(node_id=cfg.node_id, cluster_id=self.cluster_id))
         self.metadata = BrokerMetadataListener(self.ctl)
+        # The broker snapshots its own image and cleans its log under the voters' policy (KIP-630).
+        self.snapshotter = snapshotter_for(cfg)
+        self.snapshots_taken = 0
+        self._snapshot_wake = anyio.Event()
+        self.metadata.on_commit.append(self._committed)
+        self.metadata.on_snapshot.append(lambda end, epoch: self.snapshotter.loaded(end, epoch))
         self.voters: dict[int, tuple[str, int]] = {v.node_id: (v.host, v.port) for v in cfg.voters}
         self.core: Any = None
         self.driver: Any = None
@@ -234,6 +242,7 @@ class BrokerNode:
             await tg.start(self.driver.run)
             await tg.start(self.lifecycle_driver.run)
             tg.start_soon(self._watch_lifecycle)
+            tg.start_soon(self._snapshots)
             if cfg["kraftwire.metrics.port"]:
                 host, port = await tg.start(serve_metrics, CombinedMetrics(self.raft_metrics, self.forwarding_metrics),
                                             cfg["kraftwire.metrics.host"], cfg["kraftwire.metrics.port"])
@@ -243,6 +252,24 @@ class BrokerNode:
             task_status.started(dict(self.bound))
             await self._fatal_event.wait()
             raise FatalNodeError(f"broker {cfg.node_id} stopped: {self._fatal}")
+
+    def _committed(self, batches: list[Any]) -> None:
+        now = wall_ms()
+        self.snapshotter.committed(batches, now)
+        if self.snapshotter.due(now, None) is not None:
+            self._snapshot_wake.set()
+
+    async def _snapshots(self) -> None:
+        """Snapshot the replayed image when the policy says so; clean the log below as retention allows."""
+        snap = self.snapshotter
+        while True:
+            if self.metadata.fatal is None and await snapshot_step(snap, self.core, self.ctl, wall_ms):
+                self.snapshots_taken += 1
+            deadline = snap.next_deadline()
+            delay = 1.0 if deadline is None else max(0.01, (deadline - wall_ms()) / 1000)
+            self._snapshot_wake = anyio.Event()
+            with anyio.move_on_after(min(delay, 1.0)):
+                await self._snapshot_wake.wait()
 
     async def _watch_lifecycle(self) -> None:
         await self.lifecycle_driver.stopped.wait()

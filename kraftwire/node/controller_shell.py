@@ -23,13 +23,8 @@ import anyio
 from kraftwire.config import NodeConfig
 from kraftwire.controller import QuorumController
 from kraftwire.controller.responses import error_response
-from kraftwire.controller.snapshot import (
-    RetentionPolicy,
-    SnapshotPolicy,
-    Snapshotter,
-    image_from_snapshot,
-    snapshot_batches,
-)
+from kraftwire.controller.snapshot import RetentionPolicy, SnapshotPolicy, Snapshotter, image_from_snapshot
+from kraftwire.node.snapshots import snapshot_step
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
@@ -234,25 +229,5 @@ class ControllerShell:
         snap, core = self.snapshotter, self.core
         if snap is None or core is None or self.fatal is not None:
             return
-        now = self.driver.clock()
-        sid = snap.due(now, core.log.latest_snapshot_id())
-        ctl = self.controller
-        if sid is not None and ctl.committed_offset == sid.end_offset - 1 and not ctl.in_transaction:
-            image = ctl.committed_image
-            batches = await anyio.to_thread.run_sync(
-                lambda: snapshot_batches(image, sid, timestamp_ms=now, last_contained_timestamp_ms=snap.last_timestamp_ms))
-            try:
-                core.create_snapshot(sid, batches)
-            except (ValueError, KeyError) as e:  # the log moved on meanwhile (e.g. a newer snapshot installed)
-                log.info("snapshot %s not stored: %s", sid, e)
-            else:
-                snap.stored(sid)
-                self.snapshots_taken += 1
-                log.info("metadata snapshot stored at offset %d epoch %d", sid.end_offset, sid.epoch)
-        clean = snap.clean_due(self.driver.clock())
-        if clean is not None:
-            try:
-                core.delete_before(clean)
-            except (ValueError, KeyError) as e:
-                log.info("log not cleaned below snapshot %s: %s", clean, e)
-            snap.cleaned(self.driver.clock())
+        if await snapshot_step(snap, core, self.controller, self.driver.clock):
+            self.snapshots_taken += 1

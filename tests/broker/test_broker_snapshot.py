@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from kraftwire.broker.lifecycle import BrokerState
@@ -50,3 +52,44 @@ async def test_new_broker_loads_a_snapshot_then_follows_the_log():
         assert late.metadata.image.topic_by_name("orders") is not None
         assert set(late.metadata.image.brokers) >= {11, 12}
         await wait_for(lambda: late.metadata.applied_offset > max(ends) + 5, 10)  # replay goes on after it
+
+
+SNAPSHOT_PROPS = {"metadata.log.max.record.bytes.between.snapshots": "600",  # a snapshot every few batches
+                  "metadata.max.retention.bytes": "0"}                       # clean the log below each one
+
+
+async def test_broker_snapshots_its_own_image_cleans_its_log_and_restarts_from_the_snapshot():
+    from kraftwire.controller.snapshot import image_from_snapshot
+    from kraftwire.node.broker_node import BrokerNode
+
+    from .harness import CLUSTER_ID, broker_config
+
+    async with broker_cluster(broker_ids=(11,), **SNAPSHOT_PROPS) as c:
+        await all_running(c)
+        broker = c.broker(11)
+        for i in range(3):
+            topic = ctq.CreatableTopic(name=f"snap-{i}", num_partitions=2, replication_factor=1)
+            resp = await request(c.port(11), ctq.CreateTopicsRequest(topics=[topic], timeout_ms=10000), 7)
+            assert resp.topics[0].error_code == 0
+        created = max(n.controller.controller.committed_offset for n in c.controllers)
+        await wait_for(lambda: broker.metadata.image.topic_by_name("snap-2") is not None, 10)
+        # Its own snapshots: the controllers (default policy, 20 MiB) have taken none to download.
+        await wait_for(lambda: (sid := broker.log.latest_snapshot_id()) is not None and sid.end_offset > created, 15)
+        assert broker.snapshots_taken >= 1 and broker.metadata.snapshots_loaded == 0
+        assert all(n.log.latest_snapshot_id() is None and n.log.start_offset == 0 for n in c.controllers)
+        await wait_for(lambda: broker.log.start_offset > created, 10)  # cleaned below the snapshot
+        sid = broker.log.latest_snapshot_id()
+        assert image_from_snapshot(broker.log.read_snapshot(sid)) == broker.metadata.image  # NoOps since
+
+        # Restart on the same log: the image comes from the local snapshot, then the log after it.
+        log, store = broker.log, broker.store
+        c.stop(11)
+        await wait_for(lambda: c.active().controller.controller.committed_image.brokers[11].fenced, 15)
+        reborn = BrokerNode(broker_config(11, c.port(11), c.controller_ports, **SNAPSHOT_PROPS), log=log,
+                            store=store, cluster_id=CLUSTER_ID, directory_id=uuid.uuid4())
+        c.brokers[11] = reborn
+        await c.start(reborn)
+        await all_running(c)
+        assert reborn.metadata.snapshots_loaded >= 1
+        assert all(reborn.metadata.image.topic_by_name(f"snap-{i}") is not None for i in range(3))
+        await wait_for(lambda: reborn.snapshots_taken >= 1, 10)
