@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from compat.apache import DUMP, run_apache_rows
-from compat.clients import ASSIGN, DESCRIBE, GROUP, all_clients
+from compat.clients import ASSIGN, BROKER, DESCRIBE, GROUP, all_clients
 from compat.cluster import Quorum
 from compat.matrix import GROUP_BATCH, Matrix, Row, details, render
 
@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--clients", default="all", help=f"comma-separated subset of: {', '.join(names)}; "
                                                     "'none' runs only the Apache Kafka rows")
     p.add_argument("--no-apache", action="store_true", help="leave out the Apache Kafka tool rows")
+    p.add_argument("--no-broker", action="store_true", help="run no broker node: check (d) is skipped")
     p.add_argument("--cache", type=Path, default=default_cache(),
                    help="where compiled Java classes and the kafkajs install are kept "
                         "(default $KRAFTWIRE_COMPAT_CACHE or ~/.cache/kraftwire-compat)")
@@ -45,13 +46,16 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="kraftwire-compat-"))
     started = time.monotonic()
     rows: list[Row] = []
-    quorum = Quorum(root)
+    quorum = Quorum(root, brokers=0 if args.no_broker else 1)
     try:
         quorum.start()
         status = quorum.wait_ready()
         log(f"quorum up: leader {status.leader_id}, epoch {status.leader_epoch}, data in {root}")
         status = quorum.change_leader()
         log(f"leader changed: now {status.leader_id}, epoch {status.leader_epoch}")
+        if quorum.broker_ids:
+            quorum.wait_brokers()
+            log(f"broker {quorum.broker_ids[0]} serving at {quorum.addr(quorum.broker_ids[0])}")
         matrix = Matrix(quorum, args.cache, args.timeout)
         contents = matrix.expected(2 * GROUP_BATCH)
         log(f"{len(contents.records)} committed records below offset {contents.high_watermark} "
@@ -67,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         quorum.stop()
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
-    print(render(rows, [ASSIGN, GROUP, DESCRIBE, DUMP]))
+    print(render(rows, [ASSIGN, GROUP, DESCRIBE, BROKER, DUMP]))
     print()
     print(details(rows))
     failed = [f"{r.client} {c}" for r in rows for c, res in r.results.items() if res.status == "fail"]

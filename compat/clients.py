@@ -17,7 +17,7 @@ from typing import Any
 DRIVERS = Path(__file__).resolve().parent / "drivers"
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 KAFKAJS_VERSION = "2.2.4"
-ASSIGN, GROUP, DESCRIBE = "assign", "group", "describe"
+ASSIGN, GROUP, DESCRIBE, BROKER = "assign", "group", "describe", "broker"
 
 
 class Unavailable(Exception):
@@ -74,6 +74,8 @@ class Client:
     name = ""
     checks: tuple[str, ...] = (ASSIGN, GROUP, DESCRIBE)
     not_supported: dict[str, str] = {}
+    # The driver mode describing the metadata quorum through a broker (bootstrap.servers only), if any.
+    broker_describe: str | None = None
 
     def prepare(self, cache: Path, timeout_s: float) -> None:
         """Make the client runnable (compile, install); raise Unavailable with the reason if it cannot be."""
@@ -100,10 +102,11 @@ class Client:
 
 
 class PythonClient(Client):
-    def __init__(self, name: str, module: str, driver: str) -> None:
+    def __init__(self, name: str, module: str, driver: str, broker_describe: str | None = None) -> None:
         self.name = name
         self.module = module
         self.driver = driver
+        self.broker_describe = broker_describe
 
     def prepare(self, cache: Path, timeout_s: float) -> None:
         if importlib.util.find_spec(self.module) is None:
@@ -118,6 +121,7 @@ class JavaClient(Client):
     """kafka-clients from the PyPI package shigawire-apache-flink-libraries, driven by KraftwireCompat.java."""
 
     name = "java kafka-clients"
+    broker_describe = "describe-servers"
 
     def __init__(self) -> None:
         self.classpath = ""
@@ -245,7 +249,7 @@ def parse_kcat(out: bytes) -> list[tuple[int, str | None]]:
 
 
 def all_clients() -> list[Client]:
-    return [PythonClient("kafka-python", "kafka", "kafka_python"),
+    return [PythonClient("kafka-python", "kafka", "kafka_python", broker_describe=DESCRIBE),
             PythonClient("aiokafka", "aiokafka", "aiokafka_client"),
             PythonClient("confluent-kafka", "confluent_kafka", "confluent"),
             KcatClient(), JavaClient(), KafkajsClient()]

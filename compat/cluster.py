@@ -17,6 +17,10 @@ from kraftwire.cli.metadata_quorum import describe
 from kraftwire.cli.quickstart import write_configs
 from kraftwire.cli.storage import format_storage
 from kraftwire.config import load_config
+from kraftwire.net.client import Connection, RequestFailed
+from kraftwire.node.group_proxy import owner_of
+from kraftwire.protocol.messages import offset_fetch_request as ofq
+from kraftwire.protocol.messages.describe_cluster_request import DescribeClusterRequest
 from kraftwire.storage.meta_properties import random_uuid
 
 # Quick elections so the matrix does not wait on defaults; a short initial rebalance delay keeps the
@@ -49,18 +53,33 @@ class QuorumStatus:
     voters: list[int]
 
 
-class Quorum:
-    """``n`` voters formatted with one cluster id; ``start()`` runs them, ``stop()`` ends them."""
+def write_broker_config(node_dir: Path, node: int, port: int, voters: str) -> Path:
+    """server.properties of a broker-only node (``process.roles=broker``) next to the voters."""
+    node_dir.mkdir(parents=True, exist_ok=True)
+    cfg = node_dir / "server.properties"
+    cfg.write_text("\n".join([
+        f"# kraftwire compat broker {node}", "process.roles=broker", f"node.id={node}",
+        f"controller.quorum.voters={voters}", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names=CONTROLLER",
+        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        f"log.dirs={(node_dir / 'data').resolve()}", "broker.heartbeat.interval.ms=500", ""]))
+    return cfg
 
-    def __init__(self, root: Path, n: int = 3, extra: tuple[str, ...] = ()) -> None:
+
+class Quorum:
+    """``n`` voters (ids 1..n) and ``brokers`` broker-only nodes (ids n+1..) formatted with one cluster id;
+    ``start()`` runs them, ``stop()`` ends them."""
+
+    def __init__(self, root: Path, n: int = 3, extra: tuple[str, ...] = (), brokers: int = 0) -> None:
         self.root = Path(root)
         self.n = n
         self.extra = extra
         self.cluster_id = random_uuid()
-        ports = free_ports(n)
+        self.broker_ids = list(range(n + 1, n + brokers + 1))
+        ports = free_ports(n + brokers)
         # write_configs numbers ports from a base; rewrite them to the free ports we were given.
         self.configs = write_configs(self.root, n, ports[0])
-        quorum = ",".join(f"{i}@127.0.0.1:{p}" for i, p in enumerate(ports, 1))
+        quorum = ",".join(f"{i}@127.0.0.1:{p}" for i, p in enumerate(ports[:n], 1))
         for i, cfg in enumerate(self.configs, 1):
             lines = []
             for line in cfg.read_text().splitlines():
@@ -75,6 +94,10 @@ class Quorum:
                 self.cluster_id = dict(ln.split("=", 1) for ln in meta.read_text().splitlines()
                                        if "=" in ln and not ln.startswith("#"))["cluster.id"].strip()
             format_storage(load_config(cfg), self.cluster_id, ignore_formatted=True, quiet=True)
+        for b in self.broker_ids:
+            cfg = write_broker_config(self.root / f"node{b}", b, ports[b - 1], quorum)
+            format_storage(load_config(cfg), self.cluster_id, ignore_formatted=True, quiet=True)
+            self.configs.append(cfg)
         self.ports = ports
         self.procs: dict[int, subprocess.Popen] = {}
 
@@ -88,8 +111,12 @@ class Quorum:
     def log_dir(self, node: int) -> Path:
         return Path(load_config(self.configs[node - 1]).metadata_log_dir) / "__cluster_metadata-0"
 
+    @property
+    def voters(self) -> list[tuple[int, str, int]]:
+        return [(i, "127.0.0.1", self.ports[i - 1]) for i in range(1, self.n + 1)]
+
     def start(self) -> None:
-        for i in range(1, self.n + 1):
+        for i in range(1, self.n + 1 + len(self.broker_ids)):
             self.start_node(i)
 
     def start_node(self, node: int) -> None:
@@ -151,16 +178,41 @@ class Quorum:
             time.sleep(0.3)
         raise TimeoutError(f"no leader with high watermark >= {min_hw} within {timeout_s}s (last: {last})")
 
+    def wait_brokers(self, timeout_s: float = 60.0) -> None:
+        """Wait until every broker serves (unfenced, caught up) and lists all the brokers."""
+        deadline = time.monotonic() + timeout_s
+        for b in self.broker_ids:
+            while True:
+                try:
+                    listed = anyio.run(_live_brokers, self.addr(b), 5.0)
+                except Exception:  # noqa: BLE001 - still starting
+                    listed = None
+                if listed == self.broker_ids:
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"broker {b} not serving within {timeout_s}s (lists {listed}); "
+                                       f"see {self.root}/node{b}/server.log")
+                time.sleep(0.3)
+
+    def committed_offset(self, group: str, timeout_s: float = 10.0) -> tuple[int, int]:
+        """(owning voter, committed offset of ``group`` on __cluster_metadata-0), asked of the owner itself."""
+        owner, host, port = owner_of(group, self.voters)
+        return owner, anyio.run(_offset_fetch, host, port, group, timeout_s)
+
     def stop(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.procs.values():
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.kill(p.pid, signal.SIGKILL)
-                p.wait()
+        """SIGTERM everything: brokers first, so that their controlled shutdown finds the controllers up."""
+        brokers = [p for i, p in self.procs.items() if i in self.broker_ids]
+        voters = [p for i, p in self.procs.items() if i not in self.broker_ids]
+        for group in (brokers, voters):
+            for p in group:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+            for p in group:
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.kill(p.pid, signal.SIGKILL)
+                    p.wait()
 
     def __enter__(self) -> Quorum:
         self.start()
@@ -168,3 +220,27 @@ class Quorum:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+async def _live_brokers(addr: str, timeout_s: float) -> list[int] | None:
+    host, _, port = addr.rpartition(":")
+    async with anyio.create_task_group() as tg:
+        conn = Connection(tg, host, int(port), client_id="kraftwire-compat", connect_timeout_s=timeout_s)
+        try:
+            resp = await conn.request(DescribeClusterRequest(), 0, timeout_s)
+        finally:
+            await conn.close()
+    return None if resp.error_code else sorted(b.broker_id for b in resp.brokers)
+
+
+async def _offset_fetch(host: str, port: int, group: str, timeout_s: float) -> int:
+    async with anyio.create_task_group() as tg:
+        conn = Connection(tg, host, port, client_id="kraftwire-compat", connect_timeout_s=timeout_s)
+        try:
+            resp = await conn.request(ofq.OffsetFetchRequest(group_id=group, topics=[ofq.OffsetFetchRequestTopic(
+                name="__cluster_metadata", partition_indexes=[0])]), 7, timeout_s)
+        finally:
+            await conn.close()
+    if resp.error_code or resp.topics[0].partitions[0].error_code:
+        raise RequestFailed(f"OffsetFetch for {group} failed: {resp}")
+    return resp.topics[0].partitions[0].committed_offset

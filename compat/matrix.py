@@ -7,14 +7,16 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compat.clients import ASSIGN, DESCRIBE, GROUP, Client, DriverFailed, Unavailable
+from compat.clients import ASSIGN, BROKER, DESCRIBE, GROUP, Client, DriverFailed, Unavailable
 from compat.cluster import Quorum
 from compat.expected import LogContents, committed_records
 
 CHECK_TITLES = {ASSIGN: "(a) assign, earliest", GROUP: "(b) group, commit, resume", DESCRIBE: "(c) describe",
-                "decode": "decode segments"}
+                BROKER: "(d) via a broker", "decode": "decode segments"}
+CHECKS = (ASSIGN, GROUP, DESCRIBE, BROKER)
 MAX_ASSIGN_RECORDS = 200
 GROUP_BATCH = 20
+BROKER_BATCH = 10
 
 
 @dataclass
@@ -58,11 +60,12 @@ class Matrix:
             client.prepare(self.cache, 300.0)
             version = client.version()
         except Unavailable as e:
-            return Row(client.name, "-", {c: Result("skip", str(e)) for c in (ASSIGN, GROUP, DESCRIBE)})
+            return Row(client.name, "-", {c: Result("skip", str(e)) for c in CHECKS})
         except DriverFailed as e:
-            return Row(client.name, "-", {c: Result("fail", f"setup: {e}") for c in (ASSIGN, GROUP, DESCRIBE)})
+            return Row(client.name, "-", {c: Result("fail", f"setup: {e}") for c in CHECKS})
         row = Row(client.name, version)
-        for check, fn in ((ASSIGN, self.check_assign), (GROUP, self.check_group), (DESCRIBE, self.check_describe)):
+        for check, fn in ((ASSIGN, self.check_assign), (GROUP, self.check_group), (DESCRIBE, self.check_describe),
+                          (BROKER, self.check_broker)):
             if check in client.not_supported:
                 row.results[check] = Result("skip", client.not_supported[check])
                 continue
@@ -121,6 +124,44 @@ class Matrix:
         if problems:
             return Result("fail", f"disagrees with the quorum ({truth}): " + ", ".join(problems))
         return Result("pass", ", ".join(f"{k}={v}" for k, v in d.items()))
+
+
+    def check_broker(self, client: Client) -> Result:
+        """(d) through a broker: a group consumer reads from earliest and commits (the commit must be on the
+        voter owning the group); clients with a quorum API also describe the quorum through the broker."""
+        if not self.quorum.broker_ids:
+            return Result("skip", "the quorum runs without a broker (--no-broker)")
+        broker = self.quorum.broker_ids[0]
+        addr = self.quorum.addr(broker)
+        truth = self.expected(BROKER_BATCH)
+        group = f"compat-broker-{client.name.replace(' ', '-')}-{uuid.uuid4().hex[:8]}"
+        out = client.run(GROUP, addr, group, BROKER_BATCH, self.timeout_s)
+        verdict = compare(out.records, truth.records[:BROKER_BATCH], truth)
+        if verdict.status != "pass":
+            return Result("fail", f"group read through broker {broker}: {verdict.detail}")
+        owner, committed = self.quorum.committed_offset(group)
+        if committed != out.records[-1][0] + 1:
+            return Result("fail", f"committed offset {committed} on voter {owner}, expected {out.records[-1][0] + 1}")
+        detail = (f"broker {broker}: group {group} offsets {out.records[0][0]}..{out.records[-1][0]}, "
+                  f"committed {committed} on voter {owner}")
+        if client.broker_describe is None:
+            return Result("pass", detail)
+        status = self.quorum.wait_ready()
+        d = client.run(client.broker_describe, addr, "", 1, self.timeout_s).describe
+        if d is None:
+            return Result("fail", "the client printed no description")
+        want = {"cluster_id": self.quorum.cluster_id, "leader_id": status.leader_id, "voters": status.voters,
+                "nodes": self.quorum.broker_ids}
+        problems = [f"{k}={d.get(k)!r}" for k, v in want.items() if k in d and d[k] != v]
+        if d.get("controller_id") not in self.quorum.broker_ids:  # KRaft clients are told a broker
+            problems.append(f"controller_id={d.get('controller_id')!r}")
+        if d.get("high_watermark", status.high_watermark) < status.high_watermark:
+            problems.append(f"high_watermark={d['high_watermark']}")
+        if "observers" in d and broker not in d["observers"]:
+            problems.append(f"observers={d['observers']}")
+        if problems:
+            return Result("fail", f"describe through broker {broker} disagrees ({want}): " + ", ".join(problems))
+        return Result("pass", f"{detail}; described: " + ", ".join(f"{k}={v}" for k, v in d.items()))
 
 
 def compare(got: list[tuple[int, str | None]], want: list[tuple[int, str | None]], truth: LogContents) -> Result:

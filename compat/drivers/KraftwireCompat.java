@@ -4,6 +4,7 @@
 //   group    - KafkaConsumer.subscribe under GROUP, print COUNT records, commitSync(last + 1), close
 //   describe - Admin via bootstrap.controllers: describeMetadataQuorum + describeCluster (controllers);
 //              Admin via bootstrap.servers: describeMetadataQuorum + describeCluster
+//   describe-servers - only the bootstrap.servers part, with the quorum in full (e.g. through a broker)
 //   version  - the kafka-clients version
 // Records print as {"offset": n, "value": "<hex>"}; describe prints {"describe": {...}}.
 
@@ -45,6 +46,9 @@ public final class KraftwireCompat {
                 break;
             case "describe":
                 describe(args[1], Long.parseLong(args[4]));
+                break;
+            case "describe-servers":
+                describeServers(args[1], Long.parseLong(args[4]));
                 break;
             default:
                 throw new IllegalArgumentException("unknown mode " + mode);
@@ -116,6 +120,36 @@ public final class KraftwireCompat {
         try (Admin admin = Admin.create(pb)) {
             QuorumInfo q = admin.describeMetadataQuorum().quorumInfo().get(timeoutMs, TimeUnit.MILLISECONDS);
             out.append(", \"servers_leader_id\": ").append(q.leaderId());
+            DescribeClusterResult c = admin.describeCluster();
+            out.append(", \"cluster_id\": \"").append(c.clusterId().get(timeoutMs, TimeUnit.MILLISECONDS))
+               .append("\", \"controller_id\": ").append(c.controller().get(timeoutMs, TimeUnit.MILLISECONDS).id())
+               .append(", \"nodes\": ").append(ids(c.nodes().get(timeoutMs, TimeUnit.MILLISECONDS)));
+        }
+        System.out.println(out.append("}}"));
+        System.out.flush();
+    }
+
+    private static void describeServers(String bootstrap, long timeoutMs) throws Exception {
+        StringBuilder out = new StringBuilder("{\"describe\": {");
+        Properties pb = new Properties();
+        pb.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(pb)) {
+            QuorumInfo q = admin.describeMetadataQuorum().quorumInfo().get(timeoutMs, TimeUnit.MILLISECONDS);
+            List<Integer> voters = new ArrayList<>();
+            for (QuorumInfo.ReplicaState r : q.voters()) {
+                voters.add(r.replicaId());
+            }
+            Collections.sort(voters);
+            List<Integer> observers = new ArrayList<>();
+            for (QuorumInfo.ReplicaState r : q.observers()) {
+                observers.add(r.replicaId());
+            }
+            Collections.sort(observers);
+            out.append("\"leader_id\": ").append(q.leaderId())
+               .append(", \"leader_epoch\": ").append(q.leaderEpoch())
+               .append(", \"high_watermark\": ").append(q.highWatermark())
+               .append(", \"voters\": ").append(voters)
+               .append(", \"observers\": ").append(observers);
             DescribeClusterResult c = admin.describeCluster();
             out.append(", \"cluster_id\": \"").append(c.clusterId().get(timeoutMs, TimeUnit.MILLISECONDS))
                .append("\", \"controller_id\": ").append(c.controller().get(timeoutMs, TimeUnit.MILLISECONDS).id())

@@ -1,4 +1,4 @@
-"""The compatibility matrix in CI: every client against one real 3-process kraftwire quorum.
+"""The compatibility matrix in CI: every client against one real 3-process kraftwire quorum and a broker.
 
 Each client is its own test so a failure names the client; a client that cannot run here (not installed,
 no JDK, no npm) is skipped with the reason. The Apache Kafka rows run when Docker or KAFKA_HOME exists.
@@ -24,10 +24,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def matrix(tmp_path_factory):
-    quorum = Quorum(tmp_path_factory.mktemp("compat-quorum"))
+    quorum = Quorum(tmp_path_factory.mktemp("compat-quorum"), brokers=1)
     try:
         quorum.start()
         quorum.change_leader()
+        quorum.wait_brokers()
         m = Matrix(quorum, default_cache(), timeout_s=60.0)
         assert len(m.expected(2 * GROUP_BATCH).records) >= 2 * GROUP_BATCH
         assert m.expected(1).control_offsets[1:], "the leader change left no control batch inside the log"
@@ -69,5 +70,5 @@ def test_runner_prints_table_and_exit_status():
     proc = subprocess.run([sys.executable, "-m", "compat", "--clients", "kafka-python", "--no-apache"], cwd=ROOT,
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "| kafka-python | " in proc.stdout and "| pass | pass | pass |" in proc.stdout
-    assert "3 passed, 0 failed, 0 skipped" in proc.stdout
+    assert "| kafka-python | " in proc.stdout and "| pass | pass | pass | pass |" in proc.stdout
+    assert "4 passed, 0 failed, 0 skipped" in proc.stdout
