@@ -24,7 +24,12 @@ from kraftwire.broker.forwarding import ForwardingManager
 from kraftwire.broker.heartbeats import LifecycleDriver
 from kraftwire.broker.lifecycle import SECURITY_PROTOCOLS, BrokerLifecycle, BrokerState, LifecycleConfig
 from kraftwire.broker.metadata import BrokerMetadataListener
-from kraftwire.broker.metadata_cache import LocalView, describe_cluster_response, metadata_response
+from kraftwire.broker.metadata_cache import (
+    LocalView,
+    describe_cluster_response,
+    live_brokers,
+    metadata_response,
+)
 from kraftwire.config import NodeConfig
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import acls as acl_cmds
@@ -45,7 +50,8 @@ from kraftwire.node.apis import (
     supported,
 )
 from kraftwire.node.controller_shell import snapshotter_for
-from kraftwire.node.group_proxy import FIND_COORDINATOR, GroupRouter, find_coordinator
+from kraftwire.node.group_proxy import FIND_COORDINATOR, LIST_GROUPS, GroupRouter, find_coordinator, java_hash
+from kraftwire.node.group_proxy import error_response as group_error_response
 from kraftwire.node.metrics import CombinedMetrics, ForwardingMetrics, RaftMetrics, serve_metrics
 from kraftwire.node.node import FatalNodeError, raft_config
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
@@ -340,6 +346,9 @@ class BrokerNode:
             return Reply(self._describe(key, body, version), version)
         if key == FIND_COORDINATOR:
             return Reply(find_coordinator(version, body, lambda _group: self._coordinator(ctx.listener)), version)
+        if key == LIST_GROUPS:
+            return Reply(await self._list_groups(body, version, request.header.client_id or "", ctx.listener),
+                         version)
         if key in GROUP_APIS:
             return Reply(await self.groups.route(key, version, body, request.header.client_id or ""), version)
         if key == 55:
@@ -355,6 +364,17 @@ class BrokerNode:
             return None
         local = self.local_view(listener)
         return self.cfg.node_id, local.host, local.port
+
+    async def _list_groups(self, body: Any, version: int, client_id: str, listener: str) -> Any:
+        """This broker's share of every voter's groups: the groups whose hash picks it among the brokers its
+        Metadata lists on ``listener``. Admin tools ask every listed broker, so each group is listed once."""
+        if not self.lifecycle.serving:
+            return group_error_response(LIST_GROUPS, version, body)
+        resp = await self.groups.list_groups(version, body, client_id)
+        ids = [b[0] for b in live_brokers(self.metadata.image, listener, self.local_view(listener))]
+        resp.groups = [g for g in resp.groups
+                       if ids[(java_hash(g.group_id) & 0x7FFFFFFF) % len(ids)] == self.cfg.node_id]
+        return resp
 
     async def _describe_quorum(self, body: Any, version: int, client_id: str) -> Any:
         """DescribeQuorum is the quorum leader's to answer: ask it (following NOT_LEADER_OR_FOLLOWER

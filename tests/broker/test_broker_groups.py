@@ -9,7 +9,7 @@ import anyio
 import pytest
 from kafka import KafkaConsumer
 
-from kraftwire.node.group_proxy import owner_of
+from kraftwire.node.group_proxy import java_hash, owner_of
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import offset_commit_request as ocq
 from kraftwire.protocol.messages import offset_fetch_request as ofq
@@ -76,6 +76,16 @@ def consume_in_group(port: int, group: str, want: int) -> list[int]:
         return got
     finally:
         consumer.close()
+
+
+def list_with_kafka_python(port: int) -> list[str]:
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{port}")
+    try:
+        return [g["group_id"] for g in admin.list_groups()]
+    finally:
+        admin.close()
 
 
 async def test_kafka_python_group_through_a_broker_commits_on_the_owner_and_resumes_on_another_broker():
@@ -160,8 +170,16 @@ async def test_multi_group_requests_are_split_by_owner_and_answered_in_order():
         assert [g.group_id for g in of.groups] == ordered
         offsets = {g.group_id: [p.committed_offset for t in g.topics for p in t.partitions] for g in of.groups}
         assert offsets == {**{n: [10 + i] for i, n in enumerate(names)}, "never-used": []}
-        lg = await request(c.port(11), ListGroupsRequest(), 4)
-        assert lg.error_code == 0 and sorted(g.group_id for g in lg.groups) == sorted(names)
+        # Each broker lists its share (hash over the brokers its Metadata lists): tools that ask every
+        # broker, as Kafka's do, see each group exactly once.
+        shares = [await request(c.port(b), ListGroupsRequest(), 4) for b in (11, 12)]
+        assert all(lg.error_code == 0 for lg in shares)
+        listed = [g.group_id for lg in shares for g in lg.groups]
+        assert sorted(listed) == sorted(names)
+        for b, lg in zip((11, 12), shares, strict=True):
+            assert all((11, 12)[(java_hash(g.group_id) & 0x7FFFFFFF) % 2] == b for g in lg.groups)
+        listed = await anyio.to_thread.run_sync(list_with_kafka_python, c.port(12))
+        assert sorted(listed) == sorted(names), "kafka-python concatenates every broker's answer"
         for node in c.controllers:  # a voter lists only the groups it coordinates, as a Kafka broker does
             own = await request(c.controller_ports[node.cfg.node_id - 1], ListGroupsRequest(), 4)
             assert [g.group_id for g in own.groups] == [n for n in names if owner_node(c, n) is node]
