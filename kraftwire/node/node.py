@@ -227,12 +227,12 @@ class Node:
         return await self.driver.forward(leader, body, 0)
 
     def _own_coordinator(self, resp: Any, version: int, listener: str) -> Any:
-        """FindCoordinator naming this node: its address on the client's listener."""
-        own = self._own_endpoint(listener)
-        if own is not None:
-            for c in resp.coordinators if version >= 4 else [resp]:
-                if c.node_id == self.cfg.node_id and c.error_code == 0:
-                    c.host, c.port = own
+        """FindCoordinator names the owning voter at its address on the client's listener (as Metadata
+        lists it), so that clients stay on the listener they came in on."""
+        addrs = {b.node_id: (b.host, b.port) for b in self._brokers(listener)}
+        for c in resp.coordinators if version >= 4 else [resp]:
+            if c.error_code == 0 and c.node_id in addrs:
+                c.host, c.port = addrs[c.node_id]
         return resp
 
     async def _describe_quorum(self, body: Any, version: int) -> Any:
