@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kraftwire.controller import ImageLoader, MetadataImage, QuorumController
-from kraftwire.protocol.metadata import decode_record
 from kraftwire.protocol.records import RecordBatch
 
 log = logging.getLogger(__name__)
@@ -57,12 +56,7 @@ class BrokerMetadataListener:
             return
         ctl = self.controller
         try:
-            for batch in batches:
-                for i, rec in enumerate(batch.records):
-                    offset = batch.base_offset + i
-                    if rec.value is None or offset <= ctl.committed_offset:
-                        continue
-                    ctl.replay(offset, decode_record(rec.value))
+            ctl.replay_batches(batches)
         except Exception as e:  # noqa: BLE001 - any failure to apply a committed record is fatal
             self._fail(e)
             return

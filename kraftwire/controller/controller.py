@@ -38,7 +38,7 @@ from kraftwire.controller.result import CommandError, ControllerConfig, Controll
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.no_op_record import NoOpRecord
 from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRecord
-from kraftwire.protocol.metadata import MetadataRecord
+from kraftwire.protocol.metadata import MetadataRecord, decode_record
 
 
 @dataclass(slots=True)
@@ -171,6 +171,14 @@ class QuorumController:
         """``replay`` for many (offset, record) pairs; the image is materialized lazily."""
         for offset, record in records:
             self.replay(offset, record)
+
+    def replay_batches(self, batches: Iterable[Any]) -> None:
+        """Replay committed v2 record batches of metadata records (offsets already applied are skipped)."""
+        for batch in batches:
+            for i, rec in enumerate(batch.records):
+                offset = batch.base_offset + i
+                if rec.value is not None and offset > self._committed_offset:
+                    self.replay(offset, decode_record(rec.value))
 
     def load_snapshot(self, image: MetadataImage, end_offset: int) -> None:
         """Replace the state with a snapshot's image (covering offsets below ``end_offset``)."""

@@ -69,3 +69,20 @@ def api_versions_response(table: dict[int, tuple[int, int]], error: int = 0) -> 
         return ApiVersionsResponse(error_code=error, api_keys=[ApiVersion(18, lo, hi)])
     return ApiVersionsResponse(error_code=error,
                                api_keys=[ApiVersion(k, lo, hi) for k, (lo, hi) in table.items()])
+
+
+def answer_api_versions(table: dict[int, tuple[int, int]], key: int, version: int, where: str) -> ApiVersionsResponse | None:
+    """The common head of every node's dispatch: ApiVersions, and refusal of what is not served.
+
+    Returns the ApiVersions answer to send (for key 18; UNSUPPORTED_VERSION in the v0 layout when the
+    client asked for a version we lack), None when the request is served and should be dispatched, and
+    raises ConnectionError (the connection is closed, as Kafka does) for other unserved APIs/versions.
+    """
+    lo_hi = table.get(key)
+    if lo_hi is None or not lo_hi[0] <= version <= lo_hi[1]:
+        if key == 18:
+            return api_versions_response(table, int(Errors.UNSUPPORTED_VERSION))
+        raise ConnectionError(f"API {key} v{version} is not served {where}")
+    if key == 18:
+        return api_versions_response(table)
+    return None

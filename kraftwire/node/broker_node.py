@@ -46,6 +46,7 @@ from kraftwire.node.apis import (
     BROKER_FORWARDED_APIS,
     BROKER_LOCAL_APIS,
     RAFT_APIS,
+    answer_api_versions,
     api_versions_response,
     supported,
 )
@@ -317,13 +318,9 @@ class BrokerNode:
 
     async def _dispatch(self, request: Request, ctx: RequestContext) -> Reply | None:
         key, version, body = request.api_key, request.api_version, request.body
-        lo_hi = self.apis.get(key)
-        if lo_hi is None or not lo_hi[0] <= version <= lo_hi[1]:
-            if key == 18:
-                return Reply(api_versions_response(self.apis, int(Errors.UNSUPPORTED_VERSION)), 0)
-            raise ConnectionError(f"API {key} v{version} is not served by a broker")
-        if key == 18:
-            return Reply(api_versions_response(self.apis), version)
+        versions = answer_api_versions(self.apis, key, version, "by a broker")
+        if versions is not None:
+            return Reply(versions, version if versions.error_code == 0 else 0)
         if key == 3:
             return Reply(metadata_response(body, version, image=self.metadata.image, listener=ctx.listener,
                                            local=self.local_view(ctx.listener), cluster_id=self.cluster_id),

@@ -26,7 +26,7 @@ from kraftwire.controller.responses import error_response
 from kraftwire.controller.snapshot import RetentionPolicy, SnapshotPolicy, Snapshotter, image_from_snapshot
 from kraftwire.node.snapshots import snapshot_step
 from kraftwire.protocol.errors import Errors
-from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
+from kraftwire.protocol.metadata import MetadataRecord, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft.core import NotLeaderError
 
@@ -80,11 +80,7 @@ class ControllerShell:
             return
         ctl = self.controller
         try:
-            for batch in batches:
-                for i, rec in enumerate(batch.records):
-                    if rec.value is None:
-                        continue
-                    ctl.replay(batch.base_offset + i, decode_record(rec.value))
+            ctl.replay_batches(batches)
         except Exception as e:  # a committed record we cannot apply: this replica must stop
             log.critical("cannot apply committed metadata record: %s; stopping", e)
             self.fatal = e

@@ -20,7 +20,13 @@ from kraftwire.controller import scram as scram_cmds
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.net.server import KafkaServer, Reply, RequestContext
 from kraftwire.node import reads, serving
-from kraftwire.node.apis import CONTROLLER_APIS, ENVELOPE_APIS, api_versions_response, supported
+from kraftwire.node.apis import (
+    CONTROLLER_APIS,
+    ENVELOPE_APIS,
+    answer_api_versions,
+    api_versions_response,
+    supported,
+)
 from kraftwire.node.bootstrap import read_bootstrap
 from kraftwire.node.controller_registration import ControllerRegistrar, listener_endpoint
 from kraftwire.node.controller_shell import ControllerShell, snapshotter_for
@@ -159,13 +165,9 @@ class Node:
 
     async def _dispatch(self, request: Request, ctx: RequestContext) -> Reply | None:
         key, version, body = request.api_key, request.api_version, request.body
-        lo_hi = self.apis.get(key)
-        if lo_hi is None or not lo_hi[0] <= version <= lo_hi[1]:
-            if key == 18:
-                return Reply(api_versions_response(self.apis, int(Errors.UNSUPPORTED_VERSION)), 0)
-            raise ConnectionError(f"API {key} v{version} is not served here")
-        if key == 18:
-            return Reply(api_versions_response(self.apis), version)
+        versions = answer_api_versions(self.apis, key, version, "here")
+        if versions is not None:
+            return Reply(versions, version if versions.error_code == 0 else 0)
         if key == 55:
             return Reply(await self._describe_quorum(body, version), version)
         if key in RAFT_KEYS:
