@@ -697,15 +697,11 @@ class RaftCore:
             self._respond(rid, self._fetch_error(Errors.INVALID_REQUEST))
             return
         st = self.state
-        if req.current_leader_epoch < st.epoch:
-            self._respond(rid, self._fetch_error(Errors.FENCED_LEADER_EPOCH))
+        err = self._leader_check(req.current_leader_epoch)
+        if err is not None:
+            self._respond(rid, self._fetch_error(err))
             return
-        if req.current_leader_epoch > st.epoch:
-            self._respond(rid, self._fetch_error(Errors.UNKNOWN_LEADER_EPOCH))
-            return
-        if not isinstance(st, Leader):
-            self._respond(rid, self._fetch_error(Errors.NOT_LEADER_OR_FOLLOWER))
-            return
+        assert isinstance(st, Leader)
         replica = req.replica_id
         self._heard_from_voter(now, st, replica)
         snapshot = self._snapshot_needed(req.fetch_offset, req.last_fetched_epoch)
@@ -866,20 +862,27 @@ class RaftCore:
         return m.FetchSnapshotResponse(NONE, m.FetchSnapshotPartition(
             int(err), current_leader=m.LeaderIdAndEpoch(-1 if leader is None else leader, self.state.epoch)))
 
+    def _leader_check(self, current_leader_epoch: int) -> Errors | None:
+        """The error for a Fetch/FetchSnapshot naming ``current_leader_epoch``, None if we lead it."""
+        st = self.state
+        if current_leader_epoch < st.epoch:
+            return Errors.FENCED_LEADER_EPOCH
+        if current_leader_epoch > st.epoch:
+            return Errors.UNKNOWN_LEADER_EPOCH
+        if not isinstance(st, Leader):
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        return None
+
     def _on_fetch_snapshot_request(self, now: int, rid: int, req: m.FetchSnapshotRequest) -> None:
         if req.cluster_id is not None and self.cluster_id is not None and req.cluster_id != self.cluster_id:
             self._respond(rid, m.FetchSnapshotResponse(int(Errors.INCONSISTENT_CLUSTER_ID)))
             return
         st = self.state
-        if req.current_leader_epoch < st.epoch:
-            self._respond(rid, self._snapshot_error(Errors.FENCED_LEADER_EPOCH))
+        err = self._leader_check(req.current_leader_epoch)
+        if err is not None:
+            self._respond(rid, self._snapshot_error(err))
             return
-        if req.current_leader_epoch > st.epoch:
-            self._respond(rid, self._snapshot_error(Errors.UNKNOWN_LEADER_EPOCH))
-            return
-        if not isinstance(st, Leader):
-            self._respond(rid, self._snapshot_error(Errors.NOT_LEADER_OR_FOLLOWER))
-            return
+        assert isinstance(st, Leader)
         sid = SnapshotId(req.snapshot_id.end_offset, req.snapshot_id.epoch)
         try:
             size = self.log.snapshot_size(sid)
