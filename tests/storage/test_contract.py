@@ -29,17 +29,6 @@ def log(request, tmp_path) -> Any:
     lg.close()
 
 
-def snapshot_api(log: Any, name: str, *args: Any) -> Any:
-    """Call a snapshot method, skipping the test if this implementation does not have it yet."""
-    fn = getattr(log, name, None)
-    if fn is None:
-        pytest.skip(f"{type(log).__name__}.{name} is not implemented yet")
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        pytest.skip(f"{type(log).__name__}.{name} raises NotImplementedError")
-
-
 def fill(log: Any, plan=((1, 3), (1, 2), (2, 4), (4, 1), (4, 3))) -> None:
     """Batches of (epoch, n records): offsets 0..12, epochs 1 at 0, 2 at 5, 4 at 9."""
     for epoch, n in plan:
@@ -149,7 +138,7 @@ def test_snapshot_round_trip(log) -> None:
     sid = SnapshotId(9, 2)
     batches = frame_snapshot(sid, RECORDS)
     data = encode_batches(batches)
-    snapshot_api(log, "create_snapshot", sid, batches)
+    log.create_snapshot(sid, batches)
     assert log.latest_snapshot_id() == sid
     assert log.snapshot_size(sid) == len(data)
     assert b"".join(log.read_snapshot_chunk(sid, p, 40) for p in range(0, len(data), 40)) == data
@@ -162,10 +151,10 @@ def test_snapshot_round_trip(log) -> None:
 def test_delete_before(log) -> None:
     fill(log)
     old, sid = SnapshotId(5, 1), SnapshotId(9, 2)
-    snapshot_api(log, "create_snapshot", old, frame_snapshot(old, RECORDS))
-    snapshot_api(log, "create_snapshot", sid, frame_snapshot(sid, RECORDS))
+    log.create_snapshot(old, frame_snapshot(old, RECORDS))
+    log.create_snapshot(sid, frame_snapshot(sid, RECORDS))
     later = all_records(log)[9:]
-    snapshot_api(log, "delete_before", sid)
+    log.delete_before(sid)
     assert log.start_offset == 9 and log.end_offset == 13
     assert all_records(log) == later
     assert log.latest_snapshot_id() == sid
@@ -178,8 +167,8 @@ def test_delete_before(log) -> None:
 def test_delete_before_inside_a_batch(log) -> None:
     fill(log)
     sid = SnapshotId(7, 2)  # inside batch 5..8
-    snapshot_api(log, "create_snapshot", sid, frame_snapshot(sid, RECORDS))
-    snapshot_api(log, "delete_before", sid)
+    log.create_snapshot(sid, frame_snapshot(sid, RECORDS))
+    log.delete_before(sid)
     assert 5 <= log.start_offset <= 7
     assert log.read(log.start_offset, 1 << 20)[0].base_offset == log.start_offset
 
@@ -188,7 +177,7 @@ def test_install_snapshot(log) -> None:
     fill(log)
     sid = SnapshotId(30, 6)
     data = encode_batches(frame_snapshot(sid, RECORDS))
-    snapshot_api(log, "install_snapshot", sid, data)
+    log.install_snapshot(sid, data)
     assert log.start_offset == log.end_offset == log.flushed_offset == 30
     assert log.last_epoch() == 6 and log.latest_snapshot_id() == sid
     assert log.read(0, 1 << 20) == [] and log.read(30, 1 << 20) == []
