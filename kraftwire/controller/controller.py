@@ -173,7 +173,16 @@ class QuorumController:
             self.replay(offset, record)
 
     def replay_batches(self, batches: Iterable[Any]) -> None:
-        """Replay committed v2 record batches of metadata records (offsets already applied are skipped)."""
+        """Replay committed v2 record batches of metadata records (offsets already applied are skipped).
+
+        The active controller already holds its own records' effects, so it only advances its
+        committed offset and does not decode them again.
+        """
+        if self._active:
+            for batch in batches:
+                if batch.records:
+                    self.replay(batch.base_offset + len(batch.records) - 1, None)
+            return
         for batch in batches:
             for i, rec in enumerate(batch.records):
                 offset = batch.base_offset + i
