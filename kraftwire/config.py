@@ -153,6 +153,7 @@ SPEC: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "connections.max.idle.ms": (_int(1), "600000"),
     "broker.session.timeout.ms": (_int(1), "9000"),
     "broker.heartbeat.interval.ms": (_int(1), "2000"),
+    "initial.broker.registration.timeout.ms": (_int(1), "60000"),
     "metadata.max.idle.interval.ms": (_int(0), "500"),
     "num.partitions": (_int(1), "1"),
     "default.replication.factor": (_int(1), "1"),

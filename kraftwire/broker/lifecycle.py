@@ -15,7 +15,7 @@ States (Kafka's ``BrokerState`` numbers):
   (the controller let the lease lapse) sends it back to RECOVERY.
 * PENDING_CONTROLLED_SHUTDOWN — after ``begin_shutdown``: heartbeats carry WantShutDown until the
   controller answers ShouldShutDown (its leaderships have moved away).
-* SHUTDOWN — final. ``fatal`` says why when the broker must stop on its own (ID taken, other
+* SHUTDOWN — final. ``fatal`` says why when the broker must stop on its own (other
   cluster).
 
 Lease: a registration lasts broker.session.timeout.ms past the last answered heartbeat. When it
@@ -70,6 +70,7 @@ class LifecycleConfig:
     retry_backoff_ms: int = 50
     max_backoff_ms: int = 1000
     shutdown_heartbeat_ms: int = 100                          # pace of WantShutDown heartbeats
+    initial_registration_timeout_ms: int = 60000              # initial.broker.registration.timeout.ms
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,8 @@ class _Timing:
     next_send_ms: int = 0
     failures: int = 0
     lease_until_ms: int | None = None    # None while unregistered
+    started_ms: int | None = None        # first poll; bounds the wait for the first registration
+    last_refusal: str = "no answer from the controller"
 
 
 @dataclass
@@ -133,6 +136,7 @@ class BrokerLifecycle:
         if self.state == BrokerState.SHUTDOWN:
             return None
         self._check_lease(now)
+        self._check_first_registration(now)
         if self.state == BrokerState.SHUTDOWN or self.inflight is not None:
             return None
         if (self.state == BrokerState.RECOVERY and self.registered and self._want_fence_sent
@@ -176,7 +180,13 @@ class BrokerLifecycle:
                 self._to(BrokerState.RECOVERY, "registered; fenced until caught up")
             return
         if code == Errors.DUPLICATE_BROKER_REGISTRATION:
-            self._stop(now, f"broker id {self.config.node_id} is registered by another live broker")
+            # Our previous incarnation's lease (kill -9, fast restart) still runs: retry, as Kafka's
+            # broker does, until broker.session.timeout.ms expires it.
+            why = (f"broker id {self.config.node_id} is registered by another incarnation "
+                   "(DUPLICATE_BROKER_REGISTRATION)")
+            self._timing.last_refusal = why
+            self._events.append(f"{why}; retrying until its session expires")
+            self._backoff(now)
             return
         if code == Errors.INCONSISTENT_CLUSTER_ID:
             self._stop(now, f"the controller does not belong to cluster {self.config.cluster_id}")
@@ -238,10 +248,21 @@ class BrokerLifecycle:
 
     def _refused(self, now: int, what: str, code: int) -> None:
         err = Errors.of(code)
-        self._events.append(f"{what} refused: {getattr(err, 'name', err)}")
+        self._timing.last_refusal = f"{what} refused: {getattr(err, 'name', err)}"
+        self._events.append(self._timing.last_refusal)
         if code == Errors.NOT_CONTROLLER:
             self.controller_stale = True
         self._backoff(now)
+
+    def _check_first_registration(self, now: int) -> None:
+        """Kafka's broker gives up when its first registration has not succeeded in time."""
+        t = self._timing
+        if t.started_ms is None:
+            t.started_ms = now
+        if self.broker_epoch < 0 and now - t.started_ms > self.config.initial_registration_timeout_ms:
+            self._stop(now, f"broker {self.config.node_id} could not register within "
+                            f"initial.broker.registration.timeout.ms ({self.config.initial_registration_timeout_ms} "
+                            f"ms): {t.last_refusal}")
 
     def _check_lease(self, now: int) -> None:
         until = self._timing.lease_until_ms

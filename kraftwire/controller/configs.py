@@ -301,19 +301,20 @@ def alter_configs(ctl: QuorumController, now: int, req: Any, version: int) -> tu
 
 
 def _entry(name: str, value: str | None, source: int, d: ConfigDef | None,
-           include_doc: bool) -> dcr.DescribeConfigsResourceResult:
+           version: int) -> dcr.DescribeConfigsResourceResult:
+    """One config entry; IsDefault exists only in v0 (v1+ carry ConfigSource instead)."""
     sensitive = d is not None and d.type == "password"
     return dcr.DescribeConfigsResourceResult(
         name=name, value=None if sensitive else value, read_only=False,
-        is_default=source == SOURCE_DEFAULT, config_source=source, is_sensitive=sensitive,
+        is_default=version == 0 and source == SOURCE_DEFAULT, config_source=source, is_sensitive=sensitive,
         synonyms=[], config_type=TYPE_CODES.get(d.type, 0) if d else 0,
         documentation=None,
     )
 
 
 def describe_resource(ctl: QuorumController, rtype: int, rname: str,
-                      keys: list[str] | None, include_doc: bool = False) -> list[Any]:
-    """Effective configs of one resource, highest-precedence source first (no synonyms)."""
+                      keys: list[str] | None, version: int) -> list[Any]:
+    """Effective configs of one resource for a DescribeConfigs ``version`` (no synonyms)."""
     image = ctl.image
     _check_resource(image, rtype, rname)
     out = []
@@ -321,9 +322,9 @@ def describe_resource(ctl: QuorumController, rtype: int, rname: str,
         own = image.configs.get((rtype, rname), {})
         for k, d in TOPIC_CONFIGS.items():
             if k in own:
-                out.append(_entry(k, own[k], SOURCE_TOPIC, d, include_doc))
+                out.append(_entry(k, own[k], SOURCE_TOPIC, d, version))
             else:
-                out.append(_entry(k, d.default, SOURCE_DEFAULT, d, include_doc))
+                out.append(_entry(k, d.default, SOURCE_DEFAULT, d, version))
     else:
         own = image.configs.get((rtype, rname), {}) if rname else {}
         cluster = image.configs.get((rtype, ""), {})
@@ -332,13 +333,13 @@ def describe_resource(ctl: QuorumController, rtype: int, rname: str,
         for k in names:
             d = BROKER_CONFIGS.get(k)
             if k in own:
-                out.append(_entry(k, own[k], SOURCE_DYNAMIC_BROKER, d, include_doc))
+                out.append(_entry(k, own[k], SOURCE_DYNAMIC_BROKER, d, version))
             elif k in cluster:
-                out.append(_entry(k, cluster[k], SOURCE_DYNAMIC_DEFAULT_BROKER, d, include_doc))
+                out.append(_entry(k, cluster[k], SOURCE_DYNAMIC_DEFAULT_BROKER, d, version))
             elif k in static:
-                out.append(_entry(k, static[k], SOURCE_STATIC_BROKER, d, include_doc))
+                out.append(_entry(k, static[k], SOURCE_STATIC_BROKER, d, version))
             elif d is not None:
-                out.append(_entry(k, d.default, SOURCE_DEFAULT, d, include_doc))
+                out.append(_entry(k, d.default, SOURCE_DEFAULT, d, version))
     if keys is not None:
         wanted = set(keys)
         out = [e for e in out if e.name in wanted]
@@ -349,8 +350,7 @@ def describe_configs(ctl: QuorumController, now: int, req: Any, version: int) ->
     resp = dcr.DescribeConfigsResponse()
     for r in req.resources:
         try:
-            entries = describe_resource(ctl, r.resource_type, r.resource_name, r.configuration_keys,
-                                        req.include_documentation)
+            entries = describe_resource(ctl, r.resource_type, r.resource_name, r.configuration_keys, version)
             resp.results.append(dcr.DescribeConfigsResult(0, None, r.resource_type, r.resource_name, entries))
         except CommandError as e:
             resp.results.append(dcr.DescribeConfigsResult(int(e.code), e.message, r.resource_type,

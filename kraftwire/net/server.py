@@ -5,6 +5,11 @@ handler and writes the response before reading the next request, so responses le
 order (Kafka mutes a connection the same way). Oversized or malformed frames close the connection;
 an unsupported ApiVersions version gets Kafka's v0-layout UNSUPPORTED_VERSION reply.
 
+A failure while handling or encoding one request costs that request only: the client gets Kafka's
+UNKNOWN_SERVER_ERROR for it (the request type's generated error response) and the failure is logged
+once per API, version and exception type. Nothing a connection does ends the listener: a failed
+accept (EMFILE when out of file descriptors) backs off and retries.
+
 Listeners with a ``ListenerSecurity`` run TLS (SSL, SASL_SSL) and SASL (SASL_PLAINTEXT, SASL_SSL)
 per connection before any other API: the SASL APIs are answered here, never by the handler, and
 the connection's ``RequestContext.principal`` is set from the client certificate or SASL login.
@@ -12,6 +17,7 @@ the connection's ``RequestContext.principal`` is set from the client certificate
 
 from __future__ import annotations
 
+import errno
 import logging
 import struct
 from collections.abc import Awaitable, Callable
@@ -24,7 +30,7 @@ from anyio.abc import ByteStream, SocketAttribute, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.tls import TLSAttribute, TLSStream
 
-from kraftwire.protocol.errors import DecodeError, KafkaProtocolError
+from kraftwire.protocol.errors import DecodeError, Errors, KafkaProtocolError
 from kraftwire.protocol.framing import Request, UnsupportedRequestError, decode_request, encode_response
 from kraftwire.security.principal import PrincipalError
 from kraftwire.security.sasl import SASL_APIS, SaslAuthenticator, not_sasl_listener
@@ -57,6 +63,15 @@ class Reply:
     header_version: int | None = None
 
 
+class RefusedRequest(ConnectionError):
+    """A request this node does not serve at all (API or version not advertised): the connection is
+    closed, as Kafka does, with one line at INFO."""
+
+
+# accept() errors that mean "out of a resource for now": back off and accept again.
+_ACCEPT_BACKOFF_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+_ACCEPT_BACKOFF_S = (0.01, 1.0)
+
 Handler = Callable[[Request, RequestContext], Awaitable[Reply | None]]
 UnsupportedApiVersions = Callable[[], Reply]
 
@@ -83,6 +98,9 @@ class KafkaServer:
         self.idle_timeout_s = idle_timeout_s
         self.bound: dict[str, tuple[str, int]] = {}
         self.connections = 0
+        self.accept_failures = 0
+        self.request_failures = 0
+        self._failures_logged: set[tuple[int, int, str]] = set()
 
     async def serve(self, spec: ListenerSpec, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Listen until cancelled; reports the bound (host, port) through ``task_status``."""
@@ -92,8 +110,28 @@ class KafkaServer:
         self.bound[spec.name] = (sockname[0], sockname[1])
         log.info("listening on %s://%s:%d", spec.name, sockname[0], sockname[1])
         task_status.started(self.bound[spec.name])
-        async with listener:
-            await listener.serve(lambda stream: self._connection(stream, spec))
+        async with listener, anyio.create_task_group() as tg:
+            for one in listener.listeners:
+                tg.start_soon(self._accept_loop, one, spec, tg)
+
+    async def _accept_loop(self, listener: Any, spec: ListenerSpec, tg: Any) -> None:
+        """Accept connections forever; running out of descriptors backs off instead of failing."""
+        delay = _ACCEPT_BACKOFF_S[0]
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError as e:
+                self.accept_failures += 1
+                if e.errno not in _ACCEPT_BACKOFF_ERRNOS:
+                    raise
+                if delay == _ACCEPT_BACKOFF_S[0]:
+                    log.warning("cannot accept connections on %s: %s; backing off (raise the open-files "
+                                "limit, `ulimit -n`, or lower max.connections)", spec.name, e.strerror)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, _ACCEPT_BACKOFF_S[1])
+                continue
+            delay = _ACCEPT_BACKOFF_S[0]
+            tg.start_soon(self._connection, stream, spec)
 
     async def _connection(self, stream: SocketStream, spec: ListenerSpec) -> None:
         peer = stream.extra(SocketAttribute.remote_address, ("?", 0))
@@ -113,6 +151,10 @@ class KafkaServer:
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError,
                 ConnectionError, OSError):
             return
+        except Exception as e:   # last line of defence: a bug costs this connection, never the listener
+            log.error("closing connection from %s:%s on %s after an internal error: %r", ctx.client_host,
+                      ctx.client_port, ctx.listener, e, exc_info=log.isEnabledFor(logging.DEBUG))
+            await anyio.aclose_forcefully(stream)
         finally:
             self.connections -= 1
 
@@ -216,12 +258,38 @@ class KafkaServer:
             raise ConnectionError(str(e)) from None
 
     async def _handle(self, request: Request, ctx: RequestContext) -> bytes | None:
+        """The encoded reply; a failure in the handler or the encoder answers UNKNOWN_SERVER_ERROR."""
         try:
             reply = await self.handler(request, ctx)
-        except Exception:
-            log.exception("handler failed for api key %d v%d", request.api_key, request.api_version)
-            raise ConnectionError("handler failure") from None
-        if reply is None:
-            return None
-        return encode_response(reply.body, request.api_key, reply.version, request.correlation_id,
-                               reply.header_version)
+            if reply is None:
+                return None
+            return encode_response(reply.body, request.api_key, reply.version, request.correlation_id,
+                                   reply.header_version)
+        except RefusedRequest as e:
+            log.info("closing connection from %s:%d on %s: %s", ctx.client_host, ctx.client_port,
+                     ctx.listener, e)
+            raise
+        except Exception as e:
+            self._log_failure(request, ctx, e)
+            return self._failure_reply(request)
+
+    def _log_failure(self, request: Request, ctx: RequestContext, e: Exception) -> None:
+        """ERROR with the traceback the first time an API/version/exception fails, DEBUG afterwards."""
+        self.request_failures += 1
+        key = (request.api_key, request.api_version, type(e).__name__)
+        first = key not in self._failures_logged and len(self._failures_logged) < 1024
+        self._failures_logged.add(key)
+        log.log(logging.ERROR if first else logging.DEBUG,
+                "answered UNKNOWN_SERVER_ERROR to %s v%d from %s on %s: internal error %r%s",
+                type(request.body).__name__, request.api_version, ctx.client_host, ctx.listener, e,
+                "" if first else " (repeated)", exc_info=first)
+
+    def _failure_reply(self, request: Request) -> bytes:
+        """The request type's error response carrying UNKNOWN_SERVER_ERROR; the connection closes when
+        even that cannot be encoded (the client then retries elsewhere, as after any lost connection)."""
+        code = int(Errors.UNKNOWN_SERVER_ERROR)
+        try:
+            body = request.body.error_response(request.api_version, code, None)
+            return encode_response(body, request.api_key, request.api_version, request.correlation_id)
+        except Exception as e:
+            raise ConnectionError(f"no error response for API {request.api_key}: {e!r}") from None

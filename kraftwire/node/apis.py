@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kraftwire.net.server import RefusedRequest
 from kraftwire.protocol.api import request_class
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.api_versions_response import ApiVersion, ApiVersionsResponse
@@ -76,13 +77,13 @@ def answer_api_versions(table: dict[int, tuple[int, int]], key: int, version: in
 
     Returns the ApiVersions answer to send (for key 18; UNSUPPORTED_VERSION in the v0 layout when the
     client asked for a version we lack), None when the request is served and should be dispatched, and
-    raises ConnectionError (the connection is closed, as Kafka does) for other unserved APIs/versions.
+    raises RefusedRequest (the connection is closed, as Kafka does) for other unserved APIs/versions.
     """
     lo_hi = table.get(key)
     if lo_hi is None or not lo_hi[0] <= version <= lo_hi[1]:
         if key == 18:
             return api_versions_response(table, int(Errors.UNSUPPORTED_VERSION))
-        raise ConnectionError(f"API {key} v{version} is not served {where}")
+        raise RefusedRequest(f"API {key} v{version} is not served {where}")
     if key == 18:
         return api_versions_response(table)
     return None

@@ -40,7 +40,7 @@ from kraftwire.controller.responses import error_response
 from kraftwire.controller.result import CommandError
 from kraftwire.group import GROUP_APIS
 from kraftwire.net.client import Connection, RequestFailed
-from kraftwire.net.server import KafkaServer, Reply, RequestContext
+from kraftwire.net.server import KafkaServer, RefusedRequest, Reply, RequestContext
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import (
     BROKER_FORWARDED_APIS,
@@ -167,6 +167,7 @@ class BrokerNode:
             log_dirs=(directory_id or uuid.uuid4(),), rack=rack,
             heartbeat_interval_ms=cfg["broker.heartbeat.interval.ms"],
             session_timeout_ms=cfg["broker.session.timeout.ms"],
+            initial_registration_timeout_ms=cfg["initial.broker.registration.timeout.ms"],
             retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]),
             max_backoff_ms=max(100, min(1000, cfg["broker.heartbeat.interval.ms"]))))
         # Heartbeats and forwarded requests use separate connections, so that neither waits behind
@@ -352,7 +353,7 @@ class BrokerNode:
             return Reply(await self._describe_quorum(body, version, request.header.client_id or ""), version)
         if key == 0:
             return serving.refuse_produce(body, version)
-        raise ConnectionError(f"API {key} has no handler on a broker")
+        raise RefusedRequest(f"API {key} has no handler on a broker")
 
     def _coordinator(self, listener: str) -> tuple[int, str, int] | None:
         """This broker, as every group's coordinator for its clients (it relays to the owning voter);

@@ -18,7 +18,7 @@ from kraftwire.config import NodeConfig
 from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
-from kraftwire.net.server import KafkaServer, Reply, RequestContext
+from kraftwire.net.server import KafkaServer, RefusedRequest, Reply, RequestContext
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import (
     CONTROLLER_APIS,
@@ -198,7 +198,7 @@ class Node:
                                                served=self.apis, dispatch=self.handle), version)
         if key == 0:
             return serving.refuse_produce(body, version)
-        raise ConnectionError(f"API {key} has no handler")
+        raise RefusedRequest(f"API {key} has no handler")
 
     def _own_endpoint(self, listener: str | None) -> tuple[str, int] | None:
         """This node's advertised address on ``listener`` (clients stay on the listener they came in on)."""

@@ -63,7 +63,8 @@ def decode_request(frame: bytes) -> Request:
     """A request frame without its size prefix → header + body.
 
     Raises UnsupportedRequestError for unknown keys/versions (the caller decides the reply) and
-    DecodeError for malformed bytes.
+    DecodeError for malformed bytes. Bytes after the body are ignored, as Kafka's request parser
+    does: clients pad some requests (librdkafka 2.x: AlterUserScramCredentials v0, Metadata v12).
     """
     api_key, version, corr = peek_header(frame)
     if not is_known(api_key):
@@ -72,20 +73,8 @@ def decode_request(frame: bytes) -> Request:
     if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
         raise UnsupportedRequestError(f"{cls.__name__} v{version} is not supported", api_key, version, corr)
     header, pos = RequestHeader.decode_from(frame, 0, request_header_version(api_key, version))
-    body, end = cls.decode_from(frame, pos, version)
-    if end != len(frame) and not _known_padding(api_key, version, frame, end):
-        raise DecodeError(f"{cls.__name__} v{version}: {len(frame) - end} trailing bytes")
+    body, _end = cls.decode_from(frame, pos, version)
     return Request(header, body)
-
-
-# Requests that a widely used client pads with zero bytes after the body, which Kafka's parser ignores:
-# librdkafka (2.x) ends AlterUserScramCredentials v0 with one extra empty tag section.
-_PADDING = {(51, 0): 1}
-
-
-def _known_padding(api_key: int, version: int, frame: bytes, end: int) -> bool:
-    extra = len(frame) - end
-    return 0 < extra <= _PADDING.get((api_key, version), 0) and not any(frame[end:])
 
 
 def encode_request(body: Any, version: int, correlation_id: int, client_id: str | None = "kraftwire") -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import anyio
 import pytest
@@ -132,14 +133,16 @@ async def test_broker_reregisters_after_its_registration_is_removed():
         assert 11 in c.active().controller.controller.committed_image.brokers
 
 
-async def test_duplicate_broker_id_stops_the_newcomer():
+async def test_duplicate_broker_id_retries_then_stops_the_newcomer():
+    """Kafka's broker retries DUPLICATE_BROKER_REGISTRATION until initial.broker.registration.timeout.ms."""
     async with broker_cluster(broker_ids=(11,)) as c:
         await all_running(c)
         intruder = make_broker(11, 0, c.controller_ports)
         intruder.cfg.values["listeners"] = []  # no client listener needed for this one
+        intruder.lifecycle.config = replace(intruder.lifecycle.config, initial_registration_timeout_ms=1500)
         await c.start(intruder)
         await wait_for(lambda: 11 in c.failures, 15)
-        assert "registered by another live broker" in str(c.failures[11])
+        assert "DUPLICATE_BROKER_REGISTRATION" in str(c.failures[11])
         assert c.broker(11).state == BrokerState.RUNNING
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 from kraftwire.broker.lifecycle import BrokerLifecycle, BrokerState, LifecycleConfig
 from kraftwire.protocol.errors import Errors
@@ -127,12 +128,34 @@ def test_stale_broker_epoch_triggers_a_new_registration():
     assert send.request.want_fence, "caught up to the new registration only at offset 44"
 
 
-def test_duplicate_registration_stops_the_broker():
+def test_duplicate_registration_is_retried_until_the_old_session_expires():
+    """A broker restarted within broker.session.timeout.ms retries, as Kafka's does (issue #12 item 4)."""
     m = BrokerLifecycle(CFG)
     m.poll(0, -1)
-    m.on_registration(1, BrokerRegistrationResponse(error_code=int(Errors.DUPLICATE_BROKER_REGISTRATION)))
-    assert m.state == BrokerState.SHUTDOWN and "another live broker" in m.fatal
-    assert m.poll(2, -1) is None and m.next_deadline() is None
+    dup = BrokerRegistrationResponse(error_code=int(Errors.DUPLICATE_BROKER_REGISTRATION))
+    m.on_registration(1, dup)
+    assert m.state == BrokerState.STARTING and m.fatal is None
+    assert any("retrying until its session expires" in e for e in m.drain_events())
+    assert m.poll(2, -1) is None, "backs off before retrying"
+    assert m.poll(1 + CFG.retry_backoff_ms, -1).kind == "register"
+    m.on_registration(100, dup)
+    assert m.poll(100 + CFG.retry_backoff_ms, -1) is None, "the back-off grows"
+    assert m.poll(100 + 2 * CFG.retry_backoff_ms, -1).kind == "register"
+    m.on_registration(200, BrokerRegistrationResponse(broker_epoch=77))
+    assert m.registered and m.broker_epoch == 77 and m.state == BrokerState.RECOVERY
+
+
+def test_a_broker_whose_id_stays_taken_gives_up_after_the_initial_registration_timeout():
+    m = BrokerLifecycle(replace(CFG, initial_registration_timeout_ms=5000))
+    dup = BrokerRegistrationResponse(error_code=int(Errors.DUPLICATE_BROKER_REGISTRATION))
+    now = 0
+    while m.state != BrokerState.SHUTDOWN and now < 10_000:
+        send = m.poll(now, -1)
+        if send is not None:
+            m.on_registration(now, dup)
+        now += 10
+    assert m.state == BrokerState.SHUTDOWN and 5000 < now <= 5100
+    assert "initial.broker.registration.timeout.ms" in m.fatal and "DUPLICATE_BROKER_REGISTRATION" in m.fatal
 
 
 def test_registration_errors_are_retried_with_backoff_and_not_controller_marks_the_channel():

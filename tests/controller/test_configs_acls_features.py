@@ -70,9 +70,27 @@ def test_describe_topic_configs() -> None:
     h.create_topic("t", configs={"retention.ms": "5"})
     res = dcq.DescribeConfigsResource(2, "t", ["retention.ms", "segment.ms"])
     r = h.run(dcq.DescribeConfigsRequest(resources=[res, dcq.DescribeConfigsResource(2, "zz", None)]))
-    got = {e.name: (e.value, e.is_default) for e in r.results[0].configs}
-    assert got == {"retention.ms": ("5", False), "segment.ms": ("604800000", True)}
+    got = {e.name: (e.value, e.config_source) for e in r.results[0].configs}
+    assert got == {"retention.ms": ("5", 1), "segment.ms": ("604800000", 5)}   # TOPIC_CONFIG, DEFAULT_CONFIG
     assert r.results[1].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_describe_configs_encodes_at_every_version() -> None:
+    """IsDefault exists only in v0: Java Admin's v4 request once made the encoder fail (issue #12 item 1)."""
+    from kraftwire.protocol.messages.describe_configs_response import DescribeConfigsResponse
+
+    h = Harness()
+    h.start_brokers(1)
+    h.create_topic("t", configs={"retention.ms": "5"})
+    for version in range(dcq.DescribeConfigsRequest.MIN_VERSION, dcq.DescribeConfigsRequest.MAX_VERSION + 1):
+        for res in (dcq.DescribeConfigsResource(2, "t", None), dcq.DescribeConfigsResource(4, "1", None)):
+            r = h.run(dcq.DescribeConfigsRequest(resources=[res]), version)
+            back = DescribeConfigsResponse.decode(r.encode(version), version)
+            entries = {e.name: e for e in back.results[0].configs}
+            assert entries, f"v{version} resource {res.resource_type} described nothing"
+            if res.resource_type == 2:
+                assert entries["retention.ms"].value == "5"
+                assert entries["segment.ms"].is_default is (version == 0)
 
 
 def _acl(rt, name, pt, principal="User:a", host="*", op=3, perm=3):
