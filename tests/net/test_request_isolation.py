@@ -23,7 +23,10 @@ from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import REQUESTS
 from kraftwire.protocol.messages.api_versions_request import ApiVersionsRequest
 from kraftwire.protocol.messages.api_versions_response import ApiVersionsResponse
-from kraftwire.protocol.messages.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
+from kraftwire.protocol.messages.describe_configs_request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
 from kraftwire.protocol.messages.describe_configs_response import (
     DescribeConfigsResourceResult,
     DescribeConfigsResponse,
