@@ -15,8 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kraftwire.controller import EMPTY_IMAGE, ControllerConfig, QuorumController, bootstrap_records  # noqa: E402
-from kraftwire.controller.snapshot import image_to_records
+from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records  # noqa: E402
+from kraftwire.metadata import EMPTY_IMAGE
+from kraftwire.metadata.snapshot import image_to_records
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.protocol.messages.broker_heartbeat_request import BrokerHeartbeatRequest

@@ -20,7 +20,8 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kraftwire.controller import ImageLoader, MetadataImage, QuorumController
+from kraftwire.controller import QuorumController
+from kraftwire.metadata import ImageLoader, MetadataImage
 from kraftwire.protocol.records import RecordBatch
 
 log = logging.getLogger(__name__)

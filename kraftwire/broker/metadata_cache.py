@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from kraftwire.controller.image import NO_LEADER, BrokerRegistration, MetadataImage, Topic
+from kraftwire.metadata.image import NO_LEADER, BrokerRegistration, MetadataImage, Topic
 from kraftwire.node.reads import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.describe_cluster_response import (

@@ -32,8 +32,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from kraftwire.controller import ControllerConfig, ImageLoader, MetadataImage, QuorumController
-from kraftwire.controller.image import MetadataReplayError
+from kraftwire.controller import ControllerConfig, QuorumController
+from kraftwire.metadata import ImageLoader, MetadataImage
+from kraftwire.metadata.image import MetadataReplayError
 from kraftwire.net.client import RequestFailed
 from kraftwire.protocol.errors import KafkaProtocolError
 from kraftwire.security.settings import SecurityConfigError

@@ -50,7 +50,7 @@ def log_dirs(cfg: NodeConfig) -> list[Path]:
 def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool = False,
                    metadata_version: int | None = None, quiet: bool = False, add_scram: list[str] | None = None) -> int:
     """Format every log directory of ``cfg``; returns how many were newly formatted."""
-    from kraftwire.controller import bootstrap_records
+    from kraftwire.metadata import bootstrap_records
     from kraftwire.node.bootstrap import write_bootstrap
     from kraftwire.security.credentials import SCRAM_MIN_METADATA_VERSION, parse_add_scram
 

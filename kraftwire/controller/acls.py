@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kraftwire.controller.features import wrap
-from kraftwire.controller.image import AclEntry, MetadataImage
 from kraftwire.controller.result import CommandError
+from kraftwire.metadata.features import wrap
+from kraftwire.metadata.image import AclEntry, MetadataImage
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import create_acls_response as car
 from kraftwire.protocol.messages import delete_acls_response as dar

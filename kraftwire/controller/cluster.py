@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kraftwire.controller.features import (
+from kraftwire.controller.partition_change import build_change
+from kraftwire.controller.result import CommandError, ControllerResult
+from kraftwire.metadata.features import (
     METADATA_VERSION,
     MINIMUM_KRAFT_LEVEL,
     MV_CONTROLLER_REGISTRATION,
     RecordVersions,
     wrap,
 )
-from kraftwire.controller.image import MIGRATING_DIR, UNASSIGNED_DIR, MetadataImage
-from kraftwire.controller.partition_change import build_change
-from kraftwire.controller.result import CommandError, ControllerResult
+from kraftwire.metadata.image import MIGRATING_DIR, UNASSIGNED_DIR, MetadataImage
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.broker_heartbeat_response import BrokerHeartbeatResponse
 from kraftwire.protocol.messages.broker_registration_change_record import BrokerRegistrationChangeRecord

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kraftwire.controller.features import wrap
-from kraftwire.controller.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from kraftwire.controller.result import CommandError
+from kraftwire.metadata.features import wrap
+from kraftwire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import describe_configs_response as dcr
 from kraftwire.protocol.messages import incremental_alter_configs_response as iacr

@@ -23,8 +23,10 @@ from typing import Any
 
 from kraftwire.controller import acls, cluster, configs, replication, scram
 from kraftwire.controller import feature_control as features_cmd
-from kraftwire.controller.features import METADATA_VERSION, RecordVersions, wrap
-from kraftwire.controller.image import (
+from kraftwire.controller.responses import error_response
+from kraftwire.controller.result import CommandError, ControllerConfig, ControllerResult
+from kraftwire.metadata.features import METADATA_VERSION, RecordVersions, wrap
+from kraftwire.metadata.image import (
     EMPTY_IMAGE,
     NO_LEADER,
     ImageLoader,
@@ -33,8 +35,6 @@ from kraftwire.controller.image import (
     MetadataReplayError,
     Partition,
 )
-from kraftwire.controller.responses import error_response
-from kraftwire.controller.result import CommandError, ControllerConfig, ControllerResult
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.no_op_record import NoOpRecord
 from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRecord

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kraftwire.controller.features import (
+from kraftwire.controller.result import CommandError
+from kraftwire.metadata.features import (
     METADATA_VERSION,
     METADATA_VERSIONS,
     MINIMUM_BOOTSTRAP_LEVEL,
@@ -13,8 +14,7 @@ from kraftwire.controller.features import (
     metadata_changed_between,
     wrap,
 )
-from kraftwire.controller.image import MetadataImage
-from kraftwire.controller.result import CommandError
+from kraftwire.metadata.image import MetadataImage
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.feature_level_record import FeatureLevelRecord
 from kraftwire.protocol.messages.update_features_response import (

@@ -11,8 +11,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from enum import Enum
 
-from kraftwire.controller.features import RecordVersions
-from kraftwire.controller.image import NO_LEADER, NO_LEADER_CHANGE, Partition
+from kraftwire.metadata.features import RecordVersions
+from kraftwire.metadata.image import NO_LEADER, NO_LEADER_CHANGE, Partition
 from kraftwire.protocol.messages.partition_change_record import PartitionChangeRecord
 
 RECOVERED = 0

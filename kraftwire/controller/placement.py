@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import zip_longest
 
-from kraftwire.controller.image import BrokerRegistration
+from kraftwire.metadata.image import BrokerRegistration
 
 
 class PlacementError(Exception):

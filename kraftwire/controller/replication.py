@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from kraftwire.controller import configs as cfgs
 from kraftwire.controller.cluster import _active_pred, check_broker_epoch, default_dir
-from kraftwire.controller.features import RecordVersions, wrap
-from kraftwire.controller.image import TOPIC_RESOURCE, MetadataImage, Partition
 from kraftwire.controller.partition_change import RECOVERING, Election, build_change
 from kraftwire.controller.placement import PlacementError, place
 from kraftwire.controller.result import CommandError
+from kraftwire.metadata.features import RecordVersions, wrap
+from kraftwire.metadata.image import TOPIC_RESOURCE, MetadataImage, Partition
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import alter_partition_response as apr
 from kraftwire.protocol.messages import create_partitions_response as cpr

@@ -13,8 +13,8 @@ import hashlib
 import hmac
 from typing import TYPE_CHECKING, Any
 
-from kraftwire.controller.features import wrap
-from kraftwire.controller.image import MetadataImage
+from kraftwire.metadata.features import wrap
+from kraftwire.metadata.image import MetadataImage
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import alter_user_scram_credentials_response as aur
 from kraftwire.protocol.messages import describe_user_scram_credentials_response as dur

@@ -35,10 +35,10 @@ from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import acls as acl_cmds
 from kraftwire.controller import configs as config_cmds
 from kraftwire.controller import scram as scram_cmds
-from kraftwire.controller.features import SUPPORTED_FEATURES
 from kraftwire.controller.responses import error_response
 from kraftwire.controller.result import CommandError
 from kraftwire.group import GROUP_APIS
+from kraftwire.metadata.features import SUPPORTED_FEATURES
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.net.server import KafkaServer, RefusedRequest, Reply, RequestContext
 from kraftwire.node import reads, serving

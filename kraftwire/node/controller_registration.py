@@ -16,8 +16,8 @@ from typing import Any
 
 import anyio
 
-from kraftwire.controller.features import MV_CONTROLLER_REGISTRATION, SUPPORTED_FEATURES
-from kraftwire.controller.image import ControllerRegistration, Endpoint, MetadataImage
+from kraftwire.metadata.features import MV_CONTROLLER_REGISTRATION, SUPPORTED_FEATURES
+from kraftwire.metadata.image import ControllerRegistration, Endpoint, MetadataImage
 from kraftwire.protocol.messages.controller_registration_request import (
     ControllerRegistrationRequest,
     Feature,

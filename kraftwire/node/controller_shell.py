@@ -23,7 +23,7 @@ import anyio
 from kraftwire.config import NodeConfig
 from kraftwire.controller import QuorumController
 from kraftwire.controller.responses import error_response
-from kraftwire.controller.snapshot import RetentionPolicy, SnapshotPolicy, Snapshotter, image_from_snapshot
+from kraftwire.metadata.snapshot import RetentionPolicy, SnapshotPolicy, Snapshotter, image_from_snapshot
 from kraftwire.node.snapshots import snapshot_step
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.metadata import MetadataRecord, encode_record

@@ -15,9 +15,10 @@ from typing import Any
 import anyio
 
 from kraftwire.config import NodeConfig
-from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records
+from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
+from kraftwire.metadata import bootstrap_records
 from kraftwire.net.server import KafkaServer, RefusedRequest, Reply, RequestContext
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import (

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kraftwire.config import ConfigError, Endpoint, NodeConfig
-from kraftwire.controller.image import MetadataImage
+from kraftwire.metadata.image import MetadataImage
 from kraftwire.net.client import OUTBOUND_SECURITY
 from kraftwire.net.server import ListenerSpec, Reply, RequestContext
 from kraftwire.protocol.framing import Request

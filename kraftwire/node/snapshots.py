@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from kraftwire.controller import QuorumController
-from kraftwire.controller.snapshot import Snapshotter, snapshot_batches
+from kraftwire.metadata.snapshot import Snapshotter, snapshot_batches
 
 log = logging.getLogger(__name__)
 

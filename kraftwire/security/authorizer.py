@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kraftwire.controller.image import AclEntry
+from kraftwire.metadata.image import AclEntry
 from kraftwire.security.principal import WILDCARD_PRINCIPAL
 
 audit = logging.getLogger("kraftwire.authorizer")

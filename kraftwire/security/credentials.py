@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from kraftwire.controller.features import wrap
+from kraftwire.metadata.features import wrap
 from kraftwire.protocol.messages.user_scram_credential_record import UserScramCredentialRecord
 from kraftwire.protocol.metadata import MetadataRecord
 from kraftwire.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS

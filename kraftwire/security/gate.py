@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kraftwire.controller.image import MetadataImage
+from kraftwire.metadata.image import MetadataImage
 from kraftwire.net.server import Reply, RequestContext
 from kraftwire.protocol.framing import Request
 from kraftwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, AclAuthorizer

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kraftwire.controller.image import ScramCredential
+from kraftwire.metadata.image import ScramCredential
 
 MIN_ITERATIONS = 4096
 MAX_ITERATIONS = 16384

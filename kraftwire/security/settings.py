@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kraftwire.controller.image import MetadataImage, ScramCredential
+from kraftwire.metadata.image import MetadataImage, ScramCredential
 from kraftwire.security.authorizer import AclAuthorizer
 from kraftwire.security.jaas import JaasError, parse_jaas
 from kraftwire.security.principal import (

@@ -24,10 +24,11 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records
-from kraftwire.controller.image import MetadataImage
+from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller.responses import error_response
-from kraftwire.controller.snapshot import image_from_snapshot, snapshot_batches
+from kraftwire.metadata import bootstrap_records
+from kraftwire.metadata.image import MetadataImage
+from kraftwire.metadata.snapshot import image_from_snapshot, snapshot_batches
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from kraftwire.broker.lifecycle import BrokerState
-from kraftwire.controller import image_to_records
+from kraftwire.metadata import image_to_records
 from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.raft.log import SnapshotId
 from kraftwire.storage.snapshot import frame_snapshot
@@ -59,7 +59,7 @@ SNAPSHOT_PROPS = {"metadata.log.max.record.bytes.between.snapshots": "600",  # a
 
 
 async def test_broker_snapshots_its_own_image_cleans_its_log_and_restarts_from_the_snapshot():
-    from kraftwire.controller.snapshot import image_from_snapshot
+    from kraftwire.metadata.snapshot import image_from_snapshot
     from kraftwire.node.broker_node import BrokerNode
 
     from .harness import CLUSTER_ID, broker_config

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from kraftwire.broker.metadata_cache import LocalView, describe_cluster_response, metadata_response
-from kraftwire.controller import EMPTY_IMAGE
+from kraftwire.metadata import EMPTY_IMAGE
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.describe_cluster_request import DescribeClusterRequest
 from kraftwire.protocol.messages.metadata_request import MetadataRequest, MetadataRequestTopic

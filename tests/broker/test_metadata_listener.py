@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 
 from kraftwire.broker.metadata import BrokerMetadataListener
-from kraftwire.controller import QuorumController, image_to_records
-from kraftwire.controller.features import bootstrap_records
+from kraftwire.controller import QuorumController
+from kraftwire.metadata import image_to_records
+from kraftwire.metadata.features import bootstrap_records
 from kraftwire.protocol.messages.partition_record import PartitionRecord
 from kraftwire.protocol.messages.remove_topic_record import RemoveTopicRecord
 from kraftwire.protocol.messages.topic_record import TopicRecord

@@ -5,7 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records
+from kraftwire.controller import ControllerConfig, QuorumController
+from kraftwire.metadata import bootstrap_records
 from kraftwire.protocol.messages import alter_partition_request as apq
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq

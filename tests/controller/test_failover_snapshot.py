@@ -4,15 +4,8 @@ import uuid
 
 import pytest
 
-from kraftwire.controller import (
-    EMPTY_IMAGE,
-    ControllerConfig,
-    ImageLoader,
-    MetadataReplayError,
-    QuorumController,
-    SnapshotPolicy,
-    image_to_records,
-)
+from kraftwire.controller import ControllerConfig, QuorumController
+from kraftwire.metadata import EMPTY_IMAGE, ImageLoader, MetadataReplayError, SnapshotPolicy, image_to_records
 from kraftwire.protocol.messages.abort_transaction_record import AbortTransactionRecord
 from kraftwire.protocol.messages.begin_transaction_record import BeginTransactionRecord
 from kraftwire.protocol.messages.client_quota_record import ClientQuotaRecord, EntityData

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from kraftwire.controller.image import ScramCredential
-from kraftwire.controller.snapshot import image_to_records
+from kraftwire.metadata.image import ScramCredential
+from kraftwire.metadata.snapshot import image_to_records
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import alter_user_scram_credentials_request as auq
 from kraftwire.protocol.messages import describe_user_scram_credentials_request as duq

@@ -4,7 +4,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from kraftwire.controller import EMPTY_IMAGE, image_to_records
+from kraftwire.metadata import EMPTY_IMAGE, image_to_records
 from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.protocol.messages import delete_topics_request as dtq
 from kraftwire.protocol.messages.unregister_broker_request import UnregisterBrokerRequest

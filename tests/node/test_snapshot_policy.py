@@ -1,10 +1,11 @@
-"""The node's snapshot decisions (kraftwire.controller.snapshot): policy, retention, framing."""
+"""The node's snapshot decisions (kraftwire.metadata.snapshot): policy, retention, framing."""
 
 from __future__ import annotations
 
 from kraftwire.config import load_config
-from kraftwire.controller import QuorumController, bootstrap_records
-from kraftwire.controller.snapshot import (
+from kraftwire.controller import QuorumController
+from kraftwire.metadata import bootstrap_records
+from kraftwire.metadata.snapshot import (
     RetentionPolicy,
     SnapshotPolicy,
     Snapshotter,

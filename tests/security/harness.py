@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import anyio
 
 from kraftwire.config import load_config
-from kraftwire.controller import bootstrap_records
-from kraftwire.controller.features import wrap
 from kraftwire.group import MemoryOffsetStore
+from kraftwire.metadata import bootstrap_records
+from kraftwire.metadata.features import wrap
 from kraftwire.net.client import Connection
 from kraftwire.node.node import Node
 from kraftwire.protocol.messages.user_scram_credential_record import UserScramCredentialRecord

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from kraftwire.controller.image import AclEntry
+from kraftwire.metadata.image import AclEntry
 from kraftwire.security.authorizer import (
     ALL,
     ALLOW,

@@ -8,8 +8,8 @@ import uuid
 import anyio
 import pytest
 
-from kraftwire.controller.image import AclEntry, MetadataImage, Topic
 from kraftwire.group.responses import heartbeat_response
+from kraftwire.metadata.image import AclEntry, MetadataImage, Topic
 from kraftwire.net.server import Reply, RequestContext
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request, encode_response

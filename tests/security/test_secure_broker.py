@@ -11,8 +11,8 @@ import pytest
 
 from kraftwire.broker.lifecycle import BrokerState
 from kraftwire.config import load_config
-from kraftwire.controller import bootstrap_records
 from kraftwire.group import MemoryOffsetStore
+from kraftwire.metadata import bootstrap_records
 from kraftwire.node.broker_node import BrokerNode
 from kraftwire.node.node import Node
 from kraftwire.protocol.errors import Errors

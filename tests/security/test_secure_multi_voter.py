@@ -9,8 +9,8 @@ import anyio
 import pytest
 
 from kraftwire.config import load_config
-from kraftwire.controller import bootstrap_records
 from kraftwire.group import MemoryOffsetStore
+from kraftwire.metadata import bootstrap_records
 from kraftwire.node.node import Node
 from kraftwire.protocol.messages.describe_cluster_request import DescribeClusterRequest
 from kraftwire.protocol.messages.metadata_request import MetadataRequest

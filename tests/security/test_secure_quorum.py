@@ -7,8 +7,8 @@ import anyio
 import pytest
 
 from kraftwire.config import ConfigError, load_config
-from kraftwire.controller import bootstrap_records
 from kraftwire.group import MemoryOffsetStore
+from kraftwire.metadata import bootstrap_records
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.node.node import Node
 from kraftwire.protocol.errors import Errors

@@ -6,7 +6,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records, image_to_records
+from kraftwire.controller import ControllerConfig, QuorumController
+from kraftwire.metadata import bootstrap_records, image_to_records
 from kraftwire.protocol.control import leader_change_record
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_acls_request as caq

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kraftwire.controller import bootstrap_records
+from kraftwire.metadata import bootstrap_records
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft.log import OffsetAndEpoch, SnapshotId
 from kraftwire.raft.memory import MemoryLog

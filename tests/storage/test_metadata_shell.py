@@ -14,8 +14,8 @@ import pytest
 from kraftwire.cli.main import main
 from kraftwire.cli.metadata_shell import Shell, _fetch_live, build_image, image_tree, kafka_uuid, provenance
 from kraftwire.config import load_config
-from kraftwire.controller import image_to_records
 from kraftwire.group import MemoryOffsetStore
+from kraftwire.metadata import image_to_records
 from kraftwire.net.client import Connection
 from kraftwire.node.node import Node
 from kraftwire.protocol.errors import Errors

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kraftwire.controller import bootstrap_records
+from kraftwire.metadata import bootstrap_records
 from kraftwire.protocol.control import ControlType, control_type
 from kraftwire.protocol.errors import CorruptRecordError
 from kraftwire.protocol.metadata import encode_record

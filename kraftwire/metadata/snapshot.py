@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from kraftwire.controller.features import METADATA_VERSION, RecordVersions, wrap
-from kraftwire.controller.image import EMPTY_IMAGE, ImageLoader, MetadataImage
+from kraftwire.metadata.features import METADATA_VERSION, RecordVersions, wrap
+from kraftwire.metadata.image import EMPTY_IMAGE, ImageLoader, MetadataImage
 from kraftwire.protocol.messages.access_control_entry_record import AccessControlEntryRecord
 from kraftwire.protocol.messages.client_quota_record import ClientQuotaRecord, EntityData
 from kraftwire.protocol.messages.config_record import ConfigRecord

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kraftwire.controller.features import METADATA_VERSION, METADATA_VERSIONS
+from kraftwire.metadata.features import METADATA_VERSION, METADATA_VERSIONS
 from kraftwire.protocol.messages.abort_transaction_record import AbortTransactionRecord
 from kraftwire.protocol.messages.access_control_entry_record import AccessControlEntryRecord
 from kraftwire.protocol.messages.begin_transaction_record import BeginTransactionRecord
