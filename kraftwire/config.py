@@ -1,18 +1,16 @@
 """Kafka-style ``server.properties`` for kraftwire nodes.
 
 Keys and defaults follow Kafka's names so an operator's habits carry over. Unknown keys are
-reported as warnings; a bad value raises ``ConfigError`` naming the key.
+collected in ``NodeConfig.unknown`` (the server lists them once at startup); a bad value raises
+``ConfigError`` naming the key.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 
 class ConfigError(ValueError):
@@ -240,6 +238,13 @@ class NodeConfig:
         d = self.values["metadata.log.dir"] or (self.values["log.dirs"] or [self.values["log.dir"]])[0]
         return Path(d)
 
+    @property
+    def log_dirs(self) -> list[Path]:
+        """Every data directory, the metadata log's first (``log.dirs`` or ``log.dir``, and ``metadata.log.dir``)."""
+        dirs = [Path(d) for d in self.values["log.dirs"]] or [Path(self.values["log.dir"])]
+        meta = self.metadata_log_dir
+        return [meta] + [d for d in dirs if d != meta]
+
     def advertised(self) -> list[Endpoint]:
         return self.values["advertised.listeners"] or self.listeners
 
@@ -247,31 +252,83 @@ class NodeConfig:
         return self.values["listener.security.protocol.map"].get(listener, "PLAINTEXT")
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """Java-properties subset: ``key=value`` or ``key: value`` lines, ``#``/``!`` comments, ``\\`` joins."""
-    out: dict[str, str] = {}
-    pending = ""
-    for raw in text.splitlines():
-        line = pending + raw.strip()
-        pending = ""
-        if not line or line[0] in "#!":
+_WS = " \t\f"
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _logical_lines(text: str) -> list[str]:
+    """java.util.Properties' logical lines: comments and blank lines dropped, lines ending in an odd
+    number of backslashes joined with the next (whose leading whitespace is dropped)."""
+    out: list[str] = []
+    pending: str | None = None
+    for natural in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        line = natural.lstrip(_WS)
+        if pending is None and (not line or line[0] in "#!"):
             continue
-        if line.endswith("\\"):
-            pending = line[:-1]
-            continue
-        for i, ch in enumerate(line):
-            if ch in "=:":
-                out[line[:i].strip()] = line[i + 1:].strip()
-                break
-        else:
-            out[line] = ""
+        trailing = len(line) - len(line.rstrip("\\"))
+        body = line[:-1] if trailing % 2 else line
+        pending = body if pending is None else pending + body
+        if not trailing % 2:
+            out.append(pending)
+            pending = None
+    if pending is not None:
+        out.append(pending)
     return out
+
+
+def _unescape(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\" or i + 1 == len(text):
+            out.append(ch if ch != "\\" else "")
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u":
+            digits = text[i + 2:i + 6]
+            if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+                raise ConfigError(f"malformed \\uxxxx escape in {text!r}")
+            out.append(chr(int(digits, 16)))
+            i += 6
+            continue
+        out.append(_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(out)
+
+
+def _split_key(line: str) -> tuple[str, str]:
+    """Key up to the first unescaped ``=``, ``:`` or whitespace; then whitespace, one optional
+    separator and whitespace; the rest is the value."""
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "=:" or ch in _WS:
+            break
+        i += 1
+    key, rest = line[:i], line[i:]
+    rest = rest.lstrip(_WS)
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(_WS)
+    return _unescape(key), _unescape(rest)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """``java.util.Properties.load`` semantics: ``key=value``, ``key: value`` and ``key value`` forms,
+    ``#``/``!`` comments, backslash continuations, ``\\t \\n \\r \\f \\uXXXX`` and ``\\x`` escapes;
+    the last of duplicate keys wins. Values keep trailing whitespace, as Java does; callers strip."""
+    return dict(_split_key(line) for line in _logical_lines(text))
 
 
 def load_config(source: Path | str | Mapping[str, str], overrides: Mapping[str, str] | None = None) -> NodeConfig:
     """Parse and validate a properties file (or mapping); raises ConfigError naming the bad key."""
     raw = dict(source) if isinstance(source, Mapping) else parse_properties(Path(source).read_text())
     raw.update(overrides or {})
+    raw = {k: v.strip() for k, v in raw.items()}   # Kafka trims configuration values
     values: dict[str, Any] = {}
     for key, (parse, default) in SPEC.items():
         if key in raw:
@@ -283,8 +340,6 @@ def load_config(source: Path | str | Mapping[str, str], overrides: Mapping[str, 
         else:
             values[key] = parse(key, default)
     unknown = sorted(k for k in raw if k not in SPEC and k not in IGNORED and not _security_key(k))
-    for key in unknown:
-        log.warning("unknown configuration key %s (ignored)", key)
     cfg = NodeConfig(values, unknown, raw)
     _validate(cfg)
     return cfg

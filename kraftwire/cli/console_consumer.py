@@ -26,7 +26,7 @@ from kraftwire.protocol.messages.list_offsets_request import (
     ListOffsetsTopic,
 )
 from kraftwire.protocol.records import decode_batches
-from kraftwire.security.settings import ClientSecurity, SecurityConfigError
+from kraftwire.security.settings import ClientSecurity
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -98,12 +98,8 @@ async def _list_offset(conn: Connection, timestamp: int) -> int:
 
 def run(args: argparse.Namespace) -> int:
     start: str | int = args.offset if args.offset is not None else ("earliest" if args.from_beginning else "latest")
-    try:
-        security = command_security(args.command_config)
-        anyio.run(lambda: consume(args.bootstrap_server, start=start, max_records=args.max_records,
-                                  idle_timeout=args.timeout, include_control=args.include_control,
-                                  security=security))
-    except (RequestFailed, SecurityConfigError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    security = command_security(args.command_config)
+    anyio.run(lambda: consume(args.bootstrap_server, start=start, max_records=args.max_records,
+                              idle_timeout=args.timeout, include_control=args.include_control,
+                              security=security))
     return 0

@@ -4,6 +4,8 @@ Each verb lives in its own module under ``kraftwire.cli`` and exposes ``register
 which adds its parser and sets ``func`` (called with the parsed namespace, returning an exit code).
 Only the verb being run is imported: ``--help`` and ``--version`` import no verb module at all
 (their one-line help is listed here; a test keeps it equal to what each module registers).
+Failures end in one ``error: ...`` line and the exit code of their cause (``kraftwire.cli.errors``);
+``--debug`` (anywhere on the command line) adds the traceback.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         description="KRaft metadata quorum and controller speaking the Kafka wire protocol.",
     )
     parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--debug", action="store_true", help="print tracebacks of failures (any position)")
     sub = parser.add_subparsers(dest="verb", metavar="<verb>")
     chosen = None if argv is None else _verb_of(argv)
     for verb, (module_name, help_text) in VERBS.items():
@@ -67,8 +70,9 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
@@ -77,10 +81,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(func(args) or 0)
-    except KeyboardInterrupt:
-        return 130
     except BrokenPipeError:
         return 0
+    except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001 - every failure ends in one line
+        return report(e, debug)
+
+
+def report(exc: BaseException, debug: bool = False) -> int:
+    """Print the one-line explanation of ``exc`` (and its traceback with --debug); its exit code."""
+    from kraftwire.cli.errors import classify, leaf
+
+    code, line = classify(exc)
+    if debug:
+        import traceback
+
+        traceback.print_exception(exc)
+    if not isinstance(leaf(exc), KeyboardInterrupt):
+        print(f"error: {line}", file=sys.stderr, flush=True)
+    return int(code)
 
 
 if __name__ == "__main__":

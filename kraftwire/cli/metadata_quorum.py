@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from functools import partial
 from typing import Any
@@ -20,7 +19,7 @@ from kraftwire.protocol.messages.describe_quorum_request import (
     PartitionData,
     TopicData,
 )
-from kraftwire.security.settings import ClientSecurity, SecurityConfigError
+from kraftwire.security.settings import ClientSecurity
 
 METADATA_TOPIC = "__cluster_metadata"
 
@@ -192,12 +191,8 @@ def render_replication(r: dict[str, Any], human: bool) -> str:
 
 def run(args: argparse.Namespace) -> int:
     addr = args.bootstrap_controller or args.bootstrap_server
-    try:
-        result = anyio.run(partial(describe, addr, args.timeout, command_security(args.command_config),
-                                   controller=bool(args.bootstrap_controller)))
-    except (RequestFailed, SecurityConfigError, OSError, TimeoutError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    result = anyio.run(partial(describe, addr, args.timeout, command_security(args.command_config),
+                               controller=bool(args.bootstrap_controller)))
     if args.json:
         result = dict(result)
         result.pop("NowMs")

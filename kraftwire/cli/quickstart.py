@@ -51,6 +51,15 @@ def run(args: argparse.Namespace) -> int:
     from kraftwire.storage.meta_properties import random_uuid
 
     base = Path(args.dir).resolve()
+    from kraftwire.cli.errors import ExitCode, OperatorError
+    from kraftwire.cli.server import _in_use
+
+    for i in range(1, args.voters + 1):
+        port = args.base_port + i - 1
+        if _in_use("127.0.0.1", port):
+            raise OperatorError(f"node {i}: port {port} on 127.0.0.1 (listener CONTROLLER) is already in use; "
+                                "stop the process using it or pick other ports with --base-port",
+                                ExitCode.PORT_IN_USE)
     configs = write_configs(base, args.voters, args.base_port)
     cluster_id = None
     for cfg_path in configs:
@@ -81,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(0.2)
         failed = [i for i, p in enumerate(procs, 1) if p.poll() is not None]
         for i in failed:
-            print(f"node {i} exited with code {procs[i - 1].returncode}; see its server.log", file=sys.stderr)
+            reason = last_error(configs[i - 1].parent / "server.log")
+            print(f"node {i} exited with code {procs[i - 1].returncode}: {reason}", file=sys.stderr)
     except KeyboardInterrupt:
         failed = []
     print("stopping...", flush=True)
@@ -95,4 +105,16 @@ def run(args: argparse.Namespace) -> int:
             os.kill(p.pid, signal.SIGKILL)
             p.wait()
     print("stopped.")
-    return 1 if failed else 0
+    return max((procs[i - 1].returncode for i in failed), default=0) or (1 if failed else 0)
+
+
+def last_error(log_path: Path) -> str:
+    """The node's one-line ``error: ...`` from its log (or a pointer to the log)."""
+    try:
+        lines = log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    for line in reversed(lines[-50:]):
+        if line.startswith("error: "):
+            return line[len("error: "):]
+    return f"see {log_path}"

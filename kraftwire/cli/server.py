@@ -1,16 +1,23 @@
-"""``kraftwire server CONFIG``: run one node in the foreground (like kafka-server-start.sh)."""
+"""``kraftwire server CONFIG``: run one node in the foreground (like kafka-server-start.sh).
+
+``--check`` validates the configuration, security settings and data directories and exits.
+Failures end in one line with the exit code of their cause (``kraftwire.cli.errors``).
+"""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import signal
-import sys
+import socket
+from typing import Any
 
 import anyio
 
-from kraftwire.cli.logsetup import configure
-from kraftwire.config import ConfigError, load_config
+from kraftwire.cli.errors import ExitCode, OperatorError, leaf
+from kraftwire.cli.logsetup import FORMATS, configure
+from kraftwire.config import NodeConfig, load_config
 
 log = logging.getLogger("kraftwire.server")
 
@@ -22,47 +29,95 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("config", help="server.properties")
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="override a property (repeatable)")
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--log-level", default="INFO", help="TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF")
+    p.add_argument("--log-format", default="text", choices=FORMATS, help="text (Kafka's layout) or json lines")
+    p.add_argument("--check", action="store_true",
+                   help="validate the configuration and data directories, then exit without starting")
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    configure(args.log_level)
+def read_config(path: str, override: list[str]) -> NodeConfig:
     overrides = {}
-    for item in args.override:
+    for item in override:
         key, sep, value = item.partition("=")
         if not sep:
-            print(f"error: --override expects KEY=VALUE, got {item!r}", file=sys.stderr)
-            return 2
+            raise OperatorError(f"--override expects KEY=VALUE, got {item!r}", ExitCode.USAGE)
         overrides[key.strip()] = value.strip()
     try:
-        cfg = load_config(args.config, overrides)
-    except (ConfigError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    from kraftwire.node.node import FatalNodeError, Node
-    from kraftwire.storage import StorageError
+        return load_config(path, overrides)
+    except OSError as e:
+        raise OperatorError(f"cannot read the configuration {path}: {e.strerror or e}", ExitCode.CONFIG) from None
 
-    try:
-        if cfg.is_controller:
-            node = Node(cfg)
-        else:
-            from kraftwire.node.broker_node import BrokerNode
 
-            node = BrokerNode(cfg)
-    except (StorageError, ConfigError) as e:  # ConfigError: unusable security settings
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    failure = None
+def run(args: argparse.Namespace) -> int:
+    configure(args.log_level, fmt=args.log_format)
+    cfg = read_config(args.config, args.override)
+    if cfg.unknown:
+        log.warning("unknown configuration keys (ignored): %s", ", ".join(cfg.unknown))
+    if args.check:
+        return check(cfg)
+    node = build_node(cfg)
     try:
         return anyio.run(serve, node)
-    except* FatalNodeError as group:
-        failure = group.exceptions[0]
-    log.error("%s", failure)
-    return 1
+    except BaseException as e:
+        raise explain_bind_failure(e, cfg) from e
 
 
-async def serve(node) -> int:
+def build_node(cfg: NodeConfig) -> Any:
+    if cfg.is_controller:
+        from kraftwire.node.node import Node
+
+        return Node(cfg)
+    from kraftwire.node.broker_node import BrokerNode
+
+    return BrokerNode(cfg)
+
+
+def check(cfg: NodeConfig) -> int:
+    """``--check``: security settings load, data directories are formatted for this node and unlocked."""
+    from kraftwire.node.secure import NodeSecurity
+    from kraftwire.storage.data_dirs import open_data_dirs
+
+    NodeSecurity(cfg, lambda: None)
+    meta, locks = open_data_dirs(cfg)
+    for lock in locks:
+        lock.release()
+    roles = ",".join(cfg.roles)
+    print(f"configuration OK: node {cfg.node_id} ({roles}) of cluster {meta.cluster_id}; listeners "
+          + ", ".join(str(e) for e in cfg.listeners) + "; log dirs " + ", ".join(str(d) for d in cfg.log_dirs))
+    return 0
+
+
+def explain_bind_failure(exc: BaseException, cfg: NodeConfig) -> BaseException:
+    """An address-in-use failure names the listener (or metrics port) and node; others pass through."""
+    inner = leaf(exc)
+    if not isinstance(inner, OSError) or inner.errno != errno.EADDRINUSE:
+        return exc
+    candidates = [(e.name, e.host, e.port) for e in cfg.listeners if e.port]
+    if cfg["kraftwire.metrics.port"]:
+        candidates.append(("metrics (kraftwire.metrics.port)", cfg["kraftwire.metrics.host"],
+                           cfg["kraftwire.metrics.port"]))
+    for name, host, port in candidates:
+        if _in_use(host, port):
+            return OperatorError(f"node {cfg.node_id}: port {port} on {host or '0.0.0.0'} (listener {name}) is "
+                                 "already in use; stop the process using it or change the port",
+                                 ExitCode.PORT_IN_USE)
+    return OperatorError(f"node {cfg.node_id}: an address is already in use ({inner.strerror or inner}); "
+                         "check listeners", ExitCode.PORT_IN_USE)
+
+
+def _in_use(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+async def serve(node: Any) -> int:
     async with anyio.create_task_group() as tg:
         bound = await tg.start(node.run)
         log.info("node %d started, listeners %s", node.cfg.node_id,
@@ -76,3 +131,5 @@ async def serve(node) -> int:
         tg.cancel_scope.cancel()
     log.info("node %d stopped", node.cfg.node_id)
     return 0
+
+

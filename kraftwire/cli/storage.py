@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from kraftwire.config import ConfigError, NodeConfig, load_config
+from kraftwire.cli.errors import ExitCode, OperatorError
+from kraftwire.cli.server import read_config
+from kraftwire.config import ConfigError, NodeConfig
 from kraftwire.storage import StorageError
 from kraftwire.storage.meta_properties import (
     MetaProperties,
@@ -42,9 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def log_dirs(cfg: NodeConfig) -> list[Path]:
-    dirs = [Path(d) for d in cfg["log.dirs"]] or [Path(cfg["log.dir"])]
-    meta = cfg.metadata_log_dir
-    return [meta] + [d for d in dirs if d != meta]
+    return cfg.log_dirs
 
 
 def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool = False,
@@ -88,22 +87,19 @@ def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool =
 
 
 def run_format(args: argparse.Namespace) -> int:
+    cfg = read_config(args.config, [])
     try:
-        cfg = load_config(args.config)
         format_storage(cfg, args.cluster_id, ignore_formatted=args.ignore_formatted,
                        metadata_version=args.metadata_version, add_scram=args.add_scram)
-    except (ConfigError, StorageError, OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    except ValueError as e:   # a malformed --add-scram
+        if isinstance(e, ConfigError):
+            raise
+        raise OperatorError(str(e), ExitCode.USAGE) from None
     return 0
 
 
 def run_info(args: argparse.Namespace) -> int:
-    try:
-        cfg = load_config(args.config)
-    except (ConfigError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    cfg = read_config(args.config, [])
     rows = []
     problems = 0
     for d in log_dirs(cfg):
@@ -131,4 +127,4 @@ def run_info(args: argparse.Namespace) -> int:
         print(f"Found {len(rows)} log director{'y' if len(rows) == 1 else 'ies'}:")
         for row in rows:
             print(f"  {row['directory']}: " + ", ".join(f"{k}={v}" for k, v in row.items() if k != "directory"))
-    return 1 if problems else 0
+    return ExitCode.STORAGE if problems else 0

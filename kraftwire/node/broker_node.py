@@ -127,11 +127,11 @@ class BrokerNode:
                  directory_id: uuid.UUID | None = None) -> None:
         self.cfg = cfg
         if log is None:
+            from kraftwire.storage.data_dirs import open_data_dirs
             from kraftwire.storage.log import FileLog
-            from kraftwire.storage.meta_properties import load_checked
             from kraftwire.storage.quorum_state import FileQuorumStateStore
 
-            meta = load_checked(cfg.metadata_log_dir, cfg.node_id)
+            meta, self.dir_locks = open_data_dirs(cfg)  # Kafka's .lock, held for the process life
             cluster_id = meta.cluster_id
             directory_id = directory_uuid(meta.directory_id)
             log = FileLog(cfg.metadata_log_dir / "__cluster_metadata-0",

@@ -75,11 +75,11 @@ class Node:
         """Open the node's storage; ``log``/``store``/``cluster_id`` may be injected (tests)."""
         self.cfg = cfg
         if log is None:
+            from kraftwire.storage.data_dirs import open_data_dirs
             from kraftwire.storage.log import FileLog
-            from kraftwire.storage.meta_properties import load_checked
             from kraftwire.storage.quorum_state import FileQuorumStateStore
 
-            meta = load_checked(cfg.metadata_log_dir, cfg.node_id)
+            meta, self.dir_locks = open_data_dirs(cfg)  # Kafka's .lock, held for the process life
             cluster_id = meta.cluster_id
             log = FileLog(cfg.metadata_log_dir / "__cluster_metadata-0",
                           segment_bytes=cfg["metadata.log.segment.bytes"])

@@ -61,8 +61,10 @@ def write_meta(log_dir: Path, meta: MetaProperties) -> None:
     atomic_write(Path(log_dir) / FILE, meta.render().encode())
 
 
-def load_checked(log_dir: Path, node_id: int, cluster_id: str | None = None) -> MetaProperties:
-    """The directory's meta.properties, refusing a missing file or a node/cluster id mismatch."""
+def load_checked(log_dir: Path, node_id: int, cluster_id: str | None = None, *,
+                 source: str = "the quorum") -> MetaProperties:
+    """The directory's meta.properties, refusing a missing file or a node/cluster id mismatch
+    (``source`` names where the expected cluster id comes from)."""
     meta = read_meta(log_dir)
     if meta is None:
         raise StorageError(f"{log_dir} is not formatted: "
@@ -71,6 +73,7 @@ def load_checked(log_dir: Path, node_id: int, cluster_id: str | None = None) -> 
         raise StorageError(f"{log_dir}/meta.properties has node.id={meta.node_id} but the configuration "
                            f"says node.id={node_id}; refusing to start")
     if cluster_id is not None and meta.cluster_id != cluster_id:
-        raise StorageError(f"{log_dir}/meta.properties has cluster.id={meta.cluster_id} but "
-                           f"{cluster_id} was expected; refusing to start")
+        raise StorageError(f"{log_dir}/meta.properties has cluster.id={meta.cluster_id} but {source} says "
+                           f"{cluster_id}; refusing to start (point log.dirs at this cluster's data or fix "
+                           "cluster.id)")
     return meta

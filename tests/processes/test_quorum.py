@@ -103,5 +103,5 @@ def test_node_id_mismatch_refuses_to_start(tmp_path):
     write_meta(c.data_dir(1), MetaProperties(c.cluster_id, 7, random_uuid()))
     out = subprocess.run([sys.executable, "-m", "kraftwire", "server", str(c.configs[0])], capture_output=True,
                          text=True, timeout=30)
-    assert out.returncode == 1
+    assert out.returncode == 4   # ExitCode.STORAGE
     assert "node.id=7" in out.stderr and "node.id=1" in out.stderr

@@ -125,8 +125,8 @@ def test_unusable_command_config_files(tmp_path, certs) -> None:
     with pytest.raises(SecurityConfigError, match="bad.properties.*sasl.mechanism"):
         command_security(str(bad))
     assert main(["metadata-quorum", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(bad),
-                 "describe", "--status"]) == 1
-    assert main(["console-consumer", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(bad)]) == 1
+                 "describe", "--status"]) == 3   # ExitCode.CONFIG
+    assert main(["console-consumer", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(bad)]) == 3
     assert main(["metadata-shell", "--bootstrap-controller", "127.0.0.1:1", "--command-config", str(bad),
                  "ls"]) == 1
     sec = command_security(sasl_properties(tmp_path / "ok.properties", certs))

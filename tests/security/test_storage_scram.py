@@ -95,7 +95,7 @@ def test_format_add_scram_then_a_server_process_authenticates(tmp_path):
     assert scram == [("alice", 1, 4096), ("alice", 2, 8192)]
     bad = kraftwire("storage", "format", "-c", cfg, "-t", random_uuid(), "--metadata-version", "10",
                     "--add-scram", "SCRAM-SHA-256=[name=a,password=b]")
-    assert bad.returncode == 1 and "3.5-IV2" in bad.stderr
+    assert bad.returncode == 4 and "3.5-IV2" in bad.stderr   # ExitCode.STORAGE
 
     log = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - the child writes to it
     proc = subprocess.Popen([sys.executable, "-m", "kraftwire", "server", cfg], stdout=log, stderr=subprocess.STDOUT)

@@ -117,7 +117,7 @@ def test_node_id_mismatch_is_refused(tmp_path) -> None:
 def test_cluster_id_mismatch_is_refused(tmp_path) -> None:
     mine, theirs = random_uuid(), random_uuid()
     write_meta(tmp_path, MetaProperties(theirs, 1, random_uuid()))
-    with pytest.raises(StorageError, match=f"cluster.id={theirs} but {mine} was expected"):
+    with pytest.raises(StorageError, match=f"cluster.id={theirs} but the quorum says {mine}"):
         load_checked(tmp_path, 1, mine)
 
 
