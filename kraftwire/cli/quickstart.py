@@ -52,11 +52,11 @@ def run(args: argparse.Namespace) -> int:
 
     base = Path(args.dir).resolve()
     from kraftwire.cli.errors import ExitCode, OperatorError
-    from kraftwire.cli.server import _in_use
+    from kraftwire.cli.node_config import port_in_use
 
     for i in range(1, args.voters + 1):
         port = args.base_port + i - 1
-        if _in_use("127.0.0.1", port):
+        if port_in_use("127.0.0.1", port):
             raise OperatorError(f"node {i}: port {port} on 127.0.0.1 (listener CONTROLLER) is already in use; "
                                 "stop the process using it or pick other ports with --base-port",
                                 ExitCode.PORT_IN_USE)

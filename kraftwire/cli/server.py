@@ -10,14 +10,14 @@ import argparse
 import errno
 import logging
 import signal
-import socket
 from typing import Any
 
 import anyio
 
 from kraftwire.cli.errors import ExitCode, OperatorError, leaf
 from kraftwire.cli.logsetup import FORMATS, configure
-from kraftwire.config import NodeConfig, load_config
+from kraftwire.cli.node_config import port_in_use, read_config
+from kraftwire.config import NodeConfig
 
 log = logging.getLogger("kraftwire.server")
 
@@ -34,19 +34,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--check", action="store_true",
                    help="validate the configuration and data directories, then exit without starting")
     p.set_defaults(func=run)
-
-
-def read_config(path: str, override: list[str]) -> NodeConfig:
-    overrides = {}
-    for item in override:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise OperatorError(f"--override expects KEY=VALUE, got {item!r}", ExitCode.USAGE)
-        overrides[key.strip()] = value.strip()
-    try:
-        return load_config(path, overrides)
-    except OSError as e:
-        raise OperatorError(f"cannot read the configuration {path}: {e.strerror or e}", ExitCode.CONFIG) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,23 +85,12 @@ def explain_bind_failure(exc: BaseException, cfg: NodeConfig) -> BaseException:
         candidates.append(("metrics (kraftwire.metrics.port)", cfg["kraftwire.metrics.host"],
                            cfg["kraftwire.metrics.port"]))
     for name, host, port in candidates:
-        if _in_use(host, port):
+        if port_in_use(host, port):
             return OperatorError(f"node {cfg.node_id}: port {port} on {host or '0.0.0.0'} (listener {name}) is "
                                  "already in use; stop the process using it or change the port",
                                  ExitCode.PORT_IN_USE)
     return OperatorError(f"node {cfg.node_id}: an address is already in use ({inner.strerror or inner}); "
                          "check listeners", ExitCode.PORT_IN_USE)
-
-
-def _in_use(host: str, port: int) -> bool:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return True
-    return False
 
 
 async def serve(node: Any) -> int:

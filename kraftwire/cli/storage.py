@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from kraftwire.cli.errors import ExitCode, OperatorError
-from kraftwire.cli.server import read_config
+from kraftwire.cli.node_config import read_config
 from kraftwire.config import ConfigError, NodeConfig
 from kraftwire.storage import StorageError
 from kraftwire.storage.meta_properties import (
