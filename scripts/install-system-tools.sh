@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# System tools some tests drive (the server itself needs none of them):
+#   kcat            compatibility matrix (librdkafka's command-line client)
+#   a JDK (17)      golden bytes from Kafka's own serializers, the Java client, Spark, java.util.Properties
+#   node + npm      kafkajs in the compatibility matrix
+# Debian/Ubuntu via apt-get; as root or with passwordless sudo. Installs only what is missing.
+# Without them the tests that need them skip with a printed reason (under CI=true they fail).
+set -euo pipefail
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
+need=()
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
+command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
+if [ ${#need[@]} -eq 0 ]; then
+  echo "system tools present: kcat, javac, npm"
+  exit 0
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "no apt-get: install ${need[*]} with your package manager" >&2
+  exit 1
+fi
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq "${need[@]}"
+echo "installed: ${need[*]}"
