@@ -28,6 +28,7 @@ from kraftwire.protocol.control import leader_change_record
 from kraftwire.protocol.errors import DecodeError, Errors
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import messages as m
+from kraftwire.raft import story
 from kraftwire.raft.config import RaftConfig
 from kraftwire.raft.log import (
     ElectionState,
@@ -255,6 +256,7 @@ class RaftCore:
             raise ValueError(f"snapshot {snapshot_id} is beyond the committed offset "
                              f"(high watermark {self.hw}, delivered {self._applied})")
         self.log.create_snapshot(snapshot_id, batches)
+        story.snapshot_written(self, snapshot_id)
 
     def delete_before(self, snapshot_id: SnapshotId) -> None:
         """Log cleaning: drop the log prefix below a held snapshot and every older snapshot."""
@@ -365,6 +367,7 @@ class RaftCore:
                 self._respond(parked.request_id, self._fetch_error(Errors.NOT_LEADER_OR_FOLLOWER, st))
             old.parked.clear()
         self.state = st
+        story.transition(self, old, st)
         self._reset_connections()
         self._persist()
 
@@ -551,6 +554,7 @@ class RaftCore:
     # ------------------------------------------------------------------------------ Vote
     def _on_vote_request(self, now: int, rid: int, req: m.VoteRequest) -> None:
         if req.cluster_id is not None and self.cluster_id is not None and req.cluster_id != self.cluster_id:
+            story.rejected_peer(self, req.candidate_id, "Vote", "cluster", req.cluster_id)
             self._respond(rid, m.VoteResponse(int(Errors.INCONSISTENT_CLUSTER_ID)))
             return
         if req.last_offset_epoch < 0 or req.last_offset < 0 or req.last_offset_epoch > req.candidate_epoch:
@@ -574,6 +578,7 @@ class RaftCore:
         if granted and isinstance(self.state, Unattached | Voted):
             if not isinstance(self.state, Voted) or self.state.voted_id != req.candidate_id:
                 self._set_state(Voted(self.state.epoch, req.candidate_id, now + self._election_timeout()))
+        story.vote(self, req, granted)
         self._respond(rid, self._vote_response(Errors.NONE, granted))
 
     def _can_grant(self, req: m.VoteRequest) -> bool:
@@ -597,6 +602,8 @@ class RaftCore:
                                                     self.state.epoch, granted))
 
     def _on_vote_response(self, now: int, req: _Inflight, resp: m.VoteResponse) -> None:
+        if resp.error_code == Errors.INCONSISTENT_CLUSTER_ID:
+            story.refused_by_peer(self, req.dest, "Vote", "INCONSISTENT_CLUSTER_ID")
         if resp.error_code != NONE or resp.partition is None:
             self._backoff[req.dest] = now + self.config.retry_backoff_ms
             return
@@ -608,6 +615,7 @@ class RaftCore:
             return
         if not isinstance(st, Candidate) or p.leader_epoch != st.epoch or req.epoch != st.epoch:
             return
+        story.vote_result(self, req.dest, st.epoch, p.vote_granted)
         if p.vote_granted:
             st.granted.add(req.dest)
             self._maybe_win(now)
@@ -623,6 +631,7 @@ class RaftCore:
 
     def _on_begin_epoch_request(self, now: int, rid: int, req: m.BeginQuorumEpochRequest) -> None:
         if req.cluster_id is not None and self.cluster_id is not None and req.cluster_id != self.cluster_id:
+            story.rejected_peer(self, req.leader_id, "BeginQuorumEpoch", "cluster", req.cluster_id)
             self._respond(rid, m.BeginQuorumEpochResponse(int(Errors.INCONSISTENT_CLUSTER_ID)))
             return
         if req.leader_epoch < self.state.epoch:
@@ -634,6 +643,7 @@ class RaftCore:
 
     def _on_end_epoch_request(self, now: int, rid: int, req: m.EndQuorumEpochRequest) -> None:
         if req.cluster_id is not None and self.cluster_id is not None and req.cluster_id != self.cluster_id:
+            story.rejected_peer(self, req.leader_id, "EndQuorumEpoch", "cluster", req.cluster_id)
             self._respond(rid, m.EndQuorumEpochResponse(int(Errors.INCONSISTENT_CLUSTER_ID)))
             return
         if req.leader_epoch < self.state.epoch:
@@ -690,6 +700,7 @@ class RaftCore:
 
     def _on_fetch_request(self, now: int, rid: int, source: int, req: m.FetchRequest) -> None:
         if req.cluster_id is not None and self.cluster_id is not None and req.cluster_id != self.cluster_id:
+            story.rejected_peer(self, source, "Fetch", "cluster", req.cluster_id)
             self._respond(rid, m.FetchResponse(int(Errors.INCONSISTENT_CLUSTER_ID)))
             return
         if (req.fetch_offset < 0 or req.last_fetched_epoch < 0
@@ -839,6 +850,7 @@ class RaftCore:
                 raise LogTruncationError(
                     f"node {self.node_id}: leader {req.dest} epoch {st.epoch} asks to truncate to {cut} "
                     f"below high watermark {self.hw}")
+            story.truncation(self, req.dest, st.epoch, cut, self.log.end_offset)
             self.log.truncate_to(cut)
         elif p.batches:
             batches = p.batches
@@ -937,6 +949,7 @@ class RaftCore:
             self.log.install_snapshot(sid, data)
         except DecodeError:
             return  # corrupt in transit: the next Fetch asks for it again
+        story.snapshot_installed(self, sid, len(data))
         self._raise_hw(sid.end_offset)
         if "snapshot_not_loaded" in self._bugs:
             self._applied = max(self._applied, sid.end_offset)
@@ -951,6 +964,7 @@ class RaftCore:
         if sid is None or sid.end_offset < start:
             raise RaftFatalError(f"node {self.node_id}: log starts at {start} but no snapshot covers it")
         batches = self.log.read_snapshot(sid)
+        story.snapshot_loaded(self, sid, len(batches))
         self._applied = sid.end_offset
         handler = getattr(self.listener, "handle_snapshot", None)
         if handler is not None:

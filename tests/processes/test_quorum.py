@@ -94,6 +94,16 @@ def test_node_of_another_cluster_is_refused(tmp_path):
         repl = c.describe(status["LeaderId"], "--replication")
         row3 = next(r for r in repl["Replication"] if r["NodeId"] == 3)
         assert row3["LogEndOffset"] <= 0  # it never replicated anything
+        # Both sides say so at WARN, naming the peer, once per peer and request kind.
+        deadline = time.monotonic() + 20
+        while "refused our Vote with INCONSISTENT_CLUSTER_ID" not in c.log_text(3) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert c.log_text(3).count("Node 1 refused our Vote with INCONSISTENT_CLUSTER_ID") == 1
+        leader = status["LeaderId"]
+        assert "Rejected Vote from node 3: its cluster id" in c.log_text(leader)
+        text = "".join(c.log_text(n) for n in (1, 2))
+        assert f"Completed transition to LeaderState(epoch={status['LeaderEpoch']}, leader={leader})" in text
+        assert "Granted vote to candidate" in text or "Voter" in text
     finally:
         c.stop_all()
 
