@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,8 @@ from kraftwire.protocol.metadata import MetadataRecord
 
 if TYPE_CHECKING:
     from kraftwire.controller.controller import QuorumController
+
+log = logging.getLogger("kraftwire.controller")
 
 Records = list[MetadataRecord]
 
@@ -132,6 +135,10 @@ def register_broker(ctl: QuorumController, now: int, req: Any, version: int) -> 
     else:
         s.last_seen_ms = now
     records: Records = [wrap(rec, versions.register_broker)]
+    if not same:
+        log.info("Registering broker %d (incarnation %s, epoch %d, listeners %s)%s", bid, req.incarnation_id,
+                 rec.broker_epoch, ", ".join(f"{x.name}://{x.host}:{x.port}" for x in req.listeners),
+                 "; its previous incarnation is gone (unclean shutdown)" if existing is not None else "")
     if existing is not None and not same:
         # A new incarnation means the old process is gone (unclean shutdown): the fenced registration
         # must not keep leading or sit in ISRs. Kafka does this since 3.7 (handleBrokerUncleanShutdown).
@@ -175,6 +182,7 @@ def fence_records(ctl: QuorumController, broker_id: int) -> Records:
     image = ctl.image
     b = image.brokers[broker_id]
     out = remove_from_isrs(ctl, broker_id)
+    log.info("Fencing broker %d (epoch %d): it leaves %d partition leaderships/ISRs", broker_id, b.epoch, len(out))
     if RecordVersions(image.metadata_version).registration_changes:
         out.append(wrap(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=b.epoch, fenced=1)))
     else:
@@ -191,6 +199,7 @@ def unfence_records(ctl: QuorumController, broker_id: int) -> Records:
         out = [wrap(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=b.epoch, fenced=-1))]
     else:
         out = [wrap(UnfenceBrokerRecord(id_=broker_id, epoch=b.epoch))]
+    log.info("Unfencing broker %d (epoch %d): it caught up with the metadata log", broker_id, b.epoch)
     ok = _active_pred(image, include=broker_id)
     for tid, pid in sorted(ctl.index.leaderless):
         p = image.partition(tid, pid)
@@ -210,7 +219,10 @@ def controlled_shutdown_records(ctl: QuorumController, broker_id: int) -> Record
     if versions.in_controlled_shutdown and not b.in_controlled_shutdown:
         out.append(wrap(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=b.epoch,
                                                        in_controlled_shutdown=1), 1))
-    out.extend(remove_from_isrs(ctl, broker_id))
+    moves = remove_from_isrs(ctl, broker_id)
+    log.info("Broker %d (epoch %d) is in controlled shutdown: moving %d partition leaderships/ISRs away",
+             broker_id, b.epoch, len(moves))
+    out.extend(moves)
     return out
 
 
@@ -346,6 +358,8 @@ def register_controller(ctl: QuorumController, now: int, req: Any, version: int)
         features=[ControllerFeature(f.name, f.min_supported_version, f.max_supported_version)
                   for f in req.features],
     )
+    log.info("Registering controller %d (incarnation %s, listeners %s)", req.controller_id, req.incarnation_id,
+             ", ".join(f"{x.name}://{x.host}:{x.port}" for x in req.listeners))
     return [wrap(rec)], ControllerRegistrationResponse(error_message=None)
 
 

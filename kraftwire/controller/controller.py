@@ -329,6 +329,8 @@ class QuorumController:
             stale = cluster.find_stale_broker(self, now)
             if stale is None:
                 break
+            cluster.log.info("Broker %d's session expired (no heartbeat for %d ms)", stale,
+                             self.config.session_timeout_ms)
             recs = cluster.fence_records(self, stale)
             self._write(recs)
             self.sessions.pop(stale, None)

@@ -289,3 +289,23 @@ def test_controlled_shutdown_at_old_metadata_version_ignores_its_own_stale_offse
     h.heartbeat(2)   # broker 2 has seen the leadership moves
     r = h.heartbeat(1, want_shut_down=True)
     assert r.should_shut_down
+
+
+def test_membership_story_is_logged_at_info(caplog) -> None:
+    """Registrations, unfencing, controlled shutdown, session expiry and fencing, as an operator reads them."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="kraftwire.controller")
+    h = Harness(session_timeout_ms=1000)
+    h.start_brokers(1, 2, 3)
+    h.create_topic("t", 4, 3)
+    h.heartbeat(3, want_shut_down=True)
+    h.now = 1500
+    h.heartbeat(2)
+    h.heartbeat(3)
+    h.tick(1501)
+    text = caplog.text
+    for needle in ("Registering broker 1 (incarnation", "Unfencing broker 2 (epoch",
+                   "Broker 3 (epoch", "is in controlled shutdown: moving", "Broker 1's session expired",
+                   "Fencing broker 1 (epoch"):
+        assert needle in text, needle
