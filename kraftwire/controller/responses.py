@@ -54,6 +54,10 @@ def error_response(request: Any, code: Errors, message: str | None, version: int
         return UpdateFeaturesResponse(error_code=c, error_message=message, results=[
             UpdatableFeatureResult(u.feature, c, message) for u in request.feature_updates])
     if name == "ElectLeadersRequest":
+        if version == 0:    # v0 has no top-level error: every requested partition carries it
+            return elr.ElectLeadersResponse(replica_election_results=[elr.ReplicaElectionResult(
+                t.topic, [elr.PartitionResult(p, c, message) for p in t.partitions])
+                for t in request.topic_partitions or []])
         return elr.ElectLeadersResponse(error_code=c)
     if name == "CreateTopicsRequest":
         return ctr.CreateTopicsResponse(topics=[
