@@ -55,6 +55,17 @@ def _str(key: str, text: str) -> str:
     return text.strip()
 
 
+def _host_counts(key: str, text: str) -> dict[str, int]:
+    """``host:count`` pairs separated by commas (max.connections.per.ip.overrides)."""
+    out: dict[str, int] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        host, sep, count = item.rpartition(":")
+        if not sep or not host.strip() or not count.strip().isdigit():
+            raise ConfigError(f"{key}: expected host:count pairs separated by commas, got {item!r}")
+        out[host.strip()] = int(count)
+    return out
+
+
 def _list(key: str, text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
@@ -149,6 +160,9 @@ SPEC: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "controller.quorum.append.linger.ms": (_int(0), "25"),
     "socket.request.max.bytes": (_int(1), str(100 << 20)),
     "connections.max.idle.ms": (_int(1), "600000"),
+    "max.connections": (_int(1), "2147483647"),
+    "max.connections.per.ip": (_int(0), "2147483647"),
+    "max.connections.per.ip.overrides": (_host_counts, ""),
     "broker.session.timeout.ms": (_int(1), "9000"),
     "broker.heartbeat.interval.ms": (_int(1), "2000"),
     "initial.broker.registration.timeout.ms": (_int(1), "60000"),

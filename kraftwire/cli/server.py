@@ -43,6 +43,11 @@ def run(args: argparse.Namespace) -> int:
         log.warning("unknown configuration keys (ignored): %s", ", ".join(cfg.unknown))
     if args.check:
         return check(cfg)
+    from kraftwire.net.limits import raise_open_files_limit
+
+    old, new = raise_open_files_limit()
+    if new != old:
+        log.info("raised the open-files limit from %d to %d (the hard limit)", old, new)
     node = build_node(cfg)
     try:
         return anyio.run(serve, node)

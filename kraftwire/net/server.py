@@ -30,6 +30,7 @@ from anyio.abc import ByteStream, SocketAttribute, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.tls import TLSAttribute, TLSStream
 
+from kraftwire.net.limits import ConnectionLimits
 from kraftwire.protocol.errors import DecodeError, Errors, KafkaProtocolError
 from kraftwire.protocol.framing import Request, UnsupportedRequestError, decode_request, encode_response
 from kraftwire.security.principal import PrincipalError
@@ -90,8 +91,9 @@ class KafkaServer:
 
     def __init__(self, handler: Handler, api_versions_fallback: UnsupportedApiVersions, *,
                  max_request_bytes: int = 100 << 20, idle_timeout_s: float = 600.0,
-                 failed_auth_delay_s: float = 0.1) -> None:
+                 failed_auth_delay_s: float = 0.1, limits: ConnectionLimits | None = None) -> None:
         self.handler = handler
+        self.limits = limits or ConnectionLimits()
         self.failed_auth_delay_s = failed_auth_delay_s
         self.api_versions_fallback = api_versions_fallback
         self.max_request_bytes = max_request_bytes
@@ -101,6 +103,10 @@ class KafkaServer:
         self.accept_failures = 0
         self.request_failures = 0
         self._failures_logged: set[tuple[int, int, str]] = set()
+
+    def render(self) -> str:
+        """The socket-server metrics (Prometheus text) for the node's /metrics endpoint."""
+        return self.limits.render(self.accept_failures)
 
     async def serve(self, spec: ListenerSpec, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Listen until cancelled; reports the bound (host, port) through ``task_status``."""
@@ -118,6 +124,7 @@ class KafkaServer:
         """Accept connections forever; running out of descriptors backs off instead of failing."""
         delay = _ACCEPT_BACKOFF_S[0]
         while True:
+            await self.limits.wait_for_room()
             try:
                 stream = await listener.accept()
             except OSError as e:
@@ -131,9 +138,17 @@ class KafkaServer:
                 delay = min(delay * 2, _ACCEPT_BACKOFF_S[1])
                 continue
             delay = _ACCEPT_BACKOFF_S[0]
-            tg.start_soon(self._connection, stream, spec)
+            ip = str(stream.extra(SocketAttribute.remote_address, ("?", 0))[0])
+            refused = self.limits.admit(ip)
+            if refused is not None:
+                if self.limits.rejected[refused] % 1000 == 1:   # the first refusal, then every 1000th
+                    log.info("closing connection from %s on %s: %d open from that address (%s; %d refused "
+                             "so far)", ip, spec.name, self.limits.by_ip[ip], refused, self.limits.rejected[refused])
+                await anyio.aclose_forcefully(stream)
+                continue
+            tg.start_soon(self._connection, stream, spec, ip)
 
-    async def _connection(self, stream: SocketStream, spec: ListenerSpec) -> None:
+    async def _connection(self, stream: SocketStream, spec: ListenerSpec, ip: str) -> None:
         peer = stream.extra(SocketAttribute.remote_address, ("?", 0))
         ctx = RequestContext(spec.name, spec.security_protocol, str(peer[0]), int(peer[1]))
         sec = spec.security
@@ -157,6 +172,7 @@ class KafkaServer:
             await anyio.aclose_forcefully(stream)
         finally:
             self.connections -= 1
+            self.limits.release(ip)
 
     async def _tls(self, stream: SocketStream, sec: ListenerSecurity, ctx: RequestContext) -> TLSStream | None:
         """The TLS handshake and the certificate principal; None (connection closed) when either fails."""

@@ -40,6 +40,7 @@ from kraftwire.controller.result import CommandError
 from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import SUPPORTED_FEATURES
 from kraftwire.net.client import Connection, RequestFailed
+from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.server import KafkaServer, RefusedRequest, Reply, RequestContext
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import (
@@ -195,7 +196,7 @@ class BrokerNode:
         self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
             self.apis, int(Errors.UNSUPPORTED_VERSION)), 0),
             max_request_bytes=cfg["socket.request.max.bytes"],
-            idle_timeout_s=cfg["connections.max.idle.ms"] / 1000)
+            idle_timeout_s=cfg["connections.max.idle.ms"] / 1000, limits=ConnectionLimits.from_config(cfg))
         self.bound: dict[str, tuple[str, int]] = {}
         self._fatal: str | None = None
         self._fatal_event = anyio.Event()
@@ -252,7 +253,8 @@ class BrokerNode:
             tg.start_soon(self._watch_lifecycle)
             tg.start_soon(self._snapshots)
             if cfg["kraftwire.metrics.port"]:
-                host, port = await tg.start(serve_metrics, CombinedMetrics(self.raft_metrics, self.forwarding_metrics),
+                host, port = await tg.start(serve_metrics, CombinedMetrics(self.raft_metrics, self.forwarding_metrics,
+                                                                           self.server),
                                             cfg["kraftwire.metrics.host"], cfg["kraftwire.metrics.port"])
                 log.info("metrics on http://%s:%d/metrics", host, port)
             for ep in cfg.listeners:

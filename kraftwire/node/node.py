@@ -19,6 +19,7 @@ from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.metadata import bootstrap_records
+from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.server import KafkaServer, RefusedRequest, Reply, RequestContext
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import (
@@ -33,7 +34,7 @@ from kraftwire.node.controller_registration import ControllerRegistrar, listener
 from kraftwire.node.controller_shell import ControllerShell, snapshotter_for
 from kraftwire.node.envelope import ENVELOPE, handle_envelope
 from kraftwire.node.group_shell import GroupShell
-from kraftwire.node.metrics import RaftMetrics, serve_metrics
+from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.view import LogPartitionView
@@ -119,7 +120,7 @@ class Node:
         self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
             self.apis, int(Errors.UNSUPPORTED_VERSION)), 0),
             max_request_bytes=cfg["socket.request.max.bytes"],
-            idle_timeout_s=cfg["connections.max.idle.ms"] / 1000)
+            idle_timeout_s=cfg["connections.max.idle.ms"] / 1000, limits=ConnectionLimits.from_config(cfg))
         self.bound: dict[str, tuple[str, int]] = {}
         # Other voters learn this node's client listeners from its ControllerRegistration (KIP-919).
         advertised = cfg.advertised()
@@ -141,8 +142,8 @@ class Node:
             if self.registrar is not None:
                 tg.start_soon(self.registrar.run)
             if self.cfg["kraftwire.metrics.port"]:
-                host, port = await tg.start(serve_metrics, self.metrics, self.cfg["kraftwire.metrics.host"],
-                                            self.cfg["kraftwire.metrics.port"])
+                host, port = await tg.start(serve_metrics, CombinedMetrics(self.metrics, self.server),
+                                            self.cfg["kraftwire.metrics.host"], self.cfg["kraftwire.metrics.port"])
                 log.info("metrics on http://%s:%d/metrics", host, port)
             for ep in self.cfg.listeners:
                 self.bound[ep.name] = await tg.start(self.server.serve, self.security.spec(ep))
