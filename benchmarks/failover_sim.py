@@ -20,8 +20,10 @@ from kraftwire.sim.cluster import Simulation
 from kraftwire.sim.config import SimConfig
 
 MODES = {
-    "kraftwire": RaftConfig(),                          # jittered fetch-timeout detection
-    "kafka37": RaftConfig(fetch_timeout_jitter=0.0),    # fixed fetch timeout, as Kafka ships it
+    "kraftwire": RaftConfig(),                          # jittered fetch-timeout detection + pre-vote (KIP-996)
+    "kraftwire-no-prevote": RaftConfig(pre_vote=False),  # jittered detection, direct candidacy
+    "kafka37": RaftConfig(fetch_timeout_jitter=0.0, pre_vote=False),  # fixed fetch timeout, as Kafka 3.x ships it
+    "kafka4x": RaftConfig(fetch_timeout_jitter=0.0),    # fixed fetch timeout + pre-vote, as Kafka 4.x
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kraftwire.sim.config import ALL_FAULTS, SimConfig
+from kraftwire.sim.config import ALL_FAULTS, EXTRA_FAULTS, SimConfig
 from kraftwire.sim.runner import run_seeds
 
 
@@ -20,9 +20,9 @@ def _faults(text: str) -> frozenset[str]:
     if text == "none":
         return frozenset()
     names = frozenset(x.strip() for x in text.split(",") if x.strip())
-    unknown = names - set(ALL_FAULTS)
+    unknown = names - set(ALL_FAULTS) - set(EXTRA_FAULTS)
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown faults {sorted(unknown)}; choose from {', '.join(ALL_FAULTS)}")
+        raise argparse.ArgumentTypeError(f"unknown faults {sorted(unknown)}; choose from {', '.join(ALL_FAULTS + EXTRA_FAULTS)}")
     return names
 
 
@@ -35,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--voters", type=int, default=3, choices=range(1, 6), metavar="V", help="voters, 1-5")
     p.add_argument("--observers", type=int, default=1, choices=range(0, 6), metavar="O", help="observers, 0-5")
     p.add_argument("--faults", type=_faults, default=frozenset(ALL_FAULTS),
-                   help=f"comma list of {','.join(ALL_FAULTS)}, or all / none (default all)")
+                   help=f"comma list of {','.join(ALL_FAULTS + EXTRA_FAULTS)}, or all / none (default all; "
+                        "'all' leaves out {','.join(EXTRA_FAULTS)})")
     p.add_argument("--duration-ms", type=int, default=6000, help="simulated time per seed (default 6000)")
     p.add_argument("--controller", action="store_true",
                    help="run the quorum controller on the voters, driven by scripted brokers and an admin "

@@ -131,7 +131,11 @@ class RaftDriver:
             return
         try:
             version = conn.version_for(api_key)
-            body = wire.request_to_wire(out.msg, version, self.leader_endpoints)
+            try:
+                body = wire.request_to_wire(out.msg, version, self.leader_endpoints)
+            except wire.WireError as e:  # e.g. a pre-vote to a peer without Vote v2: Kafka's client answers
+                self.call(self.core.handle_response, out.request_id, _error_response_msg(out.msg, e.error))
+                return
             wait = out.msg.max_wait_ms / 1000 if isinstance(out.msg, m.FetchRequest) else 0
             resp = await conn.request(body, version, self.request_timeout_s + wait)
             msg = wire.response_from_wire(api_key, resp)
@@ -172,6 +176,14 @@ class RaftDriver:
     async def close(self) -> None:
         for conn in self._conns.values():
             await conn.close()
+
+
+def _error_response_msg(msg: m.Request, error: int) -> m.Response:
+    """The core response for a request our client could not send (top-level ``error``)."""
+    kind = {m.VoteRequest: m.VoteResponse, m.BeginQuorumEpochRequest: m.BeginQuorumEpochResponse,
+            m.EndQuorumEpochRequest: m.EndQuorumEpochResponse, m.FetchRequest: m.FetchResponse,
+            m.FetchSnapshotRequest: m.FetchSnapshotResponse, m.DescribeQuorumRequest: m.DescribeQuorumResponse}
+    return kind[type(msg)](int(error))
 
 
 def _error_response(api_key: int, error: int) -> Any:

@@ -84,7 +84,8 @@ def request_from_wire(api_key: int, body: Any, version: int) -> tuple[int, m.Req
     if api_key == 52:
         p = _one_partition(body)
         return p.candidate_id, m.VoteRequest(body.cluster_id, p.candidate_epoch, p.candidate_id,
-                                             p.last_offset_epoch, p.last_offset, body.voter_id)
+                                             p.last_offset_epoch, p.last_offset, body.voter_id,
+                                             pre_vote=version >= 2 and p.pre_vote)
     if api_key == 53:
         p = _one_partition(body)
         return p.leader_id, m.BeginQuorumEpochRequest(body.cluster_id, p.leader_id, p.leader_epoch, body.voter_id)
@@ -197,8 +198,11 @@ def request_to_wire(msg: m.Request, version: int, leader_endpoints: list[tuple[s
                     ) -> Any:
     """The wire request body for a core request we send to a peer."""
     if isinstance(msg, m.VoteRequest):
+        if msg.pre_vote and version < 2:
+            raise WireError(Errors.UNSUPPORTED_VERSION, f"Vote v{version} has no PreVote (KIP-996 needs v2)")
         part = v_req.PartitionData(0, msg.candidate_epoch, msg.candidate_id,
-                                   last_offset_epoch=msg.last_offset_epoch, last_offset=msg.last_offset)
+                                   last_offset_epoch=msg.last_offset_epoch, last_offset=msg.last_offset,
+                                   pre_vote=msg.pre_vote)
         return v_req.VoteRequest(msg.cluster_id, msg.voter_id if version >= 1 else -1,
                                  [v_req.TopicData(METADATA_TOPIC, [part])])
     if isinstance(msg, m.BeginQuorumEpochRequest):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 KNOWN_BUGS = frozenset({"double_vote", "observer_counts_for_hw", "no_own_epoch_hw_rule",
-                        "no_truncate_on_diverge", "snapshot_not_loaded"})
+                        "no_truncate_on_diverge", "snapshot_not_loaded", "prevote_lost_stands"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +22,10 @@ class RaftConfig:
 
     ``_bugs`` is TEST-ONLY: names from ``KNOWN_BUGS`` switch the core into deliberately broken
     behaviour so mutation tests can show the simulator's invariants catch it. Never set it elsewhere.
+
+    ``pre_vote`` is Kafka 4.x's KIP-996 election: a replica whose timer fires first asks the voters
+    whether they would vote for it (Vote with PreVote=true, no epoch bump) and stands only with a
+    majority. False reproduces Kafka 3.9 (used by the failover comparison).
     """
 
     election_timeout_ms: int = 1000          # controller.quorum.election.timeout.ms
@@ -37,6 +41,7 @@ class RaftConfig:
     election_backoff_base_ms: int = 100      # Kafka's RETRY_BACKOFF_BASE_MS for election backoff
     check_quorum_factor: float = 1.5         # Kafka's CHECK_QUORUM_TIMEOUT_FACTOR
     fetch_timeout_jitter: float = 0.5
+    pre_vote: bool = True                    # KIP-996 (Kafka 4.x); False = Kafka 3.9's direct candidacy
     _bugs: frozenset[str] = field(default=frozenset())
 
     def __post_init__(self) -> None:

@@ -44,6 +44,7 @@ from kraftwire.raft.state import (
     Leader,
     Observer,
     ParkedFetch,
+    Prospective,
     ReplicaProgress,
     Resigned,
     SnapshotDownload,
@@ -53,7 +54,7 @@ from kraftwire.raft.state import (
 )
 
 NONE = int(Errors.NONE)
-_LEADERLESS = (Unattached, Voted, Candidate, Observer)
+_LEADERLESS = (Unattached, Voted, Prospective, Candidate, Observer)
 
 
 class NotLeaderError(Exception):
@@ -86,7 +87,7 @@ class SnapshotListener(Protocol):
 @dataclass(slots=True)
 class _Inflight:
     dest: int
-    kind: str          # vote | bqe | eqe | fetch | probe | snapshot
+    kind: str          # prevote | vote | bqe | eqe | fetch | probe | snapshot
     epoch: int
     fetch_offset: int = -1   # fetch: the fetch offset; snapshot: the position asked for
 
@@ -144,6 +145,8 @@ class RaftCore:
             return self.node_id
         if isinstance(st, Follower):
             return st.leader_id
+        if isinstance(st, Prospective) and st.leader_id != self.node_id:
+            return st.leader_id
         return None
 
     @property
@@ -169,6 +172,8 @@ class RaftCore:
             return st.voted_id
         if isinstance(st, Candidate | Leader | Resigned):
             return self.node_id
+        if isinstance(st, Prospective):
+            return st.voted_id
         return self._persisted.voted_id if self._persisted and self._persisted.epoch == st.epoch else None
 
     # ------------------------------------------------------------------------------ events in
@@ -271,6 +276,8 @@ class RaftCore:
                 times.append(st.election_deadline)
         elif isinstance(st, Candidate):
             times.append(st.backoff_until if st.backoff_until is not None else st.election_deadline)
+        elif isinstance(st, Prospective):
+            times.append(st.election_deadline)
         elif isinstance(st, Follower):
             times.append(st.fetch_deadline)
         elif isinstance(st, Resigned):
@@ -322,17 +329,17 @@ class RaftCore:
 
     def _persist(self) -> None:
         st = self.state
-        leader = self.leader_id
+        leader = st.leader_id if isinstance(st, Prospective) else self.leader_id
         voted = self.voted_for()
         new = ElectionState(epoch=st.epoch, leader_id=leader, voted_id=voted, voters=frozenset(self.voters))
         if new != self._persisted:
             self.store.write(new)
             self._persisted = new
-        key = (leader, st.epoch)
+        key = (self.leader_id, st.epoch)
         if key != self._reported_leader:
             self._reported_leader = key
             if self.listener is not None:
-                self.listener.handle_leader_change(leader, st.epoch)
+                self.listener.handle_leader_change(self.leader_id, st.epoch)
 
     def _reset_connections(self) -> None:
         self._busy.clear()
@@ -377,9 +384,40 @@ class RaftCore:
     def _to_follower(self, now: int, epoch: int, leader_id: int) -> None:
         self._set_state(Follower(epoch, leader_id, now + self._fetch_timeout()))
 
+    def _to_prospective(self, now: int) -> None:
+        """An election timer fired: ask for pre-votes (KIP-996) in the current epoch, or stand at once."""
+        if not self.config.pre_vote:
+            self._to_candidate(now)
+            return
+        old = self.state
+        leader = self.node_id if isinstance(old, Resigned) else self.leader_id
+        retries = old.retries if isinstance(old, Candidate) else 0
+        self._set_state(Prospective(old.epoch, leader, self.voted_for(), now + self._election_timeout(),
+                                    granted={self.node_id}, retries=retries))
+        self._maybe_win_prevote(now)
+
+    def _maybe_win_prevote(self, now: int) -> None:
+        st = self.state
+        if isinstance(st, Prospective) and len(st.granted) >= self.majority:
+            self._to_candidate(now)
+
+    def _prevote_lost(self, now: int, st: Prospective) -> None:
+        """Back to the role we came from, with a fresh timer; nothing was persisted meanwhile."""
+        if "prevote_lost_stands" in self._bugs:
+            self._to_candidate(now)
+            return
+        if st.leader_id == self.node_id:
+            self._set_state(Resigned(st.epoch, now + self._election_timeout(), (), set()))
+        elif st.leader_id is not None:
+            self._to_follower(now, st.epoch, st.leader_id)
+        elif st.voted_id is not None:
+            self._set_state(Voted(st.epoch, st.voted_id, now + self._election_timeout()))
+        else:
+            self._set_state(Unattached(st.epoch, now + self._election_timeout()))
+
     def _to_candidate(self, now: int) -> None:
         old = self.state
-        retries = old.retries + 1 if isinstance(old, Candidate) else 1
+        retries = old.retries + 1 if isinstance(old, Candidate | Prospective) else 1
         self._flush()  # the offsets a Vote request claims must be durable
         self._set_state(Candidate(old.epoch + 1, retries, now + self._election_timeout(), granted={self.node_id}))
         self._maybe_win(now)
@@ -421,7 +459,7 @@ class RaftCore:
             else:
                 self._to_unattached(now, epoch)
         elif (epoch == st.epoch and leader_id >= 0 and leader_id != self.node_id
-              and isinstance(st, _LEADERLESS)):
+              and isinstance(st, _LEADERLESS) and not (isinstance(st, Prospective) and st.leader_id is not None)):
             self._to_follower(now, epoch, leader_id)
 
     # ------------------------------------------------------------------------------ poll
@@ -442,11 +480,13 @@ class RaftCore:
             self._poll_leader(now, st)
         elif isinstance(st, Candidate):
             self._poll_candidate(now, st)
+        elif isinstance(st, Prospective):
+            self._poll_prospective(now, st)
         elif isinstance(st, Follower):
             self._poll_follower(now, st)
         elif isinstance(st, Unattached | Voted):
             if self.can_elect and (now >= st.election_deadline or len(self.voters) == 1):
-                self._to_candidate(now)
+                self._to_prospective(now)
         elif isinstance(st, Observer):
             self._poll_observer(now, st)
         elif isinstance(st, Resigned):
@@ -479,7 +519,7 @@ class RaftCore:
             return
         if st.backoff_until is not None:
             if now >= st.backoff_until:
-                self._to_candidate(now)
+                self._to_prospective(now)
             return
         if now >= st.election_deadline:
             self._start_backoff(now, st)
@@ -489,6 +529,19 @@ class RaftCore:
             if v not in st.granted and v not in st.rejected and self._can_send(v, now):
                 self._send(now, v, "vote", req)
 
+    def _poll_prospective(self, now: int, st: Prospective) -> None:
+        if len(st.granted) >= self.majority:
+            self._to_candidate(now)
+            return
+        if now >= st.election_deadline or len(self.voters) - len(st.rejected) < self.majority:
+            self._prevote_lost(now, st)
+            return
+        req = m.VoteRequest(self.cluster_id, st.epoch, self.node_id, self.log.last_epoch(), self.log.end_offset,
+                            pre_vote=True)
+        for v in self.voters:
+            if v not in st.granted and v not in st.rejected and self._can_send(v, now):
+                self._send(now, v, "prevote", req)
+
     def _start_backoff(self, now: int, st: Candidate) -> None:
         cap = min(self.config.election_backoff_max_ms,
                   self.config.election_backoff_base_ms << min(20, st.retries))
@@ -497,7 +550,7 @@ class RaftCore:
     def _poll_follower(self, now: int, st: Follower) -> None:
         if now >= st.fetch_deadline:
             if self.can_elect:
-                self._to_candidate(now)
+                self._to_prospective(now)
             else:
                 self._set_state(Observer(st.epoch, next_index=self.rng.randrange(len(self.voters))))
             return
@@ -524,7 +577,7 @@ class RaftCore:
                                                                   st.preferred_successors))
         if not st.shutting_down and now >= st.election_deadline:
             if self.can_elect:
-                self._to_candidate(now)
+                self._to_prospective(now)
             else:
                 self._to_unattached(now, st.epoch + 1)
 
@@ -574,6 +627,12 @@ class RaftCore:
                     st.election_deadline = old.election_deadline
                 elif isinstance(old, Candidate):
                     st.election_deadline = old.backoff_until if old.backoff_until is not None else old.election_deadline
+        if req.pre_vote:
+            # KIP-996: answer "would you vote?" and change nothing (no vote, no timer reset).
+            granted = self._can_grant_prevote(now, req)
+            story.prevote(self, req, granted)
+            self._respond(rid, self._vote_response(Errors.NONE, granted))
+            return
         granted = self._can_grant(req)
         if granted and isinstance(self.state, Unattached | Voted):
             if not isinstance(self.state, Voted) or self.state.voted_id != req.candidate_id:
@@ -596,12 +655,35 @@ class RaftCore:
             return req.candidate_id == self.node_id
         return False
 
+    def _can_grant_prevote(self, now: int, req: m.VoteRequest) -> bool:
+        """Kafka 4.x's pre-vote rule: we would vote (log up to date) and we have no healthy leader.
+
+        A follower that heard from its leader within the shortest fetch timeout any follower draws
+        rejects, so a replica that was cut off cannot start an election against a working leader.
+        """
+        st = self.state
+        if not self.can_elect or req.candidate_id not in self.voters:
+            return False
+        if isinstance(st, Leader | Resigned):
+            return False
+        if isinstance(st, Follower) and st.last_fetch_ok is not None:
+            quiet_ms = self.config.fetch_timeout_ms - int(self.config.fetch_timeout_ms * self.config.fetch_timeout_jitter)
+            if now - st.last_fetch_ok < quiet_ms:
+                return False
+        return (req.last_offset_epoch, req.last_offset) >= (self.log.last_epoch(), self.log.end_offset)
+
     def _vote_response(self, err: Errors, granted: bool) -> m.VoteResponse:
         leader = self.leader_id
         return m.VoteResponse(NONE, m.VotePartition(int(err), -1 if leader is None else leader,
                                                     self.state.epoch, granted))
 
     def _on_vote_response(self, now: int, req: _Inflight, resp: m.VoteResponse) -> None:
+        st = self.state
+        if (resp.error_code == Errors.UNSUPPORTED_VERSION and req.kind == "prevote"
+                and isinstance(st, Prospective) and st.epoch == req.epoch):
+            # A voter that predates Vote v2 cannot answer a pre-vote: stand at once (Kafka 4.x).
+            self._to_candidate(now)
+            return
         if resp.error_code == Errors.INCONSISTENT_CLUSTER_ID:
             story.refused_by_peer(self, req.dest, "Vote", "INCONSISTENT_CLUSTER_ID")
         if resp.error_code != NONE or resp.partition is None:
@@ -613,7 +695,12 @@ class RaftCore:
         if p.error_code != NONE:
             self._backoff[req.dest] = now + self.config.retry_backoff_ms
             return
-        if not isinstance(st, Candidate) or p.leader_epoch != st.epoch or req.epoch != st.epoch:
+        if isinstance(st, Prospective) and req.kind == "prevote" and p.leader_epoch == st.epoch == req.epoch:
+            (st.granted if p.vote_granted else st.rejected).add(req.dest)
+            self._maybe_win_prevote(now)
+            return
+        if (not isinstance(st, Candidate) or req.kind != "vote" or p.leader_epoch != st.epoch
+                or req.epoch != st.epoch):
             return
         story.vote_result(self, req.dest, st.epoch, p.vote_granted)
         if p.vote_granted:
@@ -653,6 +740,7 @@ class RaftCore:
         st = self.state
         if isinstance(st, Follower) and st.leader_id == req.leader_id and self.can_elect:
             st.fetch_deadline = min(st.fetch_deadline, now + self._successor_backoff(req.preferred_successors))
+            st.last_fetch_ok = None  # the leader is leaving: pre-vote for its successor
         self._respond(rid, m.EndQuorumEpochResponse(NONE, self._epoch_partition(Errors.NONE)))
 
     def _successor_backoff(self, successors: Sequence[int]) -> int:
@@ -684,7 +772,9 @@ class RaftCore:
     # ------------------------------------------------------------------------------ Fetch (leader side)
     def _fetch_error(self, err: Errors, st: State | None = None) -> m.FetchResponse:
         st = st or self.state
-        leader = self.node_id if isinstance(st, Leader | Resigned) else getattr(st, "leader_id", -1)
+        leader = self.node_id if isinstance(st, Leader | Resigned) else getattr(st, "leader_id", None)
+        if leader is None or (isinstance(st, Prospective) and leader == self.node_id):
+            leader = -1
         return m.FetchResponse(NONE, m.FetchPartition(int(err), -1, self.log.start_offset,
                                                       current_leader=m.LeaderIdAndEpoch(leader, st.epoch)))
 
@@ -832,6 +922,7 @@ class RaftCore:
         if req.fetch_offset != self.log.end_offset:
             return  # stale: our log moved since the request was sent
         st.fetch_deadline = now + self._fetch_timeout()
+        st.last_fetch_ok = now
         if p.snapshot_id is not None:
             # Our log cannot continue from the leader's: load its snapshot first. Our HW does not
             # move on this answer (our log may hold stale entries the snapshot will replace).
@@ -935,6 +1026,7 @@ class RaftCore:
             self._backoff[req.dest] = now + self.config.retry_backoff_ms
             return
         st.fetch_deadline = now + self._fetch_timeout()
+        st.last_fetch_ok = now
         dl.data += p.unaligned_records
         if len(dl.data) < p.size:
             return

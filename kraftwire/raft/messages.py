@@ -48,6 +48,7 @@ class VoteRequest:
     last_offset_epoch: int
     last_offset: int
     voter_id: int = -1
+    pre_vote: bool = False   # KIP-996 (Vote v2+): asks "would you vote?"; nothing changes on either side
 
 
 @dataclass(frozen=True, slots=True)

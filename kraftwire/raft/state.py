@@ -41,6 +41,25 @@ class Candidate:
 
 
 @dataclass(slots=True)
+class Prospective:
+    """KIP-996 pre-vote: asks voters whether they would vote for us, still in ``epoch``.
+
+    Nothing is persisted on entering it: ``leader_id`` / ``voted_id`` are the previous role's (the
+    leader we followed, ourselves if we led ``epoch``, or the vote we granted) and it returns to that
+    role when the pre-vote is lost. A pre-vote majority makes it a candidate in ``epoch + 1``.
+    """
+
+    epoch: int
+    leader_id: int | None
+    voted_id: int | None
+    election_deadline: int
+    granted: set[int] = field(default_factory=set)
+    rejected: set[int] = field(default_factory=set)
+    retries: int = 0   # elections lost in a row (the candidate's backoff grows with them)
+    name = "prospective"
+
+
+@dataclass(slots=True)
 class SnapshotDownload:
     """A snapshot the leader told us to load (KIP-630), received so far up to ``len(data)``."""
 
@@ -59,6 +78,7 @@ class Follower:
     leader_id: int
     fetch_deadline: int
     snapshot: SnapshotDownload | None = None
+    last_fetch_ok: int | None = None   # time of the last successful answer from the leader
     name = "follower"
 
 
@@ -133,4 +153,4 @@ class Leader:
     name = "leader"
 
 
-State = Unattached | Voted | Candidate | Follower | Observer | Resigned | Leader
+State = Unattached | Voted | Prospective | Candidate | Follower | Observer | Resigned | Leader

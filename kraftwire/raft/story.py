@@ -14,7 +14,8 @@ from typing import Any
 
 log = logging.getLogger("kraftwire.raft")
 
-_STATE_NAMES = {"unattached": "UnattachedState", "voted": "VotedState", "candidate": "CandidateState",
+_STATE_NAMES = {"unattached": "UnattachedState", "voted": "VotedState", "prospective": "ProspectiveState",
+                "candidate": "CandidateState",
                 "follower": "FollowerState", "observer": "ObserverState", "leader": "LeaderState",
                 "resigned": "ResignedState"}
 _reported: weakref.WeakKeyDictionary[Any, set[tuple[str, int]]] = weakref.WeakKeyDictionary()
@@ -58,6 +59,14 @@ def vote(core: Any, req: Any, granted: bool) -> None:
         return
     log.info("[RaftManager id=%s] Rejected vote of candidate %s in epoch %s: %s", node, req.candidate_id,
              req.candidate_epoch, _refusal(core, req))
+
+
+def prevote(core: Any, req: Any, granted: bool) -> None:
+    """A pre-vote (KIP-996) answered; nothing changed on this node either way."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    log.info("[RaftManager id=%s] %s pre-vote of prospective %s in epoch %s", core.node_id,
+             "Granted" if granted else "Rejected", req.candidate_id, req.candidate_epoch)
 
 
 def _refusal(core: Any, req: Any) -> str:

@@ -17,6 +17,7 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import messages as m
 from kraftwire.raft.core import RaftCore
@@ -110,6 +111,7 @@ class Simulation:
         self.faults = sorted(cfg.faults)
         self.snapshot_every: dict[int, int] = {}
         self.snapshot_downloads = 0   # FetchSnapshot answers that completed a snapshot
+        self.isolations: list[list[int]] = []   # [node, start, end (or -1 while cut off)]
         if cfg.snapshot_records is not None:
             lo, hi = cfg.snapshot_records
             self.snapshot_every = {nid: self.rng.randint(lo, hi) for nid in self.nodes}
@@ -169,7 +171,8 @@ class Simulation:
         node.pending.clear()
         node.rejoining = rejoining
         try:
-            node.core = RaftCore(nid, self.voter_ids, self.raft, node.log, node.store,
+            raft = replace(self.raft, pre_vote=False) if nid in self.cfg.old_vote_nodes else self.raft
+            node.core = RaftCore(nid, self.voter_ids, raft, node.log, node.store,
                                  random.Random(self.rng.getrandbits(64)), self.cfg.cluster_id, self.now,
                                  self._listener_for(nid), rejoining=rejoining)
         except SimulatedCrash:
@@ -258,6 +261,12 @@ class Simulation:
                 node.pending.add(out.request_id)
                 self.schedule(self.now + self.raft.request_timeout_ms, REQ_TIMEOUT,
                               (src, node.incarnation, out.request_id))
+                if (isinstance(out.msg, m.VoteRequest) and out.msg.pre_vote
+                        and out.dest_id in self.cfg.old_vote_nodes):
+                    # The peer's ApiVersions stop at Vote v1: the sender's client fails the request.
+                    self.schedule(self.now + 1, DELIVER_RESP, (src, node.incarnation, out.request_id,
+                                                               m.VoteResponse(int(Errors.UNSUPPORTED_VERSION))))
+                    continue
                 copies = 2 if self.dup_p and self.rng.random() < self.dup_p else 1
                 for _ in range(copies):
                     if not self._lost(src, out.dest_id):
@@ -402,6 +411,20 @@ class Simulation:
         elif fault == "reorder":
             p = r.uniform(0.1, 0.6)
             self._for(dur, lambda: setattr(self, "reorder_p", p), lambda: setattr(self, "reorder_p", 0.0))
+        elif fault == "isolate":
+            if any(end < 0 for _, _, end in self.isolations):
+                return
+            a = r.choice(ids)
+            pairs = {(a, b) for b in ids if b != a} | {(b, a) for b in ids if b != a}
+            span = [a, self.now, -1]
+            self.isolations.append(span)
+
+            def rejoin() -> None:
+                self.blocked.difference_update(pairs)
+                span[2] = self.now
+
+            self.blocked.update(pairs)
+            self.schedule(self.now + r.randint(5, 15) * self.raft.election_timeout_ms, UNDO, rejoin)
         elif fault == "slow":
             node = self.nodes[r.choice(ids)]
             d = r.randint(20, 300)
@@ -411,9 +434,16 @@ class Simulation:
         start()
         self.schedule(self.now + duration, UNDO, stop)
 
+    def was_isolated(self, nid: int, since: int) -> bool:
+        """Node ``nid`` was cut off by an ``isolate`` fault at some time since ``since``."""
+        return any(n == nid and (end < 0 or end >= since) for n, _, end in self.isolations)
+
     def _heal(self) -> None:
         self.healed = True
         self.blocked.clear()
+        for span in self.isolations:
+            if span[2] < 0:
+                span[2] = self.now
         self.drop_p = self.dup_p = self.reorder_p = 0.0
         self.extra_delay = 0
         for node in self.nodes.values():

@@ -73,6 +73,7 @@ class InvariantChecker:
         # old-epoch entry committed by a later leader need not be in a leader elected before that.
         self.commit_epochs: list[int] = []
         self.leaders: dict[int, int] = {}
+        self.leader_since: dict[int, int] = {}   # epoch -> time its leader was first seen
         self.last_hw: dict[int, int | None] = {}
         self.last_epoch: dict[int, int] = {}
         self.max_counter = 0
@@ -105,6 +106,26 @@ class InvariantChecker:
         if self._states:
             self._check_states()
         self._check_majority()
+        if self.sim.cfg.stable_leader_check:
+            self._check_stable_leader()
+
+    def _check_stable_leader(self) -> None:
+        """KIP-996: no replica moves past the epoch of a leader that every voter could reach."""
+        sim = self.sim
+        live = [n for n in sim.nodes.values() if n.core is not None]
+        leaders = [n for n in live if n.core is not None and n.core.is_leader]
+        if not leaders:
+            return
+        leader = max(leaders, key=lambda n: n.core.epoch if n.core is not None else -1)
+        assert leader.core is not None
+        epoch = leader.core.epoch
+        since = self.leader_since.get(epoch, sim.now)
+        if sim.was_isolated(leader.node_id, since):
+            return
+        for n in live:
+            if n.core is not None and n.core.epoch > epoch:
+                raise Violation(f"node {n.node_id} moved to epoch {n.core.epoch} while node {leader.node_id}, "
+                                f"leader of epoch {epoch} since t={since}, was never cut off (pre-vote broken)")
 
     def _check_node(self, node: SimNode) -> None:
         core = node.core
@@ -119,6 +140,7 @@ class InvariantChecker:
         self.last_epoch[nid] = saved.epoch
         if core.is_leader:
             owner = self.leaders.setdefault(core.epoch, nid)
+            self.leader_since.setdefault(core.epoch, self.sim.now)
             if owner != nid:
                 raise Violation(f"two leaders in epoch {core.epoch}: nodes {owner} and {nid}")
             if owner == nid and not getattr(core, "_sim_checked_leader", False):

@@ -56,12 +56,25 @@ def vote_ok(epoch: int, granted: bool = True, leader: int = -1) -> m.VoteRespons
     return m.VoteResponse(0, m.VotePartition(0, leader, epoch, granted))
 
 
+def stand(core: RaftCore, now: int = 5000) -> list[m.Output]:
+    """Let ``core``'s election timer fire at ``now`` and grant one pre-vote: it becomes a candidate.
+
+    Returns the candidate's outputs (its Vote requests).
+    """
+    out = core.tick(now)
+    pre = [r for r in requests(out, m.VoteRequest) if r.msg.pre_vote]
+    if pre:
+        assert core.state_name == "prospective", core.state_name
+        out = core.handle_response(now, pre[0].request_id, vote_ok(core.epoch))
+    return out
+
+
 def elect(core: RaftCore, now: int = 5000) -> int:
     """Make ``core`` (a voter of a 3-voter quorum) leader; returns the time used.
 
-    The outputs of the winning event are kept in ``core.test_outputs`` (test-only attribute).
+    The outputs of the winning event are kept in ``ELECTION_OUTPUTS`` (test-only).
     """
-    out = core.tick(now)
+    out = stand(core, now)
     votes = requests(out, m.VoteRequest)
     assert votes, out
     elected_out = core.handle_response(now + 1, votes[0].request_id, vote_ok(core.epoch))

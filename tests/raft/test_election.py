@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from raft_helpers import CID, ELECTION_OUTPUTS, elect, make, requests, responses, vote_ok
+from raft_helpers import CID, ELECTION_OUTPUTS, elect, make, requests, responses, stand, vote_ok
 
 from kraftwire.protocol.control import ControlType, control_type
 from kraftwire.protocol.errors import Errors
@@ -82,7 +82,7 @@ def test_vote_from_non_voter_rejected():
 
 def test_candidate_votes_for_itself_persistently_and_asks_all_voters():
     core, log, store, _ = make()
-    out = core.tick(5000)
+    out = stand(core, 5000)
     assert core.state_name == "candidate" and core.epoch == 1
     assert store.read() == ElectionState(1, None, 1, frozenset({1, 2, 3}))
     reqs = requests(out, m.VoteRequest)
@@ -108,20 +108,23 @@ def test_single_voter_elects_itself_at_once():
 
 def test_candidate_backs_off_when_the_vote_is_lost():
     core, *_ = make()
-    out = core.tick(5000)
+    out = stand(core, 5000)
     for r in requests(out, m.VoteRequest):
         out2 = core.handle_response(5001, r.request_id, vote_ok(1, granted=False))
     assert core.state_name == "candidate"
     assert not requests(out2, m.VoteRequest)
     st = core.state
     assert st.backoff_until is not None and st.backoff_until - 5001 <= core.config.election_backoff_max_ms
-    core.tick(st.backoff_until)
+    out3 = core.tick(st.backoff_until)  # after the backoff: a new pre-vote in the same epoch first
+    assert core.epoch == 1 and core.state_name == "prospective"
+    assert all(r.msg.pre_vote and r.msg.candidate_epoch == 1 for r in requests(out3, m.VoteRequest))
+    core.handle_response(st.backoff_until + 1, requests(out3, m.VoteRequest)[0].request_id, vote_ok(1))
     assert core.epoch == 2 and core.state_name == "candidate"
 
 
 def test_candidate_learns_leader_from_vote_response():
     core, *_ = make()
-    out = core.tick(5000)
+    out = stand(core, 5000)
     r = requests(out, m.VoteRequest)[0]
     core.handle_response(5001, r.request_id, vote_ok(3, granted=False, leader=3))
     assert core.state_name == "follower" and core.leader_id == 3 and core.epoch == 3
@@ -193,7 +196,7 @@ def test_end_quorum_epoch_backoff_from_position(successors, expected):
     out = core.handle_request(10, 2, 4, m.EndQuorumEpochRequest(CID, 4, 2, successors))
     assert responses(out)[0].msg.partition.error_code == 0
     if expected == 0:
-        assert core.state_name == "candidate"
+        assert core.state_name == "prospective"
     else:
         assert core.state.fetch_deadline == 10 + expected
 
@@ -202,6 +205,10 @@ def test_first_preferred_successor_stands_immediately():
     core, *_ = make()
     core.handle_request(0, 1, 3, m.BeginQuorumEpochRequest(CID, 3, 2))
     out = core.handle_request(10, 2, 3, m.EndQuorumEpochRequest(CID, 3, 2, (1, 2)))
+    assert core.state_name == "prospective" and core.epoch == 2
+    (pre, _) = requests(out, m.VoteRequest)
+    assert pre.msg.pre_vote
+    out = core.handle_response(11, pre.request_id, vote_ok(2))
     assert core.state_name == "candidate" and core.epoch == 3
     assert requests(out, m.VoteRequest)
 
@@ -215,17 +222,17 @@ def test_stale_end_quorum_epoch_is_fenced():
 def test_restarted_leader_comes_back_resigned_never_leader():
     core, log, store, _ = make()
     elect(core)
-    again, *_ = make(state=store.read(), batches=[(1, 1)])
+    again, _, again_store, _ = make(state=store.read(), batches=[(1, 1)])
     assert again.state_name == "resigned" and not again.is_leader and again.epoch == 1
     (r,) = responses(again.handle_request(10, 1, 2, m.VoteRequest(CID, 1, 2, 1, 5)))
     assert not r.msg.partition.vote_granted
-    again.tick(100_000)
+    stand(again, 100_000)
     assert again.state_name == "candidate" and again.epoch == 2
 
 
 def test_restarted_candidate_keeps_its_epoch_and_self_vote():
     core, log, store, _ = make()
-    core.tick(5000)
+    stand(core, 5000)
     again, *_ = make(state=store.read())
     assert again.state_name == "candidate" and again.epoch == 1
     (r,) = responses(again.handle_request(10, 1, 2, m.VoteRequest(CID, 1, 2, 0, 0)))

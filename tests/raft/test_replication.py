@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from raft_helpers import CFG, CID, elect, fetch, fetch_partition, make, requests, responses
+from raft_helpers import CFG, CID, elect, fetch, fetch_partition, make, requests, responses, stand
 
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.records import Record, RecordBatch
@@ -153,7 +153,7 @@ def test_check_quorum_resigns_then_stands_again():
     assert core.is_leader  # a majority (itself + 2) fetched recently
     core.tick(now + 10 + limit)
     assert core.state_name == "resigned"
-    core.tick(now + 10 + limit + 2 * core.config.election_timeout_ms)
+    stand(core, now + 10 + limit + 2 * core.config.election_timeout_ms)
     assert core.state_name == "candidate" and core.epoch == 2
 
 
@@ -243,7 +243,7 @@ def test_follower_fetch_timeout_makes_candidate():
     first_fetch(core)
     core.tick(core.config.fetch_timeout_ms - 1)
     assert core.state_name == "follower"
-    core.tick(core.config.fetch_timeout_ms)
+    stand(core, core.config.fetch_timeout_ms)
     assert core.state_name == "candidate" and core.epoch == 3
 
 

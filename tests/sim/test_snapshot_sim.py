@@ -37,8 +37,8 @@ def test_voter_down_while_others_clean_their_logs_catches_up_with_fetch_snapshot
     node = sim.nodes[victim]
     assert sim.snapshot_downloads > downloads
     assert node.log.start_offset >= min(starts) and node.log.latest_snapshot_id() is not None
-    leader = next(n for n in sim.nodes.values() if n.core is not None and n.core.is_leader)
-    assert node.core.hw is not None and node.core.hw > leader.log.start_offset
+    # It committed past what no log could serve it any more (the leader may just have cleaned further).
+    assert node.core.hw is not None and node.core.hw > max(starts)
     # Its state machine (snapshot + log after it) matches the committed log: checked on every commit.
     assert sim.checker.snapshots_loaded >= 1
 
@@ -56,6 +56,9 @@ def test_controller_standby_down_while_others_clean_catches_up_with_fetch_snapsh
     shell = sim.shells[victim]
     assert shell.snapshots_loaded >= 1 and sim.snapshot_downloads >= 1
     active = next(s for s in sim.shells.values() if s.ctl.active)
+    for _ in range(5000):  # the run may end mid-round-trip: step on until both applied the same prefix
+        if shell.ctl.committed_offset == active.ctl.committed_offset or not sim.step():
+            break
     assert shell.ctl.committed_offset == active.ctl.committed_offset
     assert shell.ctl.committed_image == active.ctl.committed_image
     assert set(shell.ctl.committed_image.topic_ids) >= sim.checker.acked_topics

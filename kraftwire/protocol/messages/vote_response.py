@@ -74,7 +74,7 @@ class VoteResponse:
 
     API_KEY: ClassVar[int] = 52
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
 
     error_code: int = 0  # Request-level error code; 0 on success.
@@ -476,5 +476,95 @@ def _e_VoteResponse_v1(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_VoteResponse_v0, 1: _d_VoteResponse_v1}
-_ENCODERS = {0: _e_VoteResponse_v0, 1: _e_VoteResponse_v1}
+_d_PartitionData_v2 = _d_PartitionData_v0
+
+_d_TopicData_v2 = _d_TopicData_v0
+
+_d_NodeEndpoint_v2 = _d_NodeEndpoint_v1
+
+_d_VoteResponse_v2 = _d_VoteResponse_v1
+
+_e_PartitionData_v2 = _e_PartitionData_v0
+
+def _e_TopicData_v2(o, out):
+    b1 = o.topic_name
+    if b1 is None:
+        raise not_nullable('VoteResponse.TopicName', 2)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    a2 = o.partitions
+    if a2 is None:
+        raise not_nullable('VoteResponse.Partitions', 2)
+    else:
+        if len(a2) < 127:
+            out.append(len(a2) + 1)
+        else:
+            out += uvarint(len(a2) + 1)
+        for e in a2:
+            _e_PartitionData_v0(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_NodeEndpoint_v2(o, out):
+    out += _S2.pack(o.node_id)
+    b1 = o.host
+    if b1 is None:
+        raise not_nullable('VoteResponse.Host', 2)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S3.pack(o.port)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_VoteResponse_v2(o, out):
+    out += _S0.pack(o.error_code)
+    a1 = o.topics
+    if a1 is None:
+        raise not_nullable('VoteResponse.Topics', 2)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_TopicData_v2(e, out)
+    tagged = []
+    if o.node_endpoints:
+        t = bytearray()
+        a2 = o.node_endpoints
+        if a2 is None:
+            raise not_nullable('VoteResponse.NodeEndpoints', 2)
+        else:
+            if len(a2) < 127:
+                t.append(len(a2) + 1)
+            else:
+                t += uvarint(len(a2) + 1)
+            for e in a2:
+                _e_NodeEndpoint_v2(e, t)
+        tagged.append((0, t))
+    if o.unknown_tagged_fields:
+        tagged.extend(o.unknown_tagged_fields)
+        tagged.sort(key=_first)
+    if tagged:
+        write_tags(out, tagged)
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_VoteResponse_v0, 1: _d_VoteResponse_v1, 2: _d_VoteResponse_v1}
+_ENCODERS = {0: _e_VoteResponse_v0, 1: _e_VoteResponse_v1, 2: _e_VoteResponse_v2}
