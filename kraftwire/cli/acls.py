@@ -14,19 +14,21 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 import anyio
 
+from kraftwire.cli.bootstrap import active_controller, first_answer, parse_bootstrap
 from kraftwire.cli.client_config import command_security
+from kraftwire.cli.errors import ExitCode, OperatorError, kafka_error
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.create_acls_request import AclCreation, CreateAclsRequest
 from kraftwire.protocol.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
 from kraftwire.protocol.messages.describe_acls_request import DescribeAclsRequest
+from kraftwire.protocol.messages.describe_cluster_request import DescribeClusterRequest
 from kraftwire.security import authorizer as az
-from kraftwire.security.settings import ClientSecurity, SecurityConfigError
+from kraftwire.security.settings import ClientSecurity
 
 ANY = 1
 MATCH = 2
@@ -46,8 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("acls", help="add, remove and list ACLs (like kafka-acls.sh)",
                        description="Manage ACLs through the Kafka protocol (CreateAcls, DeleteAcls, DescribeAcls).")
     target = p.add_mutually_exclusive_group(required=True)
-    target.add_argument("--bootstrap-server", metavar="HOST:PORT", help="a broker or node client listener")
-    target.add_argument("--bootstrap-controller", metavar="HOST:PORT", help="a controller listener")
+    target.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
+                        help="brokers or node client listeners (the first that answers is used)")
+    target.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]",
+                        help="controller listeners; the command goes to the active controller")
     p.add_argument("--command-config", help="Kafka client properties (security.protocol, sasl.*, ssl.*)")
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--add", action="store_true", help="add the ACLs described by the options")
@@ -126,9 +130,20 @@ def _security(args: argparse.Namespace) -> ClientSecurity | None:
     return command_security(args.command_config)
 
 
+def _reachable(timeout_s: float) -> Any:
+    def ask(conn: Connection) -> Any:
+        return conn.request(DescribeClusterRequest(endpoint_type=1), None, timeout_s)
+    return ask
+
+
+class NotController(RequestFailed):
+    """The node asked is not the active controller (any more)."""
+
+
 def _check(code: int, message: str | None, what: str) -> None:
     if code:
-        raise RequestFailed(f"{what} failed: {Errors(code).name}" + (f": {message}" if message else ""))
+        cls = NotController if code == Errors.NOT_CONTROLLER else RequestFailed
+        raise cls(f"{what} failed: {kafka_error(code)}" + (f": {message}" if message else ""))
 
 
 def _render(resources: Any) -> list[str]:
@@ -145,24 +160,41 @@ def _render(resources: Any) -> list[str]:
 
 
 async def execute(args: argparse.Namespace, security: ClientSecurity | None) -> list[str]:
-    addr = args.bootstrap_server or args.bootstrap_controller
-    host, _, port = addr.rpartition(":")
-    if not host or not port.isdigit():
-        raise UsageError(f"expected HOST:PORT, got {addr!r}")
+    """Run the command against the active controller (--bootstrap-controller: found through
+    DescribeCluster, followed again once on NOT_CONTROLLER) or the first answering broker."""
+    flag = "--bootstrap-controller" if args.bootstrap_controller else "--bootstrap-server"
+    try:
+        addresses = parse_bootstrap(args.bootstrap_server or args.bootstrap_controller, flag)
+    except OperatorError as e:
+        raise UsageError(str(e)) from None
     if args.add or args.remove:
         _bindings(args, az.LITERAL)    # report usage errors before connecting
     result: list[str] = []
     error: Exception | None = None
     async with anyio.create_task_group() as tg:
-        conn = Connection(tg, host.strip("[]"), int(port), client_id="kraftwire-acls", security=security,
-                          connect_timeout_s=args.timeout)
-        try:
-            result = await _execute(conn, args)
-        except Exception as e:  # noqa: BLE001 - re-raised below, outside the task group
-            error = e
-        finally:
-            await conn.close()
-            tg.cancel_scope.cancel()
+        for _attempt in range(2):
+            conn = None
+            try:
+                if args.bootstrap_controller:
+                    conn = await active_controller(tg, addresses, client_id="kraftwire-acls",
+                                                   timeout_s=args.timeout, security=security)
+                    result = await _execute(conn, args)
+                else:
+                    conn, _ = await first_answer(tg, addresses, _reachable(args.timeout),
+                                                 client_id="kraftwire-acls", timeout_s=args.timeout,
+                                                 security=security)
+                    result = await _execute(conn, args)
+                error = None
+                break
+            except NotController as e:
+                error = e       # the controller moved between DescribeCluster and the request: once more
+            except Exception as e:  # noqa: BLE001 - re-raised below, outside the task group
+                error = e
+                break
+            finally:
+                if conn is not None:
+                    await conn.close()
+        tg.cancel_scope.cancel()
     if error is not None:
         raise error
     return result
@@ -209,12 +241,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         security = _security(args)
         lines = anyio.run(execute, args, security)
-    except (UsageError, SecurityConfigError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2 if isinstance(e, UsageError) else 1
-    except RequestFailed as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    except UsageError as e:
+        raise OperatorError(str(e), ExitCode.USAGE) from None
     for line in lines:
         print(line)
     return 0

@@ -10,7 +10,9 @@ from typing import Any
 
 import anyio
 
+from kraftwire.cli.bootstrap import first_answer, parse_bootstrap
 from kraftwire.cli.client_config import add_command_config, command_security
+from kraftwire.cli.errors import ExitCode, OperatorError, kafka_error
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.describe_cluster_request import DescribeClusterRequest
@@ -29,10 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Describe the KRaft metadata quorum: leader, epoch, high watermark, "
                                    "voters and observers, and each replica's replication state.")
     target = p.add_mutually_exclusive_group(required=True)
-    target.add_argument("--bootstrap-server", metavar="HOST:PORT", help="a broker or node client listener")
-    target.add_argument("--bootstrap-controller", metavar="HOST:PORT", help="a controller listener")
+    target.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
+                        help="brokers or node client listeners (the first that answers is used)")
+    target.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]",
+                        help="controller listeners (the first that answers is used)")
     add_command_config(p)
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for an answer (default 10)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the whole answer (default 10)")
     dsub = p.add_subparsers(dest="action", metavar="describe", required=True)
     d = dsub.add_parser("describe", help="describe the quorum")
     what = d.add_mutually_exclusive_group(required=True)
@@ -43,40 +47,42 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _split(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
-    if not host or not port.isdigit():
-        raise SystemExit(f"error: expected HOST:PORT, got {addr!r}")
-    return host.strip("[]"), int(port)
-
-
 async def describe(addr: str, timeout_s: float, security: ClientSecurity | None = None, *,
                    controller: bool = True) -> dict[str, Any]:
-    """Ask the node at ``addr`` (following the leader if needed) for the quorum's state; ``controller``
-    says whether ``addr`` is a controller listener (--bootstrap-controller) or a broker's."""
-    host, port = _split(addr)
-    failure: Exception | None = None
-    async with anyio.create_task_group() as tg:
-        try:
-            result = await _describe(tg, host, port, timeout_s, security, 2 if controller else 1)
-        except (RequestFailed, OSError, TimeoutError) as e:
-            failure = e     # raised outside the task group, so callers see it unwrapped
-        finally:
-            tg.cancel_scope.cancel()
+    """Ask the first node of the bootstrap list ``addr`` that answers (following the leader if needed)
+    for the quorum's state, all within ``timeout_s``; ``controller`` says whether the list names
+    controller listeners (--bootstrap-controller) or brokers'."""
+    flag = "--bootstrap-controller" if controller else "--bootstrap-server"
+    addresses = parse_bootstrap(addr, flag)
+    failure: BaseException | None = None
+    result: dict[str, Any] = {}
+    with anyio.move_on_after(timeout_s) as scope:
+        async with anyio.create_task_group() as tg:
+            try:
+                result = await _describe(tg, addresses, timeout_s, security, 2 if controller else 1)
+            except (RequestFailed, OSError, TimeoutError) as e:
+                failure = e     # raised outside the task group, so callers see it unwrapped
+            finally:
+                tg.cancel_scope.cancel()
+    if scope.cancelled_caught:
+        raise OperatorError(f"no answer from {addr} within --timeout {timeout_s:g} s", ExitCode.UNREACHABLE)
     if failure is not None:
         raise failure
     return result
 
 
-async def _describe(tg: Any, host: str, port: int, timeout_s: float,
+async def _describe(tg: Any, addresses: list[tuple[str, int]], timeout_s: float,
                     security: ClientSecurity | None, endpoint_type: int = 2) -> dict[str, Any]:
-    conn = Connection(tg, host, port, client_id="kraftwire-metadata-quorum", connect_timeout_s=timeout_s,
-                      security=security)
-    cluster = await conn.request(DescribeClusterRequest(endpoint_type=endpoint_type), None, timeout_s)
-    if cluster.error_code == Errors.MISMATCHED_ENDPOINT_TYPE:  # a broker named as a controller, or the reverse
-        cluster = await conn.request(DescribeClusterRequest(endpoint_type=3 - endpoint_type), None, timeout_s)
+    async def ask(conn: Connection) -> Any:
+        cluster = await conn.request(DescribeClusterRequest(endpoint_type=endpoint_type), None, timeout_s)
+        if cluster.error_code == Errors.MISMATCHED_ENDPOINT_TYPE:  # a broker named as a controller, or reverse
+            cluster = await conn.request(DescribeClusterRequest(endpoint_type=3 - endpoint_type), None, timeout_s)
+        return cluster
+
+    conn, cluster = await first_answer(tg, addresses, ask, client_id="kraftwire-metadata-quorum",
+                                       timeout_s=timeout_s, security=security)
     if cluster.error_code:
-        raise RequestFailed(f"DescribeCluster failed: {Errors.of(cluster.error_code)!r}")
+        raise RequestFailed(f"DescribeCluster failed: {kafka_error(cluster.error_code)}")
     request = DescribeQuorumRequest(topics=[TopicData(METADATA_TOPIC, [PartitionData(0)])])
     for _ in range(3):
         resp = await conn.request(request, None, timeout_s)
@@ -91,7 +97,7 @@ async def _describe(tg: Any, host: str, port: int, timeout_s: float,
                               security=security)
             continue
         if code:
-            raise RequestFailed(f"DescribeQuorum failed: {Errors.of(code)!r} {resp.error_message or ''}".strip())
+            raise RequestFailed(f"DescribeQuorum failed: {kafka_error(code)} {resp.error_message or ''}".strip())
         await conn.close()
         return _result(cluster, resp, part)
     raise RequestFailed("DescribeQuorum: no leader answered")
@@ -112,40 +118,44 @@ def _cluster_endpoint(cluster: Any, node_id: int) -> tuple[str, int] | None:
 
 
 def _result(cluster: Any, resp: Any, part: Any) -> dict[str, Any]:
-    hw = part.high_watermark
-
-    def rows(replicas: list[Any], kind: str) -> list[dict[str, Any]]:
-        out = []
-        for r in replicas:
-            status = "Leader" if r.replica_id == part.leader_id and kind == "Follower" else kind
-            out.append({"NodeId": r.replica_id,
-                        "DirectoryId": _dir_id(getattr(r, "replica_directory_id", None)),
-                        "LogEndOffset": r.log_end_offset,
-                        "Lag": max(0, hw - r.log_end_offset) if hw >= 0 else 0,
-                        "LastFetchTimestamp": r.last_fetch_timestamp,
-                        "LastCaughtUpTimestamp": r.last_caught_up_timestamp,
-                        "Status": status})
-        return out
-
-    voters = rows(part.current_voters, "Follower")
-    observers = rows(part.observers, "Observer")
+    """The quorum as kafka-metadata-quorum.sh computes it: each replica's Lag is the leader's log end
+    offset minus its own; MaxFollowerLag is that of the voter with the lowest log end offset (the first
+    such voter; the leader itself gives 0), MaxFollowerLagTimeMs the leader's last caught-up time minus
+    that voter's (-1 when one is unknown). Rows: the leader, the other voters, then observers."""
     now = int(time.time() * 1000)
-    followers = [v for v in voters if v["Status"] != "Leader"]
-    max_lag = max((v["Lag"] for v in followers), default=0)
-    lag_times = [now - v["LastCaughtUpTimestamp"] for v in followers if v["LastCaughtUpTimestamp"] >= 0]
-    leader_row = next((v for v in voters if v["Status"] == "Leader"), None)
-    if leader_row is not None and leader_row["LastCaughtUpTimestamp"] < 0:
-        leader_row["LastCaughtUpTimestamp"] = leader_row["LastFetchTimestamp"] = now
+    leader_id = part.leader_id
+    leader = next((r for r in part.current_voters if r.replica_id == leader_id), None)
+    leader_leo = leader.log_end_offset if leader is not None else part.high_watermark
+
+    def row(r: Any, status: str) -> dict[str, Any]:
+        fetch, caught_up = r.last_fetch_timestamp, r.last_caught_up_timestamp
+        if status == "Leader" and caught_up < 0:  # the leader is caught up with itself now
+            fetch = caught_up = now
+        return {"NodeId": r.replica_id, "DirectoryId": _dir_id(getattr(r, "replica_directory_id", None)),
+                "LogEndOffset": r.log_end_offset, "Lag": leader_leo - r.log_end_offset,
+                "LastFetchTimestamp": fetch, "LastCaughtUpTimestamp": caught_up, "Status": status}
+
+    rows = ([row(leader, "Leader")] if leader is not None else []) + [
+        row(r, "Follower") for r in part.current_voters if r.replica_id != leader_id] + [
+        row(r, "Observer") for r in part.observers]
+    max_lag, max_lag_time = 0, 0
+    if leader is not None and part.current_voters:
+        laggard = min(part.current_voters, key=lambda r: r.log_end_offset)   # first of the lowest, as Java's min
+        max_lag = leader.log_end_offset - laggard.log_end_offset
+        if laggard is not leader:
+            lead_ts = rows[0]["LastCaughtUpTimestamp"]
+            lag_ts = laggard.last_caught_up_timestamp
+            max_lag_time = lead_ts - lag_ts if lead_ts >= 0 and lag_ts >= 0 else -1
     return {
         "ClusterId": cluster.cluster_id,
-        "LeaderId": part.leader_id,
+        "LeaderId": leader_id,
         "LeaderEpoch": part.leader_epoch,
-        "HighWatermark": hw,
+        "HighWatermark": part.high_watermark,
         "MaxFollowerLag": max_lag,
-        "MaxFollowerLagTimeMs": max(lag_times, default=0) if followers else 0,
-        "CurrentVoters": [v["NodeId"] for v in voters],
-        "CurrentObservers": [o["NodeId"] for o in observers],
-        "Replication": voters + observers,
+        "MaxFollowerLagTimeMs": max_lag_time,
+        "CurrentVoters": [r.replica_id for r in part.current_voters],
+        "CurrentObservers": [r.replica_id for r in part.observers],
+        "Replication": rows,
         "NowMs": now,
     }
 
