@@ -26,6 +26,15 @@ FORWARDED_APIS: dict[int, str] = {
     37: "CreatePartitions", 43: "ElectLeaders", 44: "IncrementalAlterConfigs", 51: "AlterUserScramCredentials",
     57: "UpdateFeatures",
 }
+# Every API a Kafka broker may wrap in an Envelope (``ApiKeys.forwardable`` in Kafka 3.7 to 4.1). A controller
+# answers those it serves; the others get UNSUPPORTED_VERSION, on which a Kafka broker closes the client's
+# connection (its ApiVersions, cut to what the controller serves, never offered them).
+FORWARDABLE_APIS: dict[int, str] = {
+    **FORWARDED_APIS, 38: "CreateDelegationToken", 39: "RenewDelegationToken", 40: "ExpireDelegationToken",
+    45: "AlterPartitionReassignments", 46: "ListPartitionReassignments", 49: "AlterClientQuotas",
+    55: "DescribeQuorum", 64: "UnregisterBroker", 67: "AllocateProducerIds", 80: "AddRaftVoter",
+    81: "RemoveRaftVoter",
+}
 ENVELOPE = 58
 _VERSION = struct.Struct(">h")
 

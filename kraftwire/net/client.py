@@ -120,13 +120,17 @@ class Connection:
                 raise
             return stream
 
-    async def request(self, body: Any, version: int | None = None, timeout_s: float = 30.0) -> Any:
-        """Send ``body`` and wait for its response body; raises RequestFailed."""
+    async def connect(self) -> ByteStream:
+        """Connect and exchange ApiVersions now (``versions`` is then the peer's); raises RequestFailed."""
         try:
-            stream = await self._ensure()
+            return await self._ensure()
         except (OSError, TimeoutError, anyio.BrokenResourceError, anyio.EndOfStream, KafkaProtocolError,
                 RequestFailed) as e:
             raise RequestFailed(f"connect to {self.host}:{self.port} failed: {e}") from e
+
+    async def request(self, body: Any, version: int | None = None, timeout_s: float = 30.0) -> Any:
+        """Send ``body`` and wait for its response body; raises RequestFailed."""
+        stream = await self.connect()
         if version is None:
             version = self.version_for(body.API_KEY)
         return await self._send(stream, body, version, timeout_s)

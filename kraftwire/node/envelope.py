@@ -8,8 +8,8 @@ the client, and can tell a forwarded request by ``getattr(ctx, "forwarded", Fals
 
 Envelope-level errors: NOT_CONTROLLER when this node is not the active controller,
 PRINCIPAL_DESERIALIZATION_FAILURE for an unreadable principal, INVALID_REQUEST for a bad client
-address, an unparsable inner request or one that is not forwardable, UNSUPPORTED_VERSION for an
-inner version this node does not serve.
+address, an unparsable inner request or one Kafka never forwards, UNSUPPORTED_VERSION for a forwardable
+API or version this node does not serve (a Kafka broker then closes its client's connection).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 from typing import ClassVar
 
 from kraftwire.broker.envelope import (
-    FORWARDED_APIS,
+    FORWARDABLE_APIS,
     PrincipalError,
     deserialize_principal,
     host_from_bytes,
@@ -73,18 +73,18 @@ async def handle_envelope(body: EnvelopeRequest, ctx: RequestContext, *, active:
     try:
         inner = decode_request(body.request_data)
     except UnsupportedRequestError as e:
-        return _fail(Errors.UNSUPPORTED_VERSION if e.api_key in FORWARDED_APIS else Errors.INVALID_REQUEST, str(e))
+        return _fail(Errors.UNSUPPORTED_VERSION if e.api_key in FORWARDABLE_APIS else Errors.INVALID_REQUEST, str(e))
     except (DecodeError, KafkaProtocolError) as e:
         return _fail(Errors.INVALID_REQUEST, f"unparsable forwarded request: {e}")
     key, version = inner.api_key, inner.api_version
-    if key not in FORWARDED_APIS:
+    if key not in FORWARDABLE_APIS:
         return _fail(Errors.INVALID_REQUEST, f"API {key} cannot be forwarded")
     lo_hi = served.get(key)
     if lo_hi is None or not lo_hi[0] <= version <= lo_hi[1]:
-        return _fail(Errors.UNSUPPORTED_VERSION, f"{FORWARDED_APIS[key]} v{version} is not served here")
+        return _fail(Errors.UNSUPPORTED_VERSION, f"{FORWARDABLE_APIS[key]} v{version} is not served here")
     inner_ctx = forwarded_context(ctx, principal, host)
     reply = await dispatch(inner, inner_ctx)
     if reply is None:
-        return _fail(Errors.UNKNOWN_SERVER_ERROR, f"no response to forwarded {FORWARDED_APIS[key]}")
+        return _fail(Errors.UNKNOWN_SERVER_ERROR, f"no response to forwarded {FORWARDABLE_APIS[key]}")
     data = response_bytes(reply.body, key, reply.version, inner.correlation_id, reply.header_version)
     return EnvelopeResponse(response_data=data, error_code=0)

@@ -19,6 +19,7 @@ from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.metadata import bootstrap_records
+from kraftwire.net.client import RequestFailed
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.server import KafkaServer, RefusedRequest, Reply, RequestContext
 from kraftwire.node import reads, serving
@@ -38,6 +39,7 @@ from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.view import LogPartitionView
+from kraftwire.node.voter_pool import VoterPool
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages.describe_cluster_response import (
@@ -122,10 +124,14 @@ class Node:
             max_request_bytes=cfg["socket.request.max.bytes"],
             idle_timeout_s=cfg["connections.max.idle.ms"] / 1000, limits=ConnectionLimits.from_config(cfg))
         self.bound: dict[str, tuple[str, int]] = {}
-        # Other voters learn this node's client listeners from its ControllerRegistration (KIP-919).
+        # Every voter of a multi-voter quorum registers its listeners (KIP-919), as Kafka's controllers do: the
+        # others learn its client listeners from it, and Kafka voters list only registered controllers to admin
+        # clients (an unregistered kraftwire leader cannot be found through them).
         advertised = cfg.advertised()
+        advertised += [e for e in cfg.listeners if e.name == listener and all(a.name != listener for a in advertised)]
+        self.registration_pool = VoterPool({v.node_id: (v.host, v.port) for v in cfg.voters}, max_idle=1)
         self.registrar: ControllerRegistrar | None = None
-        if len(cfg.voters) > 1 and any(e.name != listener for e in advertised):
+        if len(cfg.voters) > 1:
             self.registrar = ControllerRegistrar(
                 cfg.node_id, [(e.name, e.host, e.port, cfg.security_protocol(e.name)) for e in advertised],
                 lambda: self.controller.controller.committed_image, self._send_registration)
@@ -140,6 +146,7 @@ class Node:
             tg.start_soon(self.controller.run_timer)
             tg.start_soon(self.groups.run_timer)
             if self.registrar is not None:
+                self.registration_pool.attach(tg)
                 tg.start_soon(self.registrar.run)
             if self.cfg["kraftwire.metrics.port"]:
                 host, port = await tg.start(serve_metrics, CombinedMetrics(self.metrics, self.server),
@@ -159,6 +166,7 @@ class Node:
                 await anyio.sleep(min(grace_s, 0.2))
         self.log.flush()
         await self.driver.close()
+        await self.registration_pool.close()
 
     # -- request dispatch ----------------------------------------------------------------------
     async def handle(self, request: Request, ctx: RequestContext) -> Reply | None:
@@ -228,7 +236,14 @@ class Node:
         leader = self.view.leader_id
         if leader is None or leader < 0 or leader == self.cfg.node_id:
             return None
-        return await self.driver.forward(leader, body, 0)
+        # Not on the raft connection: the leader commits the registration only after our next Fetch, which
+        # would queue behind it there (one request at a time per connection).
+        try:
+            return await self.registration_pool.request(leader, body, 0, self.driver.request_timeout_s,
+                                                        "kraftwire-controller-registration")
+        except RequestFailed as e:
+            log.debug("controller registration to node %d failed: %s", leader, e)
+            return None
 
     def _own_coordinator(self, resp: Any, version: int, listener: str) -> Any:
         """FindCoordinator names the owning voter at its address on the client's listener (as Metadata

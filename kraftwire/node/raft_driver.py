@@ -130,6 +130,7 @@ class RaftDriver:
             self.call(self.core.handle_request_failed, out.request_id)
             return
         try:
+            await conn.connect()  # the version is chosen from the peer's ApiVersions, never before it
             version = conn.version_for(api_key)
             try:
                 body = wire.request_to_wire(out.msg, version, self.leader_endpoints)

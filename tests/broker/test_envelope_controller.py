@@ -100,3 +100,87 @@ async def test_envelope_level_errors():
             tg.cancel_scope.cancel()
         acls = leader.controller.controller.committed_image.acls
         assert acls == {}, "no refused envelope may write"
+
+
+# What a Kafka 3.9 broker would forward for each forwardable API (its newest version of it).
+KAFKA_39_FORWARDED = {19: 7, 20: 6, 30: 3, 31: 3, 33: 2, 37: 3, 38: 3, 39: 2, 40: 2, 43: 2, 44: 1, 45: 0, 46: 0,
+                      49: 1, 51: 0, 55: 2, 57: 1, 64: 0, 67: 0, 80: 0, 81: 0}
+
+
+def error_codes(value) -> set[int]:
+    """Every ``error_code`` anywhere in a decoded response."""
+    if isinstance(value, list):
+        return set().union(*(error_codes(v) for v in value)) if value else set()
+    if not hasattr(value, "__dataclass_fields__") and not hasattr(value, "__slots__"):
+        return set()
+    out = set()
+    for name in getattr(value, "__slots__", ()) or value.__dataclass_fields__:
+        v = getattr(value, name, None)
+        if name == "error_code" and isinstance(v, int):
+            out.add(v)
+        elif isinstance(v, list) or hasattr(v, "__slots__"):
+            out |= error_codes(v)
+    return out
+
+
+def raw_inner(key: int, version: int, corr: int = 7) -> bytes:
+    """A flexible request header (v2) for an API kraftwire has no codec for, and an empty body."""
+    import struct
+
+    return struct.pack(">hhih", key, version, corr, 5) + b"admin" + b"\x00" + b"\x00"
+
+
+async def test_describe_quorum_inside_an_envelope_is_answered():
+    """kafka-metadata-quorum.sh --bootstrap-server <Kafka broker> arrives as an Envelope around DescribeQuorum."""
+    from kraftwire.protocol.messages.describe_quorum_request import (
+        DescribeQuorumRequest,
+        PartitionData,
+        TopicData,
+    )
+
+    async with memory_cluster(3) as (nodes, ports):
+        leader = await active(nodes)
+        await wait_for(lambda: (leader.core.hw or 0) > 0)
+        body = DescribeQuorumRequest(topics=[TopicData("__cluster_metadata", [PartitionData(0)])])
+        async with anyio.create_task_group() as tg:
+            conn = Connection(tg, "127.0.0.1", ports[leader.cfg.node_id - 1])
+            for version in (0, 1, 2):
+                r = await conn.request(envelope(inner_bytes(body, version)), 0, 10)
+                assert r.error_code == 0, version
+                corr, inner = decode_response(r.response_data, 55, version)
+                part = inner.topics[0].partitions[0]
+                assert (corr, inner.error_code, part.error_code) == (4242, 0, 0)
+                assert part.leader_id == leader.cfg.node_id
+                assert sorted(v.replica_id for v in part.current_voters) == [1, 2, 3]
+            await conn.close()
+            tg.cancel_scope.cancel()
+
+
+async def test_every_forwardable_api_is_answered_or_refused_as_kafka_does():
+    """Served APIs are answered (never UNKNOWN_SERVER_ERROR); the others get UNSUPPORTED_VERSION, on which a
+    Kafka broker closes its client's connection instead of passing on an unknown error."""
+    from kraftwire.broker.envelope import FORWARDABLE_APIS
+    from kraftwire.protocol.api import is_known, request_class
+
+    assert set(KAFKA_39_FORWARDED) == set(FORWARDABLE_APIS)
+    async with memory_cluster(3) as (nodes, ports):
+        leader = await active(nodes)
+        async with anyio.create_task_group() as tg:
+            conn = Connection(tg, "127.0.0.1", ports[leader.cfg.node_id - 1])
+            for key, version in sorted(KAFKA_39_FORWARDED.items()):
+                served = leader.apis.get(key)
+                if served and served[0] <= version <= served[1]:
+                    data = inner_bytes(request_class(key)(), version)
+                elif is_known(key) and request_class(key).MIN_VERSION <= version <= request_class(key).MAX_VERSION:
+                    data = inner_bytes(request_class(key)(), version)
+                else:
+                    data = raw_inner(key, version)
+                r = await conn.request(envelope(data), 0, 10)
+                if served and served[0] <= version <= served[1]:
+                    assert r.error_code == 0, (key, r.error_code)
+                    _, inner = decode_response(r.response_data, key, version)
+                    assert Errors.UNKNOWN_SERVER_ERROR not in error_codes(inner), (key, inner)
+                else:
+                    assert r.error_code == Errors.UNSUPPORTED_VERSION, (key, r.error_code)
+            await conn.close()
+            tg.cancel_scope.cancel()
