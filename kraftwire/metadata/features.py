@@ -39,7 +39,7 @@ MV_DIRECTORY_ASSIGNMENT = 17        # 3.7-IV2: log directories in registrations 
 #: Features this controller can finalize and the levels it supports (inclusive).
 SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     METADATA_VERSION: (MINIMUM_KRAFT_LEVEL, LATEST_LEVEL),
-    KRAFT_VERSION: (0, 1),
+    KRAFT_VERSION: (0, 0),   # 1 (KIP-853 dynamic quorums) is not built yet: never advertise it
     GROUP_VERSION: (0, 1),
     TRANSACTION_VERSION: (0, 2),
 }

@@ -9,7 +9,7 @@ from kraftwire.protocol.messages.api_versions_response import ApiVersion, ApiVer
 
 # API key -> (min, max) this node answers. Produce is listed (and refused per request) because
 # librdkafka enables its modern Fetch versions only when Produce is advertised.
-RAFT_APIS = {52: (0, 1), 53: (0, 1), 54: (0, 1), 55: (0, 2), 59: (0, 1)}
+RAFT_APIS = {52: (0, 2), 53: (0, 1), 54: (0, 1), 55: (0, 2), 59: (0, 1)}
 CLIENT_APIS = {
     0: (3, 9),    # Produce: advertised, always refused for __cluster_metadata
     1: (4, 17),   # Fetch: consumers and replicas

@@ -236,7 +236,10 @@ class RaftCore:
             return []
         base = self.log.end_offset + len(st.pending)
         if not st.pending:
-            st.linger_deadline = now + self.config.append_linger_ms
+            # Adaptive batching: an idle pipeline (all we wrote is committed) writes at once; while a
+            # batch is replicating, appends gather until it commits, capped by append.linger.ms.
+            idle = st.hw is not None and st.hw >= self.log.end_offset
+            st.linger_deadline = now if idle else now + self.config.append_linger_ms
         st.pending.extend(records)
         return list(range(base, base + len(records)))
 
@@ -890,6 +893,8 @@ class RaftCore:
         if st.hw is None or candidate > st.hw:
             st.hw = candidate
             self._raise_hw(candidate)
+            if st.pending and candidate >= self.log.end_offset:
+                st.linger_deadline = now  # the previous batch committed: write the gathered one now
 
     def _raise_hw(self, value: int) -> None:
         if self.hw is None or value > self.hw:

@@ -159,3 +159,11 @@ def test_pre_vote_on_the_wire_needs_vote_v2():
     assert e.value.error == Errors.UNSUPPORTED_VERSION
     real = wire.request_to_wire(replace(req, pre_vote=False), 1)
     assert not wire.request_from_wire(52, vq.VoteRequest.decode(real.encode(1), 1), 1)[1].pre_vote
+
+
+def test_vote_v2_is_advertised_and_kraft_version_1_is_not():
+    from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
+    from kraftwire.node.apis import RAFT_APIS
+
+    assert RAFT_APIS[52] == (0, 2)                      # Kafka 4.x peers may send pre-votes
+    assert SUPPORTED_FEATURES[KRAFT_VERSION] == (0, 0)  # dynamic quorums (KIP-853) are not built

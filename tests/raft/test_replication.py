@@ -35,6 +35,32 @@ def test_append_batches_records_after_linger_and_returns_offsets():
     assert log.flushed_offset == 4
 
 
+def test_idle_leader_writes_an_append_at_once_and_gathers_only_while_a_batch_replicates():
+    core, log, _, now, _ = leader_with_data(3)       # batch [1, 4) written, not yet committed
+    fetch(core, now, 1, 2, 1, 1)                      # follower 2 holds the LeaderChange only
+    assert core.hw == 1
+    core.append(now, [rec(b"a")])
+    core.tick(now)
+    assert log.end_offset == 4                        # a batch is replicating: gather
+    out = fetch(core, now + 2, 2, 2, 4, 1)            # it commits: the gathered append goes out now
+    assert core.hw == 4 and log.end_offset == 5 and log.flushed_offset == 5
+    assert len(log.batches[-1].records) == 1 and fetch_partition(out).high_watermark == 4
+    fetch(core, now + 3, 3, 2, 5, 1)
+    assert core.hw == 5                               # idle again
+    core.append(now + 4, [rec(b"b"), rec(b"c")])
+    core.tick(now + 4)                                # idle: no linger at all
+    assert log.end_offset == 7 and log.flushed_offset == 7
+
+
+def test_linger_is_the_cap_when_the_previous_batch_never_commits():
+    core, log, _, now, _ = leader_with_data(3)
+    core.append(now, [rec(b"a")])
+    core.tick(now + core.config.append_linger_ms - 1)
+    assert log.end_offset == 4
+    core.tick(now + core.config.append_linger_ms)
+    assert log.end_offset == 5
+
+
 def test_append_on_non_leader_raises():
     core, *_ = make()
     with pytest.raises(NotLeaderError):

@@ -22,7 +22,7 @@ from kraftwire.storage.snapshot import (
 
 from .helpers import all_records, open_log, recs
 
-RECORDS = bootstrap_records(21, {"kraft.version": 1})
+RECORDS = bootstrap_records(21, {"group.version": 1})
 
 
 def filled(tmp_path, batches=((1, 3), (1, 3), (2, 3), (2, 3), (3, 3)), **kw):
