@@ -18,6 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dir", default="quickstart-data", help="where configs and logs go (default ./quickstart-data)")
     p.add_argument("--voters", type=int, default=3, choices=range(1, 8), metavar="N", help="voters (default 3)")
     p.add_argument("--base-port", type=int, default=19091, help="first controller port (default 19091)")
+    p.add_argument("-r", "--release-version", default=None, metavar="RELEASE",
+                   help="Kafka release whose metadata.version to format with, e.g. 3.7-IV4 (default: the latest)")
     p.add_argument("--duration", type=float, default=0,
                    help="stop by itself after this many seconds (0 = run until Ctrl-C)")
     p.set_defaults(func=run)
@@ -60,6 +62,12 @@ def run(args: argparse.Namespace) -> int:
             raise OperatorError(f"node {i}: port {port} on 127.0.0.1 (listener CONTROLLER) is already in use; "
                                 "stop the process using it or pick other ports with --base-port",
                                 ExitCode.PORT_IN_USE)
+    from kraftwire.cli.storage import metadata_level
+
+    try:
+        level = metadata_level(args.release_version, None)
+    except ValueError as e:
+        raise OperatorError(str(e), ExitCode.USAGE) from None
     configs = write_configs(base, args.voters, args.base_port)
     cluster_id = None
     for cfg_path in configs:
@@ -70,8 +78,9 @@ def run(args: argparse.Namespace) -> int:
                     cluster_id = line.split("=", 1)[1].strip()
     cluster_id = cluster_id or random_uuid()
     for cfg_path in configs:
-        format_storage(load_config(cfg_path), cluster_id, ignore_formatted=True, quiet=True)
-    print(f"cluster id {cluster_id}; {args.voters} voters; data in {base}")
+        format_storage(load_config(cfg_path), cluster_id, ignore_formatted=True, quiet=True, metadata_version=level)
+    print(f"cluster id {cluster_id}; {args.voters} voters; data in {base}"
+          + (f"; metadata.version {level} ({args.release_version})" if level is not None else ""))
     procs = []
     for i, cfg_path in enumerate(configs, start=1):
         logf = open(cfg_path.parent / "server.log", "ab")  # noqa: SIM115 - kept open for the child's life

@@ -30,8 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("-t", "--cluster-id", required=True, help="cluster id (see random-uuid)")
     f.add_argument("-g", "--ignore-formatted", action="store_true",
                    help="succeed without changes when already formatted with this cluster id")
-    f.add_argument("--metadata-version", type=int, default=None,
-                   help="metadata.version feature level to bootstrap (default: the latest kraftwire supports)")
+    mv = f.add_mutually_exclusive_group()
+    mv.add_argument("-r", "--release-version", default=None, metavar="RELEASE",
+                    help="Kafka release whose metadata.version to bootstrap, e.g. 3.7-IV4 (as kafka-storage.sh; "
+                         "every node of a mixed cluster must know it: Kafka 3.7 knows up to 3.7-IV4)")
+    mv.add_argument("--metadata-version", type=int, default=None, metavar="LEVEL",
+                    help="metadata.version feature level to bootstrap, e.g. 19 (default: the latest kraftwire supports)")
     f.add_argument("-S", "--add-scram", action="append", default=[], metavar="MECHANISM=[name=...,password=...]",
                    help="add a SCRAM user to the bootstrap metadata, e.g. "
                         "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (repeatable)")
@@ -86,12 +90,25 @@ def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool =
     return formatted
 
 
+def metadata_level(release: str | None, level: int | None) -> int | None:
+    """The metadata.version level named by ``--release-version`` or ``--metadata-version`` (None: default)."""
+    from kraftwire.metadata.features import LATEST_LEVEL, MINIMUM_BOOTSTRAP_LEVEL, parse_release_version
+
+    if release is not None:
+        level = parse_release_version(release)
+    if level is not None and not MINIMUM_BOOTSTRAP_LEVEL <= level <= LATEST_LEVEL:
+        raise ValueError(f"metadata.version {level} cannot be bootstrapped: kraftwire formats "
+                         f"{MINIMUM_BOOTSTRAP_LEVEL}..{LATEST_LEVEL} (3.3-IV0 and later releases it knows)")
+    return level
+
+
 def run_format(args: argparse.Namespace) -> int:
     cfg = read_config(args.config, [])
     try:
         format_storage(cfg, args.cluster_id, ignore_formatted=args.ignore_formatted,
-                       metadata_version=args.metadata_version, add_scram=args.add_scram)
-    except ValueError as e:   # a malformed --add-scram
+                       metadata_version=metadata_level(args.release_version, args.metadata_version),
+                       add_scram=args.add_scram)
+    except ValueError as e:   # a malformed --add-scram, an unknown release or level
         if isinstance(e, ConfigError):
             raise
         raise OperatorError(str(e), ExitCode.USAGE) from None

@@ -124,3 +124,23 @@ METADATA_CHANGED: frozenset[int] = frozenset({1, 3, 5, 6, 7, 8, 11, 13, 14, 15, 
 def metadata_changed_between(a: int, b: int) -> bool:
     lo, hi = sorted((a, b))
     return any(v in METADATA_CHANGED for v in range(lo + 1, hi + 1))
+
+
+def parse_release_version(text: str) -> int:
+    """A Kafka release name as ``kafka-storage.sh format --release-version`` takes it → metadata.version level.
+
+    ``3.7-IV4`` names one level; ``3.7`` (or ``3.7.0``) the newest level of that release, as Kafka's
+    ``MetadataVersion.fromVersionString`` does. Raises ValueError naming the known releases.
+    """
+    name = text.strip().upper()
+    by_name = {v.upper(): k for k, v in METADATA_VERSIONS.items()}
+    if name in by_name:
+        return by_name[name]
+    parts = name.split(".")
+    if "-" not in name and len(parts) in (2, 3) and all(p.isdigit() for p in parts):
+        release = f"{int(parts[0])}.{int(parts[1])}-"
+        levels = [k for k, v in METADATA_VERSIONS.items() if v.startswith(release)]
+        if levels:
+            return max(levels)
+    raise ValueError(f"unknown release version {text!r}: kraftwire knows {METADATA_VERSIONS[MINIMUM_KRAFT_LEVEL]} "
+                     f"... {METADATA_VERSIONS[LATEST_LEVEL]} (e.g. 3.7-IV4, or 3.7 for that release's newest)")
