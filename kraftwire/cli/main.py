@@ -20,7 +20,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "server": ("server", "run a node in the foreground"),
     "storage": ("storage", "format and inspect node storage (like kafka-storage.sh)"),
     "metadata-quorum": ("metadata_quorum", "describe the metadata quorum (like kafka-metadata-quorum.sh)"),
-    "dump-log": ("dump_log", "print log segments / snapshots as JSON lines"),
+    "dump-log": ("dump_log", "print log segments / snapshots (like kafka-dump-log.sh)"),
     "console-consumer": ("console_consumer", "print __cluster_metadata records as they commit"),
     "metadata-shell": ("metadata_shell", "browse the metadata image (snapshot, log directory or live controller)"),
     "protocol": ("protocol", "decode Kafka protocol frames to JSON and encode them back"),
