@@ -1,7 +1,14 @@
-"""KIP-595's raft-manager metrics, exported in the Prometheus text format over HTTP.
+"""Kafka's raft, controller and forwarding metrics through prometheus_client, served over HTTP.
 
-Names follow Kafka's JMX group ``kafka.server:type=raft-metrics`` flattened the way the Prometheus
-JMX exporter does: ``kafka_server_raft_metrics_<name with dashes as underscores>``.
+Names are the ones the Prometheus JMX exporter gives Kafka's MBeans with its Kafka example rules
+(``lowercaseOutputName: true``): ``kafka.server:type=raft-metrics`` → ``kafka_server_raft_metrics_<name
+with dashes as underscores>``, ``kafka.controller:type=KafkaController,name=X`` →
+``kafka_controller_kafkacontroller_<x>``, ``kafka.server:type=forwarding-metrics`` →
+``kafka_server_forwarding_metrics_<name>``. Cumulative counts are counters (``_total``), the rest
+gauges; process and Python metrics come from prometheus_client's own collectors.
+
+The HTTP endpoint answers ``/metrics`` (Prometheus text), ``/health`` (200 while the process serves)
+and ``/ready`` (200 once the node knows the quorum's leader and high watermark, else 503).
 """
 
 from __future__ import annotations
@@ -9,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -97,6 +105,8 @@ class RaftMetrics:
         core = self.core
         now = self.clock()
         state = core.state_name
+        if state == "follower" and core.node_id not in getattr(core, "voters", ()):
+            state = "observer"   # Kafka's current-state for a non-voter following the leader
         vote = core.voted_for()
         leader = core.leader_id
         hw = core.hw
@@ -121,56 +131,86 @@ class RaftMetrics:
                        "1 for the replica's current state"))
         return out
 
+    def ready(self) -> tuple[bool, str]:
+        """Ready once a leader and the high watermark are known (and this node is not still catching up)."""
+        core = self.core
+        if core.leader_id is None:
+            return False, "no known leader"
+        if core.hw is None:
+            return False, "high watermark unknown"
+        return True, f"leader {core.leader_id}, epoch {core.epoch}, high watermark {core.hw}"
+
+    def collect(self) -> Iterator[Any]:
+        yield from _families("kafka_server_raft_metrics_", self.samples(), COUNTERS)
+        yield from controller_families(getattr(self.core, "listener", None), self.core)
+
     def render(self) -> str:
-        lines = []
-        seen = set()
-        for name, value, help_text in self.samples():
-            base = name.split("{", 1)[0]
-            metric = f"kafka_server_raft_metrics_{base}"
-            if base not in seen:
-                seen.add(base)
-                lines.append(f"# HELP {metric} {help_text}")
-                lines.append(f"# TYPE {metric} gauge")
-            label = name[len(base):]
-            lines.append(f"{metric}{label} {_num(value)}")
-        return "\n".join(lines) + "\n"
+        return CombinedMetrics(self).render()
+
+
+# Samples that are cumulative counts: exposed as counters (``<name>_total``).
+COUNTERS = {"num_client_forwarding_to_controller_total": "num_client_forwarding_to_controller",
+            "num_messages_redirected_count": "num_messages_redirected",
+            "request_forwarding_to_controller_authorization_fail_count":
+                "request_forwarding_to_controller_authorization_fail",
+            "request_forwarding_to_controller_timeout_count": "request_forwarding_to_controller_timeout"}
+
+
+def _families(prefix: str, samples: list[tuple[str, float, str]], counters: dict[str, str]) -> Iterator[Any]:
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    grouped: dict[str, Any] = {}
+    for name, value, help_text in samples:
+        base, _, labels = name.partition("{")
+        if base in counters:
+            yield CounterMetricFamily(prefix + counters[base], help_text, value=value)
+            continue
+        fam = grouped.get(base)
+        if fam is None:
+            label_names = [kv.split("=")[0] for kv in labels.rstrip("}").split(",")] if labels else []
+            fam = grouped[base] = GaugeMetricFamily(prefix + base, help_text, labels=label_names)
+        if labels:
+            fam.add_metric([kv.split("=")[1].strip('"') for kv in labels.rstrip("}").split(",")], value)
+        else:
+            fam.add_metric([], value)
+    yield from grouped.values()
+
+
+def controller_families(shell: Any, core: Any) -> Iterator[Any]:
+    """``kafka.controller:type=KafkaController`` gauges of a controller node (nothing on a broker)."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    ctl = getattr(shell, "controller", None)
+    image = getattr(ctl, "committed_image", None)
+    if ctl is None or image is None or not hasattr(image, "brokers"):
+        return
+    brokers = list(image.brokers.values())
+    partitions = [p for t in image.topics.values() for p in t.partitions.values()]
+    hw = getattr(core, "hw", None)
+    values = {
+        "activecontrollercount": (1 if getattr(ctl, "active", False) else 0,
+                                  "1 on the active controller, 0 elsewhere"),
+        "activebrokercount": (sum(1 for b in brokers if not b.fenced), "Registered brokers that are not fenced"),
+        "fencedbrokercount": (sum(1 for b in brokers if b.fenced), "Registered brokers that are fenced"),
+        "globaltopiccount": (len(image.topics), "Topics in the cluster"),
+        "globalpartitioncount": (len(partitions), "Partitions in the cluster"),
+        "offlinepartitionscount": (sum(1 for p in partitions if p.leader < 0), "Partitions without a leader"),
+        "preferredreplicaimbalancecount": (sum(1 for p in partitions if p.replicas and p.leader != p.replicas[0]),
+                                           "Partitions whose leader is not their preferred replica"),
+        "metadataerrorcount": (1 if getattr(shell, "fatal", None) else 0,
+                               "Metadata records this controller could not apply"),
+        "lastappliedrecordoffset": (getattr(ctl, "committed_offset", -1),
+                                    "Offset of the last record applied to the controller's image"),
+        "lastcommittedrecordoffset": (-1 if hw is None else hw - 1, "Offset of the last committed record"),
+    }
+    for name, (value, help_text) in values.items():
+        yield GaugeMetricFamily(f"kafka_controller_kafkacontroller_{name}", help_text, value=value)
 
 
 def _num(v: float) -> str:
     if v != v:  # NaN
         return "NaN"
     return str(int(v)) if float(v).is_integer() else f"{v:.3f}"
-
-
-async def serve_metrics(metrics: RaftMetrics, host: str, port: int,
-                        task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-    """A minimal HTTP/1.0 endpoint: GET /metrics → the Prometheus text; anything else → 404."""
-    listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
-    task_status.started(listener.extra(anyio.abc.SocketAttribute.local_address))
-
-    async def handle(stream: SocketStream) -> None:
-        async with stream:
-            data = b""
-            with anyio.move_on_after(5):
-                while b"\r\n\r\n" not in data and len(data) < 8192:
-                    try:
-                        data += await stream.receive()
-                    except anyio.EndOfStream:
-                        break
-            first = data.split(b"\r\n", 1)[0].split()
-            if len(first) >= 2 and first[0] == b"GET" and first[1].split(b"?")[0] in (b"/metrics", b"/"):
-                body = metrics.render().encode()
-                head = b"HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
-            else:
-                body = b"not found\n"
-                head = b"HTTP/1.0 404 Not Found\r\nContent-Type: text/plain\r\n"
-            try:
-                await stream.send(head + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-            except (anyio.BrokenResourceError, OSError):
-                pass
-
-    async with listener:
-        await listener.serve(handle)
 
 
 class ForwardingMetrics:
@@ -227,21 +267,91 @@ class ForwardingMetrics:
             ("forwarding_latency_max", mx, "Maximum forwarding latency in ms"),
         ]
 
+    def collect(self) -> Iterator[Any]:
+        yield from _families(self.PREFIX, self.samples(), COUNTERS)
+
     def render(self) -> str:
-        lines = []
-        for name, value, help_text in self.samples():
-            metric = self.PREFIX + name
-            lines.append(f"# HELP {metric} {help_text}")
-            lines.append(f"# TYPE {metric} gauge")
-            lines.append(f"{metric} {_num(value)}")
-        return "\n".join(lines) + "\n"
+        return CombinedMetrics(self).render()
 
 
 class CombinedMetrics:
-    """Several metric sets behind one /metrics endpoint."""
+    """Several metric sets behind one /metrics endpoint, with process and Python metrics.
+
+    Parts with ``collect()`` are exported through a prometheus_client registry of this node's own;
+    parts that render Prometheus text themselves (the socket server) are appended as they are.
+    """
 
     def __init__(self, *parts: Any) -> None:
+        from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+
         self.parts = parts
+        self.registry = CollectorRegistry(auto_describe=False)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        for part in parts:
+            if hasattr(part, "collect"):
+                self.registry.register(_Parts(part))
 
     def render(self) -> str:
-        return "".join(p.render() for p in self.parts)
+        from prometheus_client import generate_latest
+
+        text = generate_latest(self.registry).decode()
+        return text + "".join(p.render() for p in self.parts if not hasattr(p, "collect"))
+
+    def ready(self) -> tuple[bool, str]:
+        for part in self.parts:
+            if hasattr(part, "ready"):
+                return part.ready()
+        return True, "serving"
+
+
+class _Parts:
+    def __init__(self, part: Any) -> None:
+        self.part = part
+
+    def collect(self) -> Iterator[Any]:
+        return self.part.collect()
+
+
+async def serve_metrics(metrics: Any, host: str, port: int, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+    """A minimal HTTP/1.0 endpoint: ``GET /metrics`` → Prometheus text, ``/health`` → 200 while serving,
+    ``/ready`` → 200 once ready (503 with the reason before); anything else → 404."""
+    if not isinstance(metrics, CombinedMetrics):
+        metrics = CombinedMetrics(metrics)
+    listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+    task_status.started(listener.extra(anyio.abc.SocketAttribute.local_address))
+
+    async def handle(stream: SocketStream) -> None:
+        async with stream:
+            data = b""
+            with anyio.move_on_after(5):
+                while b"\r\n\r\n" not in data and len(data) < 8192:
+                    try:
+                        data += await stream.receive()
+                    except anyio.EndOfStream:
+                        break
+            first = data.split(b"\r\n", 1)[0].split()
+            path = first[1].split(b"?")[0] if len(first) >= 2 and first[0] == b"GET" else b""
+            status, ctype, body = _answer(metrics, path)
+            head = f"HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n"
+            try:
+                await stream.send(head.encode() + body)
+            except (anyio.BrokenResourceError, OSError):
+                pass
+
+    async with listener:
+        await listener.serve(handle)
+
+
+def _answer(metrics: CombinedMetrics, path: bytes) -> tuple[str, str, bytes]:
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    if path in (b"/metrics", b"/"):
+        return "200 OK", CONTENT_TYPE_LATEST, metrics.render().encode()
+    if path == b"/health":
+        return "200 OK", "text/plain", b"ok\n"
+    if path == b"/ready":
+        ok, why = metrics.ready()
+        return ("200 OK" if ok else "503 Service Unavailable"), "text/plain", f"{why}\n".encode()
+    return "404 Not Found", "text/plain", b"not found\n"

@@ -169,11 +169,49 @@ def test_forwarding_metrics_render_in_prometheus_text():
     m.finished(t)
     m.auth_failures += 1
     text = CombinedMetrics(m).render()
-    values = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
+    values = {k: float(v) for k, v in (line.rsplit(" ", 1) for line in text.splitlines()
+                                       if line and not line.startswith("#"))}
     p = ForwardingMetrics.PREFIX
-    assert values[p + "num_client_forwarding_to_controller_count"] == "0"
-    assert values[p + "num_client_forwarding_to_controller_total"] == "1"
-    assert values[p + "num_messages_redirected_count"] == "2"
-    assert values[p + "request_forwarding_to_controller_authorization_fail_count"] == "1"
-    assert values[p + "forwarding_latency_max"] == "250"
+    assert values[p + "num_client_forwarding_to_controller_count"] == 0
+    assert values[p + "num_client_forwarding_to_controller_total"] == 1
+    assert values[p + "num_messages_redirected_total"] == 2
+    assert values[p + "request_forwarding_to_controller_authorization_fail_total"] == 1
+    assert values[p + "forwarding_latency_max"] == 250
     assert f"# TYPE {p}num_messages_redirected_rate gauge" in text
+    assert f"# TYPE {p}num_messages_redirected_total counter" in text   # cumulative counts are counters
+
+
+async def test_health_ready_and_observer_state_over_http():
+    """/health answers while serving, /ready only once leader and high watermark are known; a non-voter
+    following the leader reports Kafka's raft state "observer"."""
+    from types import SimpleNamespace
+
+    import anyio
+
+    from kraftwire.node.metrics import RaftMetrics, serve_metrics
+
+    core = SimpleNamespace(node_id=7, voters=frozenset({1, 2, 3}), state_name="follower", leader_id=None,
+                           hw=None, epoch=3, voted_for=lambda: None)
+    log_ = SimpleNamespace(end_offset=10, last_epoch=lambda: 3)
+
+    async def get(port: int, path: str) -> str:
+        async with await anyio.connect_tcp("127.0.0.1", port) as s:
+            await s.send(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+            data = b""
+            while True:
+                try:
+                    data += await s.receive()
+                except anyio.EndOfStream:
+                    return data.decode()
+
+    async with anyio.create_task_group() as tg:
+        _, port = await tg.start(serve_metrics, RaftMetrics(core, log_), "127.0.0.1", 0)
+        assert (await get(port, "/health")).startswith("HTTP/1.0 200 OK")
+        not_ready = await get(port, "/ready")
+        assert not_ready.startswith("HTTP/1.0 503") and not_ready.endswith("no known leader\n")
+        core.leader_id, core.hw = 1, 8
+        assert (await get(port, "/ready")).startswith("HTTP/1.0 200 OK")
+        text = await get(port, "/metrics")
+        assert 'kafka_server_raft_metrics_current_state{state="observer"} 1.0' in text
+        assert (await get(port, "/nope")).startswith("HTTP/1.0 404")
+        tg.cancel_scope.cancel()

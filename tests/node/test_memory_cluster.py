@@ -50,12 +50,14 @@ async def test_prometheus_metrics_endpoint_reports_raft_state():
             tg.cancel_scope.cancel()
         text = data.decode()
         assert text.startswith("HTTP/1.0 200 OK")
-        values = dict(line.rsplit(" ", 1) for line in text.split("\r\n\r\n", 1)[1].splitlines()
-                      if line and not line.startswith("#"))
-        assert values["kafka_server_raft_metrics_current_leader"] == str(leader.cfg.node_id)
-        assert values['kafka_server_raft_metrics_current_state{state="leader"}'] == "1"
-        assert int(values["kafka_server_raft_metrics_high_watermark"]) > 0
-        assert values["kafka_server_raft_metrics_election_latency_max"] != "NaN"
+        values = {k: float(v) for k, v in (line.rsplit(" ", 1) for line in text.split("\r\n\r\n", 1)[1].splitlines()
+                                           if line and not line.startswith("#"))}
+        assert values["kafka_server_raft_metrics_current_leader"] == leader.cfg.node_id
+        assert values['kafka_server_raft_metrics_current_state{state="leader"}'] == 1
+        assert values["kafka_server_raft_metrics_high_watermark"] > 0
+        assert values["kafka_server_raft_metrics_election_latency_max"] == values["kafka_server_raft_metrics_election_latency_max"]
+        assert values["kafka_controller_kafkacontroller_activecontrollercount"] == 1
+        assert values["process_resident_memory_bytes"] > 0
 
 
 async def test_console_consumer_prints_committed_records_decoded():
