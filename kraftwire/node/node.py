@@ -100,7 +100,7 @@ class Node:
             default_replication_factor=cfg["default.replication.factor"])), bootstrap or bootstrap_records(),
             snapshotter_for(cfg))
         self.core = RaftCore(cfg.node_id, frozenset(self.voters), raft_config(cfg), self.log, self.store,
-                             random.Random(), self.cluster_id, wall_ms(), listener=self.controller)
+                             random.Random(), self.cluster_id, wall_ms(), listener=self.controller.role)
         listener = cfg.controller_listener
         self.nodes = [(v.node_id, v.host, v.port, listener) for v in cfg.voters]
         own = [e for e in cfg.advertised() if e.name == listener]

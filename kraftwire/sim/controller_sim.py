@@ -1,7 +1,7 @@
 """Quorum controller on the simulated quorum, with scripted broker and admin agents.
 
-Every voter runs a ``QuorumController`` fed by its raft core's commits (the same wiring as
-``kraftwire.node.controller_shell``, without I/O). Broker agents register, heartbeat, catch up,
+Every voter runs the production ``ControllerRole`` (``kraftwire.core.controller_role``: replay,
+activation, commit waiters, step-down, snapshots due) over its raft core on simulated time. Broker agents register, heartbeat, catch up,
 ask for controlled shutdown, crash and come back with a new incarnation; an admin agent creates
 topics. Their requests cross the simulated network (latency, loss, crashes), so controller
 failovers land mid-registration, mid-controlled-shutdown and between heartbeats.
@@ -25,16 +25,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kraftwire.controller import ControllerConfig, QuorumController
-from kraftwire.controller.responses import error_response
+from kraftwire.core.controller_role import ControllerObserver, ControllerRole
+from kraftwire.core.snapshots import SnapshotJob, store_snapshot
 from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.image import MetadataImage
-from kraftwire.metadata.snapshot import image_from_snapshot, snapshot_batches
+from kraftwire.metadata.snapshot import RetentionPolicy, SnapshotPolicy, Snapshotter
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.protocol.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRecord
-from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
+from kraftwire.protocol.metadata import decode_record
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft.core import NotLeaderError
 from kraftwire.raft.log import SnapshotId
@@ -60,140 +61,85 @@ class ControllerSimConfig:
 
 
 # ---------------------------------------------------------------------------------------- controller glue
-class SimControllerShell:
-    """One voter's controller: replays commits, activates when its raft core leads, answers agents."""
+class SimControllerShell(ControllerObserver):
+    """One voter incarnation's controller: the production ``ControllerRole`` on simulated time, with
+    the invariant checker as its observer and snapshots taken inline."""
 
     def __init__(self, sim: ControllerSimulation, node: SimNode) -> None:
         self.sim = sim
         self.node = node
-        self.ctl = QuorumController(sim.ctl_config, seed=sim.rng.getrandbits(32))
-        self.waiters: list[tuple[int, str, Any]] = []   # (commit offset, request type, callback(ok))
-        self.since_snapshot = 0
-        self.snapshots_loaded = 0
+        every = sim.snapshot_every.get(node.node_id)
+        snapshotter = None
+        if every:
+            # Retention is the simulator's fault choice (snapshot_clean_p per snapshot), not a policy.
+            snapshotter = Snapshotter(SnapshotPolicy(max_records=every, max_bytes=0),
+                                      RetentionPolicy(max_bytes=-1, max_ms=-1))
+        self.role = ControllerRole(node.node_id, QuorumController(sim.ctl_config, seed=sim.rng.getrandbits(32)),
+                                   sim.bootstrap, clock=lambda: sim.now, append=self._append,
+                                   snapshotter=snapshotter, observer=self)
+        self._was_active = False
 
-    # raft listener -----------------------------------------------------------------------------
-    def handle_commit(self, batches: list[RecordBatch]) -> None:
+    @property
+    def ctl(self) -> QuorumController:
+        return self.role.controller
+
+    @property
+    def snapshots_loaded(self) -> int:
+        return self.role.snapshots_loaded
+
+    def _append(self, records: list[Record]) -> None:
+        core = self.node.core
+        if core is None:
+            raise NotLeaderError("the node is down")
+        core.append(self.sim.now, records)
+        self.sim._schedule_tick(self.node)
+
+    # observer: the invariants -----------------------------------------------------------------
+    def committed(self, batches: list[RecordBatch]) -> None:
         self.sim.checker.on_commit_callback(self.node.node_id, batches)
-        for batch in batches:
-            for i, rec in enumerate(batch.records):
-                if rec.value is not None:
-                    self.ctl.replay(batch.base_offset + i, decode_record(rec.value))
-        last = batches[-1].last_offset
-        self.ctl.handle_commit(last)
-        self.sim.checker.check_image(self.node.node_id, self.ctl.committed_image, "committed")
-        ready = [cb for off, _, cb in self.waiters if off <= last]
-        self.waiters = [w for w in self.waiters if w[0] > last]
-        for cb in ready:
-            cb(True)
-        self.since_snapshot += sum(len(b.records) for b in batches)
-        every = self.sim.snapshot_every.get(self.node.node_id)
-        if every and self.since_snapshot >= every and not self.ctl.in_transaction:
-            self.since_snapshot = 0
-            self.sim.take_controller_snapshot(self, SnapshotId(last + 1, batches[-1].leader_epoch))
 
-    def handle_snapshot(self, end_offset: int, batches: list[RecordBatch]) -> None:
-        if self.ctl.active:
-            self.step_down()
-        image = image_from_snapshot(batches)
-        sid = SnapshotId(end_offset, batches[0].leader_epoch)
+    def image(self, image: MetadataImage, which: str) -> None:
+        if which != "snapshot":
+            self.sim.checker.check_image(self.node.node_id, image, which)
+
+    def snapshot_loaded(self, end_offset: int, epoch: int, image: MetadataImage) -> None:
+        sid = SnapshotId(end_offset, epoch)
         self.sim.checker.on_state(self.node.node_id, "load", end_offset, None, sid.epoch)
         expected = self.sim.snapshot_images.get(sid)
         if expected is not None and expected != image:
             raise Violation(f"node {self.node.node_id}: snapshot {sid} loaded a different image than was stored")
-        self.ctl.load_snapshot(image, end_offset)
-        self.since_snapshot = 0
-        self.snapshots_loaded += 1
         self.sim.checker.check_image(self.node.node_id, image, "snapshot")
 
-    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
-        if self.ctl.active and (leader_id != self.node.node_id or epoch != self.ctl.epoch):
-            self.step_down()
-
-    # activation --------------------------------------------------------------------------------
-    def maybe_activate(self) -> None:
-        core, ctl = self.node.core, self.ctl
-        if core is None:
-            return
-        if ctl.active and (not core.is_leader or core.epoch != ctl.epoch):
-            self.step_down()
-            return
-        if ctl.active or not core.is_leader:
-            return
-        if core.hw is None or core.hw <= core.state.epoch_start_offset:
-            return
-        boot = ctl.activate(core.epoch, self.next_offset(), self.sim.now, self.sim.bootstrap)
-        self.sim.activations += 1
-        if boot:
-            self.append(boot)
-
-    def next_offset(self) -> int:
-        core = self.node.core
-        assert core is not None
-        return core.log.end_offset + len(getattr(core.state, "pending", ()))
-
-    def append(self, records: list[MetadataRecord]) -> bool:
-        core = self.node.core
-        if core is None:
-            self.step_down()
-            return False
-        try:
-            core.append(self.sim.now, [Record(value=encode_record(r.message, r.version)) for r in records])
-        except NotLeaderError:
-            self.step_down()
-            return False
-        self.sim.checker.check_image(self.node.node_id, self.ctl.image, "latest")
-        self.sim._schedule_tick(self.node)
-        return True
-
-    def step_down(self) -> None:
-        self.ctl.deactivate()
-        waiters, self.waiters = self.waiters, []
-        for _, what, cb in waiters:
-            self.sim.interrupted[what] = self.sim.interrupted.get(what, 0) + 1
-            cb(False)
-
-    def tick(self) -> None:
-        self.maybe_activate()
-        if self.ctl.active:
-            self.ctl.set_next_offset(self.next_offset())
-            records = self.ctl.tick(self.sim.now)
-            if records:
-                self.append(records)
-
-    def handle(self, request: Any, reply: Any) -> None:
-        """Run an agent's request; ``reply(response)`` once its records commit (or at once)."""
-        self.maybe_activate()
-        ctl = self.ctl
-        if ctl.active:
-            ctl.set_next_offset(self.next_offset())
-        result = ctl.handle(self.sim.now, request)
-        if result.records and not self.append(result.records):
-            reply(error_response(request, Errors.NOT_CONTROLLER, None, type(request).MAX_VERSION))
-            return
-        if result.commit_offset < 0:
-            reply(result.response)
-            return
-        failed = error_response(request, Errors.NOT_CONTROLLER, None, type(request).MAX_VERSION)
+    def interrupted(self, request: Any) -> None:
         what = type(request).__name__
         if what == "BrokerHeartbeatRequest" and request.want_shut_down:
             what = "ControlledShutdown"
-        self.waiters.append((result.commit_offset, what, lambda ok: reply(result.response if ok else failed)))
+        self.sim.interrupted[what] = self.sim.interrupted.get(what, 0) + 1
 
+    # driving -----------------------------------------------------------------------------------
+    def after_event(self) -> None:
+        """After the node's raft core ran: activate if due, count activations, take due snapshots."""
+        self.role.maybe_activate()
+        active = self.ctl.active
+        if active and not self._was_active:
+            self.sim.activations += 1
+        self._was_active = active
+        job = self.role.snapshot_due()
+        if job is not None:
+            self.sim.take_controller_snapshot(self, job)
 
-class _Listener:
-    """The raft listener of one incarnation: forwards to that incarnation's controller shell."""
+    def tick(self) -> None:
+        self.role.tick()
+        self.after_event()
 
-    def __init__(self, shell: SimControllerShell) -> None:
-        self.shell = shell
+    def handle(self, request: Any, reply: Any) -> None:
+        """Run an agent's request; ``reply(response)`` once its records commit (or at once)."""
+        self.role.submit(request, type(request).MAX_VERSION, reply)
+        self.after_event()
 
-    def handle_commit(self, batches: list[RecordBatch]) -> None:
-        self.shell.handle_commit(batches)
-
-    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
-        self.shell.handle_leader_change(leader_id, epoch)
-
-    def handle_snapshot(self, end_offset: int, batches: list[RecordBatch]) -> None:
-        self.shell.handle_snapshot(end_offset, batches)
+    def step_down(self) -> None:
+        self.role.stop()
+        self._was_active = False
 
 
 # ---------------------------------------------------------------------------------------- agents
@@ -323,23 +269,26 @@ class ControllerSimulation(Simulation):
         shell = SimControllerShell(self, node)
         self.shells[nid] = shell
         super()._start(nid, rejoining)
+        shell.role.attach(node.core)
         if node.core is not None:
             self.schedule(self.now + self.ccfg.controller_tick_ms, CTICK, (nid, node.incarnation))
 
     def _listener_for(self, nid: int) -> Any:
-        return _Listener(self.shells[nid])
+        return self.shells[nid].role
 
-    def take_controller_snapshot(self, shell: SimControllerShell, sid: SnapshotId) -> None:
-        """Store ``shell``'s committed image at ``sid`` through its core; usually clean the log below it."""
+    def take_controller_snapshot(self, shell: SimControllerShell, job: SnapshotJob) -> None:
+        """Store ``shell``'s due snapshot through its core; usually clean the log below it."""
         node = shell.node
         core = node.core
-        if core is None or shell.ctl.committed_offset != sid.end_offset - 1:
+        snap = shell.role.snapshotter
+        if core is None or snap is None:
             return
-        image = shell.ctl.committed_image
+        sid, image = job.sid, job.image
         other = self.snapshot_images.setdefault(sid, image)
         if other != image:
             raise Violation(f"node {node.node_id}: snapshot {sid} holds another image than an earlier one at that id")
-        core.create_snapshot(sid, snapshot_batches(image, sid, timestamp_ms=self.now))
+        if not store_snapshot(snap, core, sid, job.frame()):
+            return
         self.checker.on_state(node.node_id, "snapshot", sid.end_offset, None, sid.epoch)
         if self.rng.random() < self.cfg.snapshot_clean_p:
             self.checker.check_hw(node)
@@ -355,7 +304,7 @@ class ControllerSimulation(Simulation):
         super()._run_core(node, fn)
         shell = self.shells.get(node.node_id)
         if shell is not None and node.core is not None and shell.node is node:
-            shell.maybe_activate()
+            shell.after_event()
 
     # workload ----------------------------------------------------------------------------------
     def start(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kraftwire.controller import cluster
-from kraftwire.sim import controller_sim
+from kraftwire.core.controller_role import ControllerRole
 from kraftwire.sim.config import SimConfig
 from kraftwire.sim.controller_sim import run_controller_seed
 
@@ -45,16 +45,16 @@ def _first_violation(seeds: range) -> str | None:
 
 
 def test_checker_catches_replies_sent_before_commit(monkeypatch: pytest.MonkeyPatch) -> None:
-    def eager(self, request, reply):  # answers as soon as the records are appended
+    def eager(self, request, version, done):  # the production role answering once records are appended
         self.maybe_activate()
-        if self.ctl.active:
-            self.ctl.set_next_offset(self.next_offset())
-        result = self.ctl.handle(self.sim.now, request)
+        if self.controller.active:
+            self.controller.set_next_offset(self.next_offset())
+        result = self.controller.handle(self.clock(), request, version)
         if result.records:
-            self.append(result.records)
-        reply(result.response)
+            self._append(result.records)
+        done(result.response)
 
-    monkeypatch.setattr(controller_sim.SimControllerShell, "handle", eager)
+    monkeypatch.setattr(ControllerRole, "submit", eager)
     found = _first_violation(range(40))
     assert found is not None and "not committed" in found, found
 

@@ -1,0 +1,249 @@
+"""The controller role of a voter: the one wiring between its Raft core and its QuorumController.
+
+The server and the simulator both run this class (the simulator's invariants therefore check the
+wiring that runs in production). It is sans-I/O: time comes from an injected clock, records go
+to the Raft core through an injected ``append``, answers leave through callbacks.
+
+* It is the Raft core's listener: committed batches are replayed on every voter (standbys keep an
+  up-to-date image); leadership changes deactivate the controller.
+* It activates the controller only once this node leads and the high watermark has passed the
+  epoch's LeaderChange record, i.e. everything before the epoch is replayed.
+* ``submit`` runs a controller request; its records are appended as one batch and the answer is
+  released when they commit (NOT_CONTROLLER if leadership is lost first).
+* ``tick`` runs periodic work (lease expiry, NoOpRecords); ``snapshot_due`` says when the committed
+  image should be snapshotted (see ``kraftwire.core.snapshots``).
+* A committed record or snapshot it cannot apply makes the role ``fatal``: the process must stop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kraftwire.controller import QuorumController
+from kraftwire.controller.responses import error_response
+from kraftwire.core.snapshots import SnapshotJob, snapshot_due
+from kraftwire.metadata.image import MetadataImage
+from kraftwire.metadata.snapshot import Snapshotter, image_from_snapshot
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.metadata import MetadataRecord, encode_record
+from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.raft.core import NotLeaderError
+
+log = logging.getLogger(__name__)
+
+Done = Callable[[Any], None]
+
+
+class ControllerObserver:
+    """What the role reports as it goes; the default ignores everything. The simulator's invariant
+    checker and the server's metrics are observers."""
+
+    def committed(self, batches: list[RecordBatch]) -> None:
+        """Committed batches, before they are replayed."""
+
+    def image(self, image: MetadataImage, which: str) -> None:
+        """An image the role now holds: "committed", "latest" (active, with its own uncommitted
+        records) or "snapshot" (loaded)."""
+
+    def snapshot_loaded(self, end_offset: int, epoch: int, image: MetadataImage) -> None:
+        """A snapshot replaced the state."""
+
+    def leader_changed(self, leader_id: int | None) -> None:
+        """Raft reported a new leader (or none)."""
+
+    def interrupted(self, request: Any) -> None:
+        """An accepted request lost its answer to a leadership change before its records committed."""
+
+
+class _Waiter:
+    __slots__ = ("offset", "request", "version", "response", "done")
+
+    def __init__(self, offset: int, request: Any, version: int, response: Any, done: Done) -> None:
+        self.offset = offset
+        self.request = request
+        self.version = version
+        self.response = response
+        self.done = done
+
+
+class ControllerRole:
+    """RaftListener, activation, commit waiters and periodic work of one voter's controller."""
+
+    def __init__(self, node_id: int, controller: QuorumController, bootstrap: list[MetadataRecord], *,
+                 clock: Callable[[], int], append: Callable[[list[Record]], Any],
+                 snapshotter: Snapshotter | None = None, observer: ControllerObserver | None = None) -> None:
+        self.node_id = node_id
+        self.controller = controller
+        self.bootstrap = bootstrap
+        self.clock = clock
+        self._append_records = append
+        self.snapshotter = snapshotter
+        self.observer = observer or ControllerObserver()
+        self.core: Any = None
+        self.fatal: BaseException | None = None
+        self.on_fatal: list[Callable[[BaseException], None]] = []
+        self.on_wake: list[Callable[[], None]] = []    # new deadlines or due work: the shell re-polls
+        self.snapshots_loaded = 0
+        self._waiters: list[_Waiter] = []
+
+    def attach(self, core: Any) -> None:
+        self.core = core
+
+    # -- RaftListener ---------------------------------------------------------------------------
+    def handle_commit(self, batches: list[RecordBatch]) -> None:
+        if self.fatal is not None or not batches:
+            return
+        ctl = self.controller
+        self.observer.committed(batches)
+        try:
+            ctl.replay_batches(batches)
+        except Exception as e:  # noqa: BLE001 - a committed record we cannot apply: this replica must stop
+            self._fail(f"cannot apply committed metadata record: {e}", e)
+            return
+        last = batches[-1].last_offset
+        ctl.handle_commit(last)
+        self.observer.image(ctl.committed_image, "committed")
+        self._release(last)
+        snap = self.snapshotter
+        if snap is not None:
+            now = self.clock()
+            snap.committed(batches, now)
+            if snap.due(now, None) is not None:
+                self._wake()
+
+    def handle_snapshot(self, end_offset: int, batches: list[RecordBatch]) -> None:
+        """Raft hands over a snapshot: it replaces the controller's state (commits resume after it)."""
+        if self.fatal is not None:
+            return
+        if self.controller.active:
+            self._step_down("the state is being replaced by a snapshot")
+        try:
+            image = image_from_snapshot(batches)
+            self.controller.load_snapshot(image, end_offset)
+        except Exception as e:  # noqa: BLE001 - a snapshot we cannot apply: this replica must stop
+            self._fail(f"cannot load the metadata snapshot ending at offset {end_offset}: {e}", e)
+            return
+        epoch = batches[0].leader_epoch if batches else 0
+        self.snapshots_loaded += 1
+        log.info("metadata image loaded from the snapshot ending at offset %d", end_offset)
+        self.observer.snapshot_loaded(end_offset, epoch, image)
+        self.observer.image(image, "snapshot")
+        if self.snapshotter is not None:
+            self.snapshotter.loaded(end_offset, epoch)
+
+    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        self.observer.leader_changed(leader_id)
+        if self.controller.active and (leader_id != self.node_id or epoch != self.controller.epoch):
+            self._step_down(f"leader is now {leader_id} in epoch {epoch}")
+
+    # -- activation -----------------------------------------------------------------------------
+    def maybe_activate(self) -> None:
+        """Activate once this node leads and its epoch's LeaderChange committed; step down when the
+        Raft core no longer leads the controller's epoch (e.g. check-quorum resigned it)."""
+        core, ctl = self.core, self.controller
+        if core is None or self.fatal is not None:
+            return
+        if ctl.active and (not core.is_leader or core.epoch != ctl.epoch):
+            self._step_down("the raft leader resigned")
+            return
+        if ctl.active or not core.is_leader:
+            return
+        if core.hw is None or core.hw <= core.state.epoch_start_offset:
+            return
+        boot = ctl.activate(core.epoch, self.next_offset(), self.clock(), self.bootstrap)
+        log.info("controller activated in epoch %d at offset %d", core.epoch, ctl.next_offset)
+        if boot:
+            self._append(boot)
+        self._wake()
+
+    def next_offset(self) -> int:
+        """The offset the next appended record gets (pending records included)."""
+        core = self.core
+        return core.log.end_offset + len(getattr(core.state, "pending", ()))
+
+    def _append(self, records: list[MetadataRecord]) -> bool:
+        """Hand records to Raft; on a lost leadership the controller steps down and False is returned."""
+        try:
+            self._append_records([Record(value=encode_record(r.message, r.version)) for r in records])
+        except NotLeaderError:
+            self._step_down("raft leadership lost before the append")
+            return False
+        self.observer.image(self.controller.image, "latest")
+        return True
+
+    def _step_down(self, why: str) -> None:
+        if self.controller.active:
+            log.info("controller deactivated: %s", why)
+            self.controller.deactivate()
+        waiters, self._waiters = self._waiters, []
+        for w in waiters:
+            self.observer.interrupted(w.request)
+            w.done(_not_controller(w.request, w.version, "leadership changed before the write committed"))
+
+    def stop(self) -> None:
+        """The node stops: every waiting request is answered NOT_CONTROLLER."""
+        self._step_down("the node is stopping")
+
+    # -- requests -------------------------------------------------------------------------------
+    def submit(self, request: Any, version: int, done: Done) -> None:
+        """Run a controller API request; ``done(response)`` once its records commit (or at once)."""
+        ctl = self.controller
+        self.maybe_activate()
+        if ctl.active:
+            ctl.set_next_offset(self.next_offset())
+        result = ctl.handle(self.clock(), request, version)
+        if result.records:
+            if not self._append(result.records):
+                done(_not_controller(request, version, "leadership lost"))
+                return
+            self._wake()
+        if result.commit_offset < 0:
+            done(result.response)
+            return
+        self._waiters.append(_Waiter(result.commit_offset, request, version, result.response, done))
+
+    def _release(self, committed: int) -> None:
+        ready = [w for w in self._waiters if w.offset <= committed]
+        if ready:
+            self._waiters = [w for w in self._waiters if w.offset > committed]
+            for w in ready:
+                w.done(w.response)
+
+    # -- periodic work --------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Lease expiry and NoOpRecords on the active controller."""
+        ctl = self.controller
+        self.maybe_activate()
+        if ctl.active:
+            ctl.set_next_offset(self.next_offset())
+            records = ctl.tick(self.clock())
+            if records:
+                self._append(records)
+
+    def next_deadline(self) -> int | None:
+        deadlines = [d for d in (self.controller.next_deadline(),
+                                 self.snapshotter.next_deadline() if self.snapshotter else None) if d is not None]
+        return min(deadlines) if deadlines else None
+
+    def snapshot_due(self) -> SnapshotJob | None:
+        """The snapshot of the committed image to take now, if any."""
+        if self.snapshotter is None or self.core is None or self.fatal is not None:
+            return None
+        return snapshot_due(self.snapshotter, self.core, self.controller, self.clock())
+
+    # -- internals ------------------------------------------------------------------------------
+    def _fail(self, why: str, e: BaseException) -> None:
+        log.critical("%s; stopping", why)
+        self.fatal = e
+        for fn in self.on_fatal:
+            fn(e)
+
+    def _wake(self) -> None:
+        for fn in self.on_wake:
+            fn()
+
+
+def _not_controller(request: Any, version: int, message: str) -> Any:
+    return error_response(request, Errors.NOT_CONTROLLER, message, version)
