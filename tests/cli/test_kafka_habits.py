@@ -73,3 +73,20 @@ def test_timeout_is_honoured_against_a_stopped_node(quorum) -> None:
     assert out.returncode == ExitCode.UNREACHABLE, out.stderr
     assert "within --timeout 2 s" in out.stderr and "Traceback" not in out.stderr
     assert elapsed < 20   # bounded by --timeout plus interpreter start, not the default 10 s per request
+
+
+def test_console_consumer_flags_and_hidden_noops(quorum) -> None:
+    import json
+
+    addrs = f"127.0.0.1:1,{quorum.addr(1)}"
+    started = time.monotonic()
+    out = kraftwire("console-consumer", "--bootstrap-server", addrs, "--from-beginning", "--timeout-ms", "1500")
+    assert out.returncode == 0, out.stderr
+    assert time.monotonic() - started < 30      # NoOps every 100 ms no longer keep it alive
+    types = [json.loads(line).get("payload", {}).get("type") for line in out.stdout.splitlines()]
+    assert types and "NoOpRecord" not in types and "FeatureLevelRecord" in types
+    out = kraftwire("console-consumer", "--bootstrap-server", addrs, "--from-beginning", "--include-noop",
+                    "--max-messages", "3")
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert out.returncode == 0 and len(lines) == 3
+    assert any(r["payload"]["type"] == "NoOpRecord" for r in lines)
