@@ -18,7 +18,12 @@ the Kafka protocol. The tree (see docs/storage.md):
     /scram/<mechanism>/<user>                 iterations (keys are not shown)
     /provenance/<field>                       where the image came from and up to which offset
 
-Commands: ls, cd, cat, tree, find, pwd, help, exit (paths may use * and ? globs).
+Commands: ls, cd, cat, tree, find, pwd, refresh, watch, history, help, exit (paths may use * and ?
+globs). On a terminal the shell keeps a readline history (``~/.kraftwire_metadata_shell_history``) and
+Tab completes commands and paths. ``refresh`` re-reads the source (the live log, or the log directory
+of a running node); ``watch [-n SECONDS] [-c COUNT] COMMAND...`` re-runs a command on the refreshed
+image and prints its output whenever it changes; ``--follow SECONDS`` does the same for a one-shot
+command. The exit status is that of the one-shot command (or of the last command read from stdin).
 """
 
 from __future__ import annotations
@@ -26,18 +31,19 @@ from __future__ import annotations
 import argparse
 import base64
 import fnmatch
+import os
 import shlex
 import sys
 import uuid
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from kraftwire.cli.errors import ExitCode, OperatorError, kafka_error
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.metadata import ImageLoader, MetadataImage
 from kraftwire.metadata.image import MetadataReplayError
 from kraftwire.net.client import RequestFailed
 from kraftwire.protocol.errors import KafkaProtocolError
-from kraftwire.security.settings import SecurityConfigError
 from kraftwire.storage import StorageError
 from kraftwire.storage.reader import MetadataSource, read_metadata
 
@@ -166,17 +172,27 @@ def _sort_key(name: str) -> tuple[int, int, str]:
 
 
 class Shell:
-    """ls/cd/cat/tree/find/pwd over a ``Tree``; output to ``out``, complaints to ``err``."""
+    """ls/cd/cat/tree/find/pwd over a ``Tree``; output to ``out``, complaints to ``err``.
 
-    def __init__(self, tree: Tree, out: TextIO | None = None, err: TextIO | None = None) -> None:
+    ``reload`` (optional) returns a fresh tree from the source, for ``refresh`` and ``watch``;
+    ``failed`` is the status of the last command run.
+    """
+
+    def __init__(self, tree: Tree, out: TextIO | None = None, err: TextIO | None = None,
+                 reload: Callable[[], Tree] | None = None, sleep: Callable[[float], None] | None = None) -> None:
+        import time
+
         self.root = tree
         self.cwd: list[str] = []
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.failed = False
+        self.reload = reload
+        self.sleep = sleep or time.sleep
         self.commands: dict[str, Callable[[list[str]], None]] = {
             "ls": self.ls, "cd": self.cd, "cat": self.cat, "tree": self.tree, "find": self.find,
-            "pwd": self.pwd, "help": self.help,
+            "pwd": self.pwd, "help": self.help, "refresh": self.refresh, "watch": self.watch,
+            "history": self.history,
         }
 
     # -- paths -----------------------------------------------------------------------------------
@@ -291,6 +307,65 @@ class Shell:
     def pwd(self, args: list[str]) -> None:
         print(self._path(self.cwd), file=self.out)
 
+    def refresh(self, args: list[str]) -> None:
+        if self.reload is None:
+            return self._fail("refresh: this source cannot be re-read")
+        try:
+            tree = self.reload()
+        except Exception as e:  # noqa: BLE001 - the source went away: report, keep the old image
+            return self._fail(f"refresh: {e or type(e).__name__}")
+        self.root = tree
+        while self.cwd and self._node(self.cwd) is None:   # the directory may be gone
+            self.cwd = self.cwd[:-1]
+
+    def watch(self, args: list[str]) -> None:
+        """``watch [-n SECONDS] [-c COUNT] COMMAND...``: refresh and re-run, printing changed output."""
+        interval, count = 2.0, 0
+        while args and args[0] in ("-n", "-c") and len(args) > 1:
+            try:
+                if args[0] == "-n":
+                    interval = float(args[1])
+                else:
+                    count = int(args[1])
+            except ValueError:
+                return self._fail(f"watch: {args[0]} expects a number, got {args[1]!r}")
+            args = args[2:]
+        if not args or args[0] in ("watch", "exit", "quit"):
+            return self._fail("watch: usage: watch [-n SECONDS] [-c COUNT] COMMAND...")
+        if self.reload is None:
+            return self._fail("watch: this source cannot be re-read")
+        line, last, runs = shlex.join(args), None, 0
+        real_out = self.out
+        try:
+            while True:
+                if runs:
+                    self.sleep(interval)
+                    self.refresh([])
+                import io
+
+                self.out = io.StringIO()
+                self.run_line(line)
+                text, self.out = self.out.getvalue(), real_out
+                if text != last:
+                    prov = self.root.get("provenance", {}) if isinstance(self.root, dict) else {}
+                    print(f"--- {line} at offset {prov.get('lastContainedOffset', '?')} ---", file=self.out)
+                    print(text, end="", file=self.out, flush=True)
+                    last = text
+                runs += 1
+                if count and runs >= count:
+                    return
+        except KeyboardInterrupt:
+            self.out = real_out
+            print("", file=self.out)
+
+    def history(self, args: list[str]) -> None:
+        try:
+            import readline
+        except ImportError:
+            return self._fail("history: readline is not available")
+        for i in range(1, readline.get_current_history_length() + 1):
+            print(f"{i:5d}  {readline.get_history_item(i)}", file=self.out)
+
     def help(self, args: list[str]) -> None:
         print("Commands:\n"
               "  ls [PATH...]      list a directory (or name a file)\n"
@@ -299,12 +374,33 @@ class Shell:
               "  tree [PATH...]    print a subtree with file contents\n"
               "  find [PATH...]    print every path below\n"
               "  pwd               print the current directory\n"
+              "  refresh           re-read the source (live log or log directory)\n"
+              "  watch [-n S] [-c N] COMMAND...  refresh every S seconds, print COMMAND's output on change\n"
+              "  history           commands typed so far (Up/Down and Tab complete on a terminal)\n"
               "  help              this text\n"
               "  exit              leave the shell\n"
               "Paths are absolute or relative, may use . and .., and * ? [..] globs.", file=self.out)
 
+    def complete(self, text: str, line: str) -> list[str]:
+        """Tab completion candidates for the word ``text`` of ``line``: commands first, then paths."""
+        words = line.split()
+        if not words or (len(words) == 1 and not line.endswith(" ")):
+            return sorted(c + " " for c in [*self.commands, "exit"] if c.startswith(text))
+        head, _, stem = text.rpartition("/")
+        base = head + "/" if text.startswith("/") or head else ""
+        parts = self.resolve(head or ("/" if text.startswith("/") else "."))
+        node = self._node(parts[0]) if len(parts) == 1 else None
+        if not isinstance(node, dict):
+            return []
+        out = []
+        for name in sorted(node, key=_sort_key):
+            if name.startswith(stem):
+                out.append(base + name + ("/" if isinstance(node[name], dict) else " "))
+        return out
+
     def run_line(self, line: str) -> bool:
-        """Run one command line; False when the shell should exit."""
+        """Run one command line; False when the shell should exit. ``failed`` tells how it went."""
+        self.failed = False
         try:
             words = shlex.split(line)
         except ValueError as e:
@@ -324,6 +420,8 @@ class Shell:
 
     def interact(self, stdin: TextIO) -> None:
         prompt = stdin.isatty()
+        if prompt and stdin is sys.stdin:
+            return self._interact_readline()
         while True:
             if prompt:
                 print(f"[ kraftwire metadata shell ] {self._path(self.cwd)} >> ", end="", file=self.out,
@@ -331,6 +429,50 @@ class Shell:
             line = stdin.readline()
             if not line or not self.run_line(line):
                 return
+
+
+    def _interact_readline(self) -> None:
+        """A terminal session: readline editing, persistent history, Tab completion."""
+        try:
+            import readline
+        except ImportError:     # no readline on this platform: plain lines
+            readline = None
+        history = os.path.expanduser("~/.kraftwire_metadata_shell_history")
+        if readline is not None:
+            try:
+                readline.read_history_file(history)
+            except OSError:
+                pass
+            readline.set_history_length(1000)
+            readline.set_completer_delims(" \t\n")
+            matches: list[str] = []
+
+            def completer(text: str, state: int) -> str | None:
+                nonlocal matches
+                if state == 0:
+                    matches = self.complete(text, readline.get_line_buffer())
+                return matches[state] if state < len(matches) else None
+
+            readline.set_completer(completer)
+            readline.parse_and_bind("tab: complete")
+        try:
+            while True:
+                try:
+                    line = input(f"[ kraftwire metadata shell ] {self._path(self.cwd)} >> ")
+                except EOFError:
+                    print("", file=self.out)
+                    return
+                except KeyboardInterrupt:
+                    print("", file=self.out)
+                    continue
+                if not self.run_line(line):
+                    return
+        finally:
+            if readline is not None:
+                try:
+                    readline.write_history_file(history)
+                except OSError:
+                    pass
 
 
 # -- sources --------------------------------------------------------------------------------------------
@@ -347,7 +489,6 @@ async def _fetch_live(addr: str, timeout: float, security: Any = None) -> Metada
 
     from kraftwire.net.client import Connection
     from kraftwire.node.reads import METADATA_TOPIC
-    from kraftwire.protocol.errors import Errors
     from kraftwire.protocol.messages import fetch_request as fq
     from kraftwire.protocol.messages import list_offsets_request as lq
     from kraftwire.protocol.metadata import decode_record
@@ -367,7 +508,7 @@ async def _fetch_live(addr: str, timeout: float, security: Any = None) -> Metada
                     resp = await conn.request(req, None, timeout)
                     part = resp.topics[0].partitions[0]
                     if part.error_code:
-                        raise RequestFailed(f"ListOffsets failed: {Errors.of(part.error_code)!r}")
+                        raise RequestFailed(f"ListOffsets failed: {kafka_error(part.error_code)}")
                     bounds.append(part.offset)
                 start, end = bounds
                 if start > 0:
@@ -382,7 +523,7 @@ async def _fetch_live(addr: str, timeout: float, security: Any = None) -> Metada
                                           topics=[fq.FetchTopic(topic=METADATA_TOPIC, partitions=[wanted])])
                     part = (await conn.request(req, 12, timeout)).responses[0].partitions[0]
                     if part.error_code:
-                        raise RequestFailed(f"Fetch failed: {Errors.of(part.error_code)!r}")
+                        raise RequestFailed(f"Fetch failed: {kafka_error(part.error_code)}")
                     batches = decode_batches(part.records) if part.records else []
                     if not batches:
                         raise RequestFailed(f"Fetch at offset {offset} returned nothing below the end {end}")
@@ -416,6 +557,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--bootstrap-controller", "--bootstrap-server", dest="bootstrap", metavar="HOST:PORT",
                      help="fetch the committed __cluster_metadata log from this controller (live view)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds allowed for the live fetch")
+    p.add_argument("--follow", type=float, default=None, metavar="SECONDS",
+                   help="with a one-shot command: re-read the source every SECONDS and print the command's "
+                        "output whenever it changes (Ctrl-C stops)")
+    p.add_argument("--count", type=int, default=0, help="with --follow: stop after this many runs")
     p.add_argument("--command-config", metavar="FILE",
                    help="Kafka client properties for the live fetch (security.protocol, ssl.*, sasl.*)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="one command to run, e.g. ls /topics")
@@ -423,23 +568,39 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        if args.bootstrap:
-            from kraftwire.cli.client_config import command_security
+    security = None
+    if args.bootstrap:
+        from kraftwire.cli.client_config import command_security
 
-            src = load_live(args.bootstrap, args.timeout, command_security(args.command_config))
-        else:
-            src = read_metadata(args.snapshot)
-        for w in src.warnings:
-            print(f"warning: {w}", file=sys.stderr)
-        image = build_image(src)
-    except (StorageError, MetadataReplayError, RequestFailed, KafkaProtocolError, TimeoutError, OSError,
-            SecurityConfigError) as e:
-        print(f"error: {e or type(e).__name__}", file=sys.stderr)
-        return 1
-    shell = Shell(image_tree(image, provenance(src)))
+        security = command_security(args.command_config)
+
+    def load(warn: bool = False) -> Tree:
+        try:
+            if args.bootstrap:
+                from kraftwire.cli.bootstrap import parse_bootstrap
+
+                host, port = parse_bootstrap(args.bootstrap, "--bootstrap-controller")[0]
+                src = load_live(f"{host}:{port}", args.timeout, security)
+            else:
+                src = read_metadata(args.snapshot)
+            if warn:
+                for w in src.warnings:
+                    print(f"warning: {w}", file=sys.stderr)
+            return image_tree(build_image(src), provenance(src))
+        except (MetadataReplayError, KafkaProtocolError) as e:
+            raise StorageError(f"cannot rebuild the image: {e or type(e).__name__}") from None
+
+    if args.snapshot and not os.path.exists(args.snapshot):
+        raise OperatorError(f"{args.snapshot}: no such file or directory", ExitCode.USAGE)
+    shell = Shell(load(warn=True), reload=load)
     if args.command:
-        shell.run_line(shlex.join(args.command))
+        line = shlex.join(args.command)
+        if args.follow is not None:
+            shell.watch(["-n", str(args.follow), "-c", str(args.count), *args.command])
+        else:
+            shell.run_line(line)
     else:
+        if args.follow is not None:
+            raise OperatorError("--follow needs a one-shot command, e.g. --follow 2 ls /brokers", ExitCode.USAGE)
         shell.interact(sys.stdin)
-    return 1 if shell.failed else 0
+    return ExitCode.FAILED if shell.failed else 0

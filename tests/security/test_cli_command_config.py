@@ -128,6 +128,6 @@ def test_unusable_command_config_files(tmp_path, certs) -> None:
                  "describe", "--status"]) == 3   # ExitCode.CONFIG
     assert main(["console-consumer", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(bad)]) == 3
     assert main(["metadata-shell", "--bootstrap-controller", "127.0.0.1:1", "--command-config", str(bad),
-                 "ls"]) == 1
+                 "ls"]) == 3
     sec = command_security(sasl_properties(tmp_path / "ok.properties", certs))
     assert (sec.protocol, sec.mechanism, sec.username) == ("SASL_SSL", "SCRAM-SHA-512", "admin")

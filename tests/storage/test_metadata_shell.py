@@ -151,9 +151,9 @@ def test_corrupt_snapshot_is_refused(cluster, tmp_path, capsys) -> None:
     bad = tmp_path / "bad.checkpoint"
     bad.write_bytes(bytes(data))
     code, _, err = shell_run(capsys, "--snapshot", str(bad), "ls", "/")
-    assert code == 1 and "not a valid snapshot" in err
+    assert code == 4 and "not a valid snapshot" in err   # ExitCode.STORAGE
     code, _, err = shell_run(capsys, "--snapshot", str(tmp_path / "missing"), "ls", "/")
-    assert code == 1 and "no such file" in err
+    assert code == 2 and "no such file" in err   # ExitCode.USAGE, as dump-log
 
 
 def test_snapshot_content_matches_the_controller_records(cluster) -> None:
@@ -216,3 +216,45 @@ async def test_live_view_from_a_running_controller() -> None:
     Shell(image_tree(image, provenance(src)), out).run_line("ls /topics/live-topic")
     assert out.getvalue().split() == ["0", "1", "id"]
     assert src.source == f"127.0.0.1:{port}" and src.last_offset >= src.records[-1][0]
+
+
+def test_exit_status_is_the_last_commands(cluster) -> None:
+    shell = Shell(image_tree(cluster.ctl.committed_image, {"source": "test"}), io.StringIO(), io.StringIO())
+    shell.interact(io.StringIO("cat /nowhere\nls /topics\n"))
+    assert not shell.failed            # an earlier failure does not stick
+    shell.interact(io.StringIO("ls /topics\ncat /nowhere\n"))
+    assert shell.failed
+
+
+def test_tab_completion_of_commands_and_paths(cluster) -> None:
+    shell = Shell(image_tree(cluster.ctl.committed_image, {"source": "test"}), io.StringIO(), io.StringIO())
+    assert shell.complete("c", "c") == ["cat ", "cd "]
+    assert shell.complete("/to", "ls /to") == ["/topicIds/", "/topics/"]
+    assert shell.complete("/topics/or", "cat /topics/or") == ["/topics/orders/"]
+    shell.run_line("cd /topics/orders")
+    assert shell.complete("", "cat ") == ["0/", "1/", "2/", "id "]
+    assert shell.complete("0/le", "cat 0/le") == ["0/leader ", "0/leaderEpoch ", "0/leaderRecoveryState "]
+
+
+def test_watch_follows_a_changing_source(cluster) -> None:
+    """watch re-reads the source and prints the command's output only when it changes."""
+    trees = [{"n": {"x": "1"}, "provenance": {"lastContainedOffset": "5"}},
+             {"n": {"x": "1"}, "provenance": {"lastContainedOffset": "6"}},
+             {"n": {"x": "2"}, "provenance": {"lastContainedOffset": "9"}}]
+    out = io.StringIO()
+    shell = Shell(trees[0], out, io.StringIO(), reload=lambda: trees.pop(0) if len(trees) > 1 else trees[0],
+                  sleep=lambda s: None)
+    shell.run_line("watch -n 0.1 -c 4 cat /n/x")
+    assert out.getvalue().splitlines() == ["--- cat /n/x at offset 5 ---", "1",
+                                           "--- cat /n/x at offset 9 ---", "2"]
+    assert not shell.failed
+
+
+def test_follow_a_live_log_directory(cluster, tmp_path) -> None:
+    """--follow on a log directory that grows: the one-shot command's output changes with it."""
+    proc = subprocess.run([sys.executable, "-m", "kraftwire", "metadata-shell", "--snapshot", str(cluster.log.dir),
+                           "--follow", "0.2", "--count", "2", "ls", "/topics"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].startswith("--- ls /topics at offset ")
+    assert "orders" in proc.stdout and proc.stdout.count("---") == 2   # unchanged output printed once
