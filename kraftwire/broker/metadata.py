@@ -4,7 +4,9 @@
 replayed into a standby ``QuorumController`` (never activated on a broker), so brokers and
 controllers build their images with the same code. A committed record that cannot be applied
 stops the broker loudly (``fatal``): serving clients from an image that disagrees with the log
-would be worse than stopping.
+would be worse than stopping. A feature level the broker does not support (say a newer
+metadata.version) is different: the broker stops replaying there, logs one line naming the level
+and the release needing it, and stays up (``parked``); the controller refuses its registration.
 
 Snapshots (KIP-630): ``handle_snapshot`` replaces the image with the content of a snapshot whose
 end offset is ``end_offset``. The Raft core calls it whenever the log starts past what has been
@@ -22,6 +24,8 @@ from typing import Any
 
 from kraftwire.controller import QuorumController
 from kraftwire.metadata import ImageLoader, MetadataImage
+from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
+from kraftwire.metadata.support import park_reason
 from kraftwire.protocol.records import RecordBatch
 
 log = logging.getLogger(__name__)
@@ -34,6 +38,7 @@ class BrokerMetadataListener:
         self.controller = controller
         self.leader: tuple[int | None, int] = (None, 0)
         self.fatal: BaseException | None = None
+        self.parked: str | None = None  # why replay stopped at a feature level this broker lacks
         self.on_change: list[Callable[[], None]] = []
         self.on_fatal: list[Callable[[BaseException], None]] = []
         # Snapshot bookkeeping (the shell's Snapshotter): every committed run of batches once
@@ -53,14 +58,16 @@ class BrokerMetadataListener:
 
     # -- RaftListener ---------------------------------------------------------------------------
     def handle_commit(self, batches: list[RecordBatch]) -> None:
-        if self.fatal is not None:
+        if self.fatal is not None or self.parked is not None:
             return
         ctl = self.controller
         try:
             ctl.replay_batches(batches)
         except Exception as e:  # noqa: BLE001 - any failure to apply a committed record is fatal
-            self._fail(e)
+            if not self._park(park_reason(ctl.committed_image.features, batches, BROKER_SUPPORTED_FEATURES)):
+                self._fail(e)
             return
+        self._park(park_reason(ctl.committed_image.features, (), BROKER_SUPPORTED_FEATURES))
         ctl.handle_commit(batches[-1].last_offset)
         for fn in self.on_commit:
             fn(batches)
@@ -75,11 +82,15 @@ class BrokerMetadataListener:
         from kraftwire.storage.snapshot import snapshot_records
 
         batches = list(batches)
+        if self.fatal is not None or self.parked is not None:
+            return
         try:
             self.load_snapshot(end_offset, [r.message for r in snapshot_records(batches)])
         except Exception as e:  # noqa: BLE001
-            self._fail(e)
+            if not self._park(park_reason({}, batches, BROKER_SUPPORTED_FEATURES)):
+                self._fail(e)
             return
+        self._park(park_reason(self.controller.committed_image.features, (), BROKER_SUPPORTED_FEATURES))
         epoch = batches[0].leader_epoch if batches else 0
         for fn in self.on_snapshot:
             fn(end_offset, epoch)
@@ -100,6 +111,15 @@ class BrokerMetadataListener:
         self.fatal = e
         for fn in self.on_fatal:
             fn(e)
+
+    def _park(self, reason: str | None) -> bool:
+        """Stop replaying (once) because of ``reason``; the broker keeps running. True if parked."""
+        if reason is None:
+            return False
+        if self.parked is None:
+            self.parked = reason
+            log.error("metadata replay stopped, this broker stays fenced: %s", reason)
+        return True
 
     def _changed(self) -> None:
         for fn in self.on_change:

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from kraftwire.sim.config import ALL_FAULTS, EXTRA_FAULTS, SimConfig
-from kraftwire.sim.runner import run_seeds
+from kraftwire.sim.runner import run_seed, run_seeds
 
 
 def _faults(text: str) -> frozenset[str]:
@@ -24,6 +24,31 @@ def _faults(text: str) -> frozenset[str]:
     if unknown:
         raise argparse.ArgumentTypeError(f"unknown faults {sorted(unknown)}; choose from {', '.join(ALL_FAULTS + EXTRA_FAULTS)}")
     return names
+
+
+def _level(text: str) -> int:
+    from kraftwire.metadata.features import LATEST_LEVEL, MINIMUM_BOOTSTRAP_LEVEL
+
+    if text == "all":
+        return -1
+    try:
+        level = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a metadata.version level: {text!r}") from None
+    if not MINIMUM_BOOTSTRAP_LEVEL <= level <= LATEST_LEVEL:
+        raise argparse.ArgumentTypeError(f"metadata.version {level} is outside "
+                                         f"{MINIMUM_BOOTSTRAP_LEVEL}-{LATEST_LEVEL}")
+    return level
+
+
+def level_for_seed(level: int, seed: int) -> int:
+    """The level a seed runs at: ``level`` itself, or with -1 ('all') a cycle through every level."""
+    from kraftwire.metadata.features import LATEST_LEVEL, MINIMUM_BOOTSTRAP_LEVEL
+
+    if level >= 0:
+        return level
+    span = LATEST_LEVEL - MINIMUM_BOOTSTRAP_LEVEL + 1
+    return MINIMUM_BOOTSTRAP_LEVEL + seed % span
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,6 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--controller", action="store_true",
                    help="run the quorum controller on the voters, driven by scripted brokers and an admin "
                         "client (observers are not used)")
+    p.add_argument("--metadata-version", type=_level, default=0, metavar="LEVEL",
+                   help="with --controller: the metadata.version level the cluster bootstraps at, "
+                        "or 'all' to cycle the seeds through every level kraftwire supports (default latest)")
     p.add_argument("--bugs", default="", help=argparse.SUPPRESS)  # test-only deliberate bugs
     p.add_argument("--spark", action="store_true", help="run the seeds as Spark tasks (needs PySpark)")
     p.add_argument("--master", default=None, metavar="URL", help="Spark master URL with --spark (default local[*])")
@@ -52,9 +80,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     bugs = frozenset(b for b in args.bugs.split(",") if b)
     cfg = SimConfig(voters=args.voters, observers=args.observers, faults=args.faults,
-                    duration_ms=args.duration_ms, bugs=bugs, controller=args.controller)
+                    duration_ms=args.duration_ms, bugs=bugs, controller=args.controller,
+                    metadata_version=max(0, args.metadata_version))
     seeds = [args.seed] if args.seed is not None else range(args.start_seed, args.start_seed + args.seeds)
-    if args.spark:
+    if args.metadata_version < 0 and args.controller:
+        from dataclasses import replace
+
+        results = (run_seed(s, replace(cfg, metadata_version=level_for_seed(-1, s))) for s in seeds)
+    elif args.spark:
         from kraftwire.analytics.session import spark_session
         from kraftwire.analytics.sweep import spark_sweep
 

@@ -25,7 +25,7 @@ from kraftwire.controller import acls, cluster, configs, replication, scram
 from kraftwire.controller import feature_control as features_cmd
 from kraftwire.controller.responses import error_response
 from kraftwire.controller.result import CommandError, ControllerConfig, ControllerResult
-from kraftwire.metadata.features import METADATA_VERSION, RecordVersions, wrap
+from kraftwire.metadata.features import METADATA_VERSION, RecordVersions, unsupported_reason, wrap
 from kraftwire.metadata.image import (
     EMPTY_IMAGE,
     NO_LEADER,
@@ -143,6 +143,10 @@ class QuorumController:
     @property
     def versions(self) -> RecordVersions:
         return RecordVersions(self._latest.metadata_version)
+
+    def unsupported(self, supported: dict[str, tuple[int, int]] | None = None) -> str | None:
+        """One line saying which committed feature level this node lacks (and who needs it), or None."""
+        return unsupported_reason(self.committed_image.features, supported)
 
     def new_uuid(self) -> uuid.UUID:
         """A random (seedable) UUID for new topics and ACLs."""

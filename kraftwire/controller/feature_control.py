@@ -51,8 +51,8 @@ def check_update(image: MetadataImage, name: str, level: int, upgrade_type: int)
     current = image.features.get(name, 0)
     if level < 0:
         raise _bad(name, level, "A feature version cannot be less than 0.")
-    lo, hi = SUPPORTED_FEATURES.get(name, (0, 0))
-    if name not in SUPPORTED_FEATURES or not lo <= level <= hi:
+    lo, hi = SUPPORTED_FEATURES.get(name, (0, 0))  # a feature we do not know: level 0 only, as Kafka
+    if not lo <= level <= hi:
         raise _bad(name, level, f"The controller only supports versions {lo}-{hi}.")
     _check_nodes(image, name, level)
     if level < current and upgrade_type == UPGRADE:

@@ -13,6 +13,10 @@ to the Raft core through an injected ``append``, answers leave through callbacks
 * ``tick`` runs periodic work (lease expiry, NoOpRecords); ``snapshot_due`` says when the committed
   image should be snapshotted (see ``kraftwire.core.snapshots``).
 * A committed record or snapshot it cannot apply makes the role ``fatal``: the process must stop.
+  A metadata.version this kraftwire lacks is not that: the role ``parked`` stops replaying there and
+  never activates, and another feature level it lacks (``unsupported``) only keeps it from
+  activating; either is logged once, naming the level and the release needing it
+  (``kraftwire.metadata.support``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from kraftwire.controller.responses import error_response
 from kraftwire.core.snapshots import SnapshotJob, snapshot_due
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.metadata.snapshot import Snapshotter, image_from_snapshot
+from kraftwire.metadata.support import park_reason
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.metadata import MetadataRecord, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
@@ -87,20 +92,28 @@ class ControllerRole:
         self.on_wake: list[Callable[[], None]] = []    # new deadlines or due work: the shell re-polls
         self.snapshots_loaded = 0
         self._waiters: list[_Waiter] = []
+        #: set when the log finalized a metadata.version this node lacks: replay stops, the node stays up
+        self.parked: str | None = None
+        #: set while another finalized feature level is one this controller lacks: it will not activate
+        self.unsupported: str | None = None
 
     def attach(self, core: Any) -> None:
         self.core = core
 
     # -- RaftListener ---------------------------------------------------------------------------
     def handle_commit(self, batches: list[RecordBatch]) -> None:
-        if self.fatal is not None or not batches:
+        if self.fatal is not None or self.parked is not None or not batches:
             return
         ctl = self.controller
         self.observer.committed(batches)
         try:
             ctl.replay_batches(batches)
         except Exception as e:  # noqa: BLE001 - a committed record we cannot apply: this replica must stop
-            self._fail(f"cannot apply committed metadata record: {e}", e)
+            if not self._park(park_reason(ctl.committed_image.features, batches)):
+                self._fail(f"cannot apply committed metadata record: {e}", e)
+            return
+        self._check_features()
+        if self.parked is not None:
             return
         last = batches[-1].last_offset
         ctl.handle_commit(last)
@@ -115,7 +128,7 @@ class ControllerRole:
 
     def handle_snapshot(self, end_offset: int, batches: list[RecordBatch]) -> None:
         """Raft hands over a snapshot: it replaces the controller's state (commits resume after it)."""
-        if self.fatal is not None:
+        if self.fatal is not None or self.parked is not None:
             return
         if self.controller.active:
             self._step_down("the state is being replaced by a snapshot")
@@ -123,11 +136,14 @@ class ControllerRole:
             image = image_from_snapshot(batches)
             self.controller.load_snapshot(image, end_offset)
         except Exception as e:  # noqa: BLE001 - a snapshot we cannot apply: this replica must stop
+            if self._park(park_reason({}, batches)):
+                return
             self._fail(f"cannot load the metadata snapshot ending at offset {end_offset}: {e}", e)
             return
         epoch = batches[0].leader_epoch if batches else 0
         self.snapshots_loaded += 1
         log.info("metadata image loaded from the snapshot ending at offset %d", end_offset)
+        self._check_features()
         self.observer.snapshot_loaded(end_offset, epoch, image)
         self.observer.image(image, "snapshot")
         if self.snapshotter is not None:
@@ -143,12 +159,12 @@ class ControllerRole:
         """Activate once this node leads and its epoch's LeaderChange committed; step down when the
         Raft core no longer leads the controller's epoch (e.g. check-quorum resigned it)."""
         core, ctl = self.core, self.controller
-        if core is None or self.fatal is not None:
+        if core is None or self.fatal is not None or self.parked is not None:
             return
         if ctl.active and (not core.is_leader or core.epoch != ctl.epoch):
             self._step_down("the raft leader resigned")
             return
-        if ctl.active or not core.is_leader:
+        if ctl.active or not core.is_leader or self.unsupported is not None:
             return
         if core.hw is None or core.hw <= core.state.epoch_start_offset:
             return
@@ -234,6 +250,28 @@ class ControllerRole:
         return snapshot_due(self.snapshotter, self.core, self.controller, self.clock())
 
     # -- internals ------------------------------------------------------------------------------
+    def _check_features(self) -> None:
+        """Park on an unsupported metadata.version; refuse activation on another unsupported feature."""
+        ctl = self.controller
+        if self._park(park_reason(ctl.committed_image.features)):
+            return
+        reason = ctl.unsupported()
+        if reason != self.unsupported:
+            self.unsupported = reason
+            if reason is not None:
+                log.error("this controller will not become active: %s", reason)
+                self._step_down("unsupported feature level")
+
+    def _park(self, reason: str | None) -> bool:
+        """Stop following the log (once) because of ``reason``; the node keeps running. True if parked."""
+        if reason is None:
+            return False
+        if self.parked is None:
+            self.parked = reason
+            log.error("metadata replay stopped, this controller will not become active: %s", reason)
+            self._step_down("unsupported metadata")
+        return True
+
     def _fail(self, why: str, e: BaseException) -> None:
         log.critical("%s; stopping", why)
         self.fatal = e

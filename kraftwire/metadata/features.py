@@ -1,7 +1,9 @@
 """Finalized features: metadata.version levels, record versions per level, bootstrap records.
 
-The metadata.version numbers are Kafka's (``MetadataVersion`` in Kafka 3.9): each level names the
-release whose metadata layout it enables. kraftwire writes and reads levels 1 ... 21 (3.9-IV0).
+The metadata.version numbers are Kafka's (``MetadataVersion`` in Kafka 4.1): each level names the
+release whose metadata layout it enables. kraftwire writes and reads levels 1 ... 27 (4.1-IV1).
+Levels Kafka defines beyond that (``LATER_RELEASES``) are only named, so that a node meeting one can
+say which release needs it (``unsupported_reason``).
 """
 
 from __future__ import annotations
@@ -15,17 +17,23 @@ METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
 GROUP_VERSION = "group.version"
 TRANSACTION_VERSION = "transaction.version"
+ELR_VERSION = "eligible.leader.replicas.version"
+SHARE_VERSION = "share.version"
+STREAMS_VERSION = "streams.version"
 
 #: metadata.version level -> Kafka's IBP name.
 METADATA_VERSIONS: dict[int, str] = {
     1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1", 6: "3.3-IV2",
     7: "3.3-IV3", 8: "3.4-IV0", 9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0",
     13: "3.6-IV1", 14: "3.6-IV2", 15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3",
-    19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0",
+    19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0", 22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2",
+    25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1",
 }
+#: Levels Kafka 4.1 defines but does not ship as production ones (4.2's), named for error messages.
+LATER_RELEASES: dict[int, str] = {28: "4.2-IV0", 29: "4.2-IV1"}
 MINIMUM_KRAFT_LEVEL = 1           # 3.0-IV1: what a broker that sends no range is assumed to support
 MINIMUM_BOOTSTRAP_LEVEL = 4       # 3.3-IV0: the oldest level `storage format` accepts
-LATEST_LEVEL = 21                 # 3.9-IV0
+LATEST_LEVEL = 27                 # 4.1-IV1
 DEFAULT_LEVEL = LATEST_LEVEL
 
 # Levels at which Kafka changed behaviour that this controller mirrors.
@@ -35,18 +43,76 @@ MV_MIGRATION = 8                    # 3.4-IV0
 MV_NO_ISR_SHRINK_EPOCH_BUMP = 12    # 3.6-IV0: ISR shrinks no longer bump the leader epoch
 MV_CONTROLLER_REGISTRATION = 15     # 3.7-IV0
 MV_DIRECTORY_ASSIGNMENT = 17        # 3.7-IV2: log directories in registrations and partitions
+MV_ELR = 23                         # 4.0-IV1: PartitionRecord/PartitionChangeRecord v2 (ELR fields)
 
-#: Features this controller can finalize and the levels it supports (inclusive).
+#: Features this controller can finalize and the levels it supports (inclusive). Features missing
+#: here are supported at level 0 only, as Kafka treats features it does not know.
+#: eligible.leader.replicas.version stays at 0: this controller does not maintain ELRs (KIP-966).
 SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     METADATA_VERSION: (MINIMUM_KRAFT_LEVEL, LATEST_LEVEL),
     KRAFT_VERSION: (0, 0),   # 1 (KIP-853 dynamic quorums) is not built yet: never advertise it
     GROUP_VERSION: (0, 1),
     TRANSACTION_VERSION: (0, 2),
+    ELR_VERSION: (0, 0),
+    SHARE_VERSION: (0, 0),
+    STREAMS_VERSION: (0, 0),
+}
+
+#: What a kraftwire broker registers: it hosts no partition data, so ELRs (which only constrain
+#: the controller's elections and the data leaders' high watermarks) ask nothing of it.
+BROKER_SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {**SUPPORTED_FEATURES, ELR_VERSION: (0, 1)}
+
+#: Kafka 4.1's Feature.defaultLevel: the level `kafka-storage.sh format` and `kafka-features.sh
+#: upgrade --release-version` pick for each feature at a metadata.version: (feature, from level, value).
+_DEFAULTS: tuple[tuple[str, int, int], ...] = (
+    (KRAFT_VERSION, 21, 1), (GROUP_VERSION, 22, 1), (TRANSACTION_VERSION, 24, 2), (ELR_VERSION, 26, 1),
+    (SHARE_VERSION, 28, 1), (STREAMS_VERSION, 29, 1),
+)
+#: The release (metadata.version level) that introduced each feature level, for messages.
+FEATURE_RELEASES: dict[tuple[str, int], int] = {
+    (KRAFT_VERSION, 1): 21, (GROUP_VERSION, 1): 22, (TRANSACTION_VERSION, 1): 24, (TRANSACTION_VERSION, 2): 24,
+    (ELR_VERSION, 1): 26, (SHARE_VERSION, 1): 28, (STREAMS_VERSION, 1): 29,
 }
 
 
 def metadata_version_name(level: int) -> str:
-    return METADATA_VERSIONS.get(level, f"unknown({level})")
+    return METADATA_VERSIONS.get(level) or LATER_RELEASES.get(level) or f"unknown({level})"
+
+
+def default_feature_levels(metadata_version: int) -> dict[str, int]:
+    """Kafka 4.1's default level of every feature (but metadata.version) at ``metadata_version``."""
+    out = {name: 0 for name, _, _ in _DEFAULTS}
+    for name, since, level in _DEFAULTS:
+        if metadata_version >= since:
+            out[name] = level
+    return out
+
+
+def _release(level: int) -> str:
+    """The Apache Kafka release a metadata.version level first appears in."""
+    name = METADATA_VERSIONS.get(level) or LATER_RELEASES.get(level)
+    if name is None:
+        return f"an Apache Kafka release newer than {LATER_RELEASES[max(LATER_RELEASES)].split('-')[0]}"
+    return f"Apache Kafka {name.split('-')[0]} ({name})"
+
+
+def unsupported_reason(features: dict[str, int], supported: dict[str, tuple[int, int]] | None = None) -> str | None:
+    """One line naming a finalized feature level outside ``supported`` and the release that needs it."""
+    supported = SUPPORTED_FEATURES if supported is None else supported
+    for name, level in sorted(features.items(), key=lambda kv: kv[0] != METADATA_VERSION):
+        lo, hi = supported.get(name, (0, 0))
+        if lo <= level <= hi:
+            continue
+        if name == METADATA_VERSION:
+            return (f"metadata.version {level} ({metadata_version_name(level)}) is finalized; it needs "
+                    f"{_release(level)}, and this kraftwire supports metadata.version {lo}-{hi} "
+                    f"(up to {METADATA_VERSIONS[hi]}): upgrade kraftwire or keep the cluster at {METADATA_VERSIONS[hi]}")
+        since = FEATURE_RELEASES.get((name, level))
+        needs = _release(since) if since is not None else "a newer release"
+        return (f"{name} {level} is finalized; it comes with {needs}, and this kraftwire supports {name} "
+                f"{lo}-{hi}: downgrade the feature (kafka-features.sh downgrade --feature {name}={hi}) "
+                f"or run nodes that support it")
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +131,14 @@ class RecordVersions:
 
     @property
     def partition(self) -> int:
+        if self.level >= MV_ELR:
+            return 2
         return 1 if self.level >= MV_DIRECTORY_ASSIGNMENT else 0
 
     @property
     def partition_change(self) -> int:
+        if self.level >= MV_ELR:
+            return 2
         return 1 if self.level >= MV_DIRECTORY_ASSIGNMENT else 0
 
     @property
@@ -99,8 +169,13 @@ def bootstrap_records(
     """The records `storage format` writes into the bootstrap checkpoint (and the first leader commits).
 
     metadata.version comes first, as Kafka's BootstrapMetadata requires; ``features`` adds other
-    finalized features (level 0 entries are skipped: 0 means "not finalized").
+    finalized features (level 0 entries are skipped: 0 means "not finalized"). Without ``features``,
+    each feature this controller supports gets Kafka's default level for ``metadata_version``, capped
+    at what it supports (kraft.version is not a FeatureLevelRecord: KRaftVersionRecord carries it).
     """
+    if features is None:
+        features = {name: min(level, SUPPORTED_FEATURES.get(name, (0, 0))[1])
+                    for name, level in default_feature_levels(metadata_version).items() if name != KRAFT_VERSION}
     if not MINIMUM_BOOTSTRAP_LEVEL <= metadata_version <= LATEST_LEVEL:
         raise ValueError(
             f"metadata.version {metadata_version} is outside {MINIMUM_BOOTSTRAP_LEVEL}..{LATEST_LEVEL}"
@@ -118,7 +193,7 @@ def bootstrap_records(
 
 #: Levels whose layout differs from the level below (Kafka's didMetadataChange); downgrades across
 #: them could lose information and are refused.
-METADATA_CHANGED: frozenset[int] = frozenset({1, 3, 5, 6, 7, 8, 11, 13, 14, 15, 17})
+METADATA_CHANGED: frozenset[int] = frozenset({1, 3, 5, 6, 7, 8, 11, 13, 14, 15, 17, 23})
 
 
 def metadata_changed_between(a: int, b: int) -> bool:

@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kraftwire.metadata.features import METADATA_VERSION, METADATA_VERSIONS
+from kraftwire.metadata.features import METADATA_VERSION
 from kraftwire.protocol.messages.abort_transaction_record import AbortTransactionRecord
 from kraftwire.protocol.messages.access_control_entry_record import AccessControlEntryRecord
 from kraftwire.protocol.messages.begin_transaction_record import BeginTransactionRecord
 from kraftwire.protocol.messages.broker_registration_change_record import BrokerRegistrationChangeRecord
+from kraftwire.protocol.messages.clear_elr_record import ClearElrRecord
 from kraftwire.protocol.messages.client_quota_record import ClientQuotaRecord
 from kraftwire.protocol.messages.config_record import ConfigRecord
 from kraftwire.protocol.messages.delegation_token_record import DelegationTokenRecord
@@ -398,8 +399,10 @@ class MetadataDelta:
         )
 
     def _feature_level(self, r: FeatureLevelRecord) -> None:
-        if r.name == METADATA_VERSION and r.feature_level not in METADATA_VERSIONS:
-            raise MetadataReplayError(f"unsupported metadata.version level {r.feature_level}")
+        # Any level is recorded, even one this kraftwire does not support: the node decides what to do
+        # about it (features.unsupported_reason), replay itself never fails on a feature level.
+        if r.name == METADATA_VERSION and r.feature_level < 1:
+            raise MetadataReplayError(f"metadata.version level {r.feature_level} cannot be finalized")
         if self._features is None:
             self._features = dict(self.base.features)
         if r.feature_level == 0:
@@ -439,6 +442,25 @@ class MetadataDelta:
         new = parts[r.partition_id] = old.merge(r)
         if self.on_partition is not None:
             self.on_partition(r.topic_id, r.partition_id, old, new)
+
+    def _clear_elr(self, r: ClearElrRecord) -> None:
+        """Empty ELR and last-known ELR of one topic's partitions (every topic's if the name is empty)."""
+        if r.topic_name:
+            tid = self.topic_ids.get(r.topic_name)
+            if tid is None:
+                raise MetadataReplayError(f"ClearElrRecord: no topic named {r.topic_name!r}")
+            tids = [tid]
+        else:
+            tids = list(self.topics)
+        clear = PartitionChangeRecord(eligible_leader_replicas=[], last_known_elr=[])
+        for tid in tids:
+            current = self.partitions(tid) or {}
+            for pid in [pid for pid, part in current.items() if part.elr or part.last_known_elr]:
+                parts = self._w_parts(tid)
+                old = parts[pid]
+                new = parts[pid] = old.merge(clear)
+                if self.on_partition is not None:
+                    self.on_partition(tid, pid, old, new)
 
     def _remove_topic(self, r: RemoveTopicRecord) -> None:
         topics, ids = self._w_topics()
@@ -574,6 +596,7 @@ _HANDLERS: dict[type, Callable[[MetadataDelta, Any], None]] = {
     TopicRecord: MetadataDelta._topic,
     PartitionRecord: MetadataDelta._partition,
     PartitionChangeRecord: MetadataDelta._partition_change,
+    ClearElrRecord: MetadataDelta._clear_elr,
     RemoveTopicRecord: MetadataDelta._remove_topic,
     ConfigRecord: MetadataDelta._config,
     AccessControlEntryRecord: MetadataDelta._acl,

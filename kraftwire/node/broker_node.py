@@ -38,7 +38,7 @@ from kraftwire.controller import scram as scram_cmds
 from kraftwire.controller.responses import error_response
 from kraftwire.controller.result import CommandError
 from kraftwire.group import GROUP_APIS
-from kraftwire.metadata.features import SUPPORTED_FEATURES
+from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.server import KafkaServer, RefusedRequest, Reply, RequestContext
@@ -164,7 +164,7 @@ class BrokerNode:
             node_id=cfg.node_id, cluster_id=self.cluster_id, incarnation_id=uuid.uuid4(),
             listeners=tuple((e.name, e.host, e.port, SECURITY_PROTOCOLS[cfg.security_protocol(e.name)])
                             for e in self.advertised.values()),
-            features=tuple((n, lo, hi) for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())),
+            features=tuple((n, lo, hi) for n, (lo, hi) in sorted(BROKER_SUPPORTED_FEATURES.items())),
             log_dirs=(directory_id or uuid.uuid4(),), rack=rack,
             heartbeat_interval_ms=cfg["broker.heartbeat.interval.ms"],
             session_timeout_ms=cfg["broker.session.timeout.ms"],

@@ -30,7 +30,8 @@ class SimConfig:
     Every node snapshots its state machine after a number of committed records drawn from
     ``snapshot_records`` (None: never) and then cleans its log below the snapshot with probability
     ``snapshot_clean_p``. With ``controller`` the workload is a quorum controller on every voter driven
-    by scripted brokers and an admin client (see ``kraftwire.sim.controller_sim``).
+    by scripted brokers and an admin client (see ``kraftwire.sim.controller_sim``), bootstrapped at
+    ``metadata_version``.
     """
 
     voters: int = 3
@@ -49,6 +50,7 @@ class SimConfig:
     snapshot_clean_p: float = 0.75
     controller: bool = False   # run the quorum controller with scripted broker/admin agents on top
     old_vote_nodes: frozenset[int] = frozenset()   # nodes at Vote v1 (Kafka 3.9): no pre-vote, answer none
+    metadata_version: int = 0  # with ``controller``: the level the cluster bootstraps at (0 = latest)
 
     @property
     def stable_leader_check(self) -> bool:

@@ -28,6 +28,7 @@ from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.core.controller_role import ControllerObserver, ControllerRole
 from kraftwire.core.snapshots import SnapshotJob, store_snapshot
 from kraftwire.metadata import bootstrap_records
+from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES, LATEST_LEVEL
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.metadata.snapshot import RetentionPolicy, SnapshotPolicy, Snapshotter
 from kraftwire.protocol.errors import Errors
@@ -251,7 +252,8 @@ class ControllerSimulation(Simulation):
         self.ctl_config = ControllerConfig(cluster_id=cfg.cluster_id, session_timeout_ms=self.ccfg.session_timeout_ms,
                                            max_idle_interval_ms=500, default_replication_factor=2,
                                            auto_leader_rebalance=False)
-        self.bootstrap = bootstrap_records(21)
+        self.metadata_version = cfg.metadata_version or LATEST_LEVEL
+        self.bootstrap = bootstrap_records(self.metadata_version)
         self.shells: dict[int, SimControllerShell] = {}
         self.agents = {1000 + i: BrokerAgent(1000 + i) for i in range(1, self.ccfg.brokers + 1)}
         self.admin = AdminAgent()
@@ -392,7 +394,8 @@ class ControllerSimulation(Simulation):
             req = brq.BrokerRegistrationRequest(
                 broker_id=agent.broker_id, cluster_id=self.cfg.cluster_id, incarnation_id=agent.incarnation,
                 listeners=[brq.Listener("PLAINTEXT", f"b{agent.broker_id}", 9092, 0)],
-                features=[brq.Feature("metadata.version", 1, 21)], rack=None,
+                features=[brq.Feature(n, lo, hi) for n, (lo, hi) in sorted(BROKER_SUPPORTED_FEATURES.items())],
+                rack=None,
                 log_dirs=[uuid.UUID(int=agent.broker_id << 64 | 1)])
         else:
             req = BrokerHeartbeatRequest(broker_id=agent.broker_id, broker_epoch=agent.epoch,

@@ -14,6 +14,8 @@ def repro_command(seed: int, cfg: SimConfig) -> str:
            f"--faults {faults} --duration-ms {cfg.duration_ms}")
     if cfg.controller:
         cmd += " --controller"
+        if cfg.metadata_version:
+            cmd += f" --metadata-version {cfg.metadata_version}"
     if cfg.bugs:
         cmd += f" --bugs {','.join(sorted(cfg.bugs))}"
     return cmd

@@ -7,6 +7,7 @@ from typing import Any
 
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.metadata import bootstrap_records
+from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.protocol.messages import alter_partition_request as apq
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq
@@ -28,6 +29,7 @@ class Harness:
         cfg.setdefault("auto_leader_rebalance", False)
         cfg.setdefault("max_idle_interval_ms", 0)
         self.config = ControllerConfig(**cfg)
+        self.mv = mv
         self.ctl = QuorumController(self.config, seed=seed)
         self.log: list[tuple[int, MetadataRecord]] = []
         self.now = 0
@@ -68,10 +70,14 @@ class Harness:
     # -- brokers --------------------------------------------------------------------------------------
     def registration(self, bid: int, rack: str | None = None, gen: int = 0, mv_range=(1, 21),
                      cluster_id: str = "test-cluster", dirs: list[uuid.UUID] | None = None):
+        # Above 3.9 the bootstrap finalizes group.version and transaction.version too: such a
+        # harness registers brokers with everything a kraftwire broker supports.
+        features = ([brq.Feature(n, lo, hi) for n, (lo, hi) in sorted(BROKER_SUPPORTED_FEATURES.items())]
+                    if self.mv > 21 and mv_range == (1, 21) else [brq.Feature("metadata.version", *mv_range)])
         return brq.BrokerRegistrationRequest(
             broker_id=bid, cluster_id=cluster_id, incarnation_id=inc_for(bid, gen),
             listeners=[brq.Listener("PLAINTEXT", f"b{bid}", 9092, 0)],
-            features=[brq.Feature("metadata.version", *mv_range)], rack=rack,
+            features=features, rack=rack,
             log_dirs=[dir_for(bid)] if dirs is None else dirs)
 
     def register(self, bid: int, rack: str | None = None, gen: int = 0) -> int:

@@ -89,7 +89,7 @@ def test_commit_advances_committed_image_in_steps() -> None:
 def test_replay_errors_are_loud() -> None:
     img = EMPTY_IMAGE
     with pytest.raises(MetadataReplayError):
-        img.replay(FeatureLevelRecord(name="metadata.version", feature_level=99))
+        img.replay(FeatureLevelRecord(name="metadata.version", feature_level=0))
     with pytest.raises(MetadataReplayError):
         img.replay(PartitionChangeRecord(partition_id=0, topic_id=uuid.uuid4()))
     with pytest.raises(MetadataReplayError):

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from kraftwire.cli.metadata_quorum import describe
+from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.client import Connection
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import alter_partition_request as apq
@@ -54,7 +55,7 @@ async def scenario(c: Cluster) -> None:
             resp = await call(brq.BrokerRegistrationRequest(
                 broker_id=bid, cluster_id=c.cluster_id, incarnation_id=uuid.uuid4(),
                 listeners=[brq.Listener("PLAINTEXT", "127.0.0.1", 9000 + bid, 0)],
-                features=[brq.Feature("metadata.version", 1, 21)], rack=None, log_dirs=[uuid.uuid4()]))
+                features=[brq.Feature(n, lo, hi) for n, (lo, hi) in BROKER_SUPPORTED_FEATURES.items()], rack=None, log_dirs=[uuid.uuid4()]))
             assert resp.error_code == 0, resp
             epochs[bid] = resp.broker_epoch
         assert epochs[101] != epochs[102]

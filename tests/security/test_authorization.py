@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from kraftwire.broker.envelope import host_bytes, serialize_principal
+from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import decode_response, encode_request
@@ -52,7 +53,7 @@ async def start_brokers(admin: Connection, sn) -> None:
         r = await admin.request(brq.BrokerRegistrationRequest(
             broker_id=bid, cluster_id=CLUSTER_ID, incarnation_id=uuid.uuid4(),
             listeners=[brq.Listener("PLAINTEXT", "127.0.0.1", 9000 + bid, 0)],
-            features=[brq.Feature("metadata.version", 1, 21)], rack=None, log_dirs=[uuid.uuid4()]), 4, 10)
+            features=[brq.Feature(n, lo, hi) for n, (lo, hi) in BROKER_SUPPORTED_FEATURES.items()], rack=None, log_dirs=[uuid.uuid4()]), 4, 10)
         assert r.error_code == 0, r
         epoch = r.broker_epoch
         for _ in range(50):
@@ -107,7 +108,7 @@ async def test_inter_node_apis_need_cluster_action_and_write_nothing(certs):
         # other CLUSTER_ACTION APIs: registration, heartbeat, raft
         reg = await bob.request(brq.BrokerRegistrationRequest(
             broker_id=103, cluster_id=CLUSTER_ID, incarnation_id=uuid.uuid4(),
-            features=[brq.Feature("metadata.version", 1, 21)], log_dirs=[uuid.uuid4()]), 4, 10)
+            features=[brq.Feature(n, lo, hi) for n, (lo, hi) in BROKER_SUPPORTED_FEATURES.items()], log_dirs=[uuid.uuid4()]), 4, 10)
         assert reg.error_code == CLUSTER_DENIED
         hb = await bob.request(BrokerHeartbeatRequest(broker_id=101, broker_epoch=0), 1, 10)
         assert hb.error_code == CLUSTER_DENIED

@@ -8,6 +8,7 @@ from typing import Any
 
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.metadata import bootstrap_records, image_to_records
+from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.protocol.control import leader_change_record
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_acls_request as caq
@@ -51,7 +52,7 @@ class MetadataWriter:
         resp = self.run(brq.BrokerRegistrationRequest(
             broker_id=bid, cluster_id=CLUSTER_ID, incarnation_id=uuid.UUID(int=bid * 1000 + 1),
             listeners=[brq.Listener("PLAINTEXT", f"broker{bid}.example", 9092, 0)],
-            features=[brq.Feature("metadata.version", 1, 21)], rack=rack,
+            features=[brq.Feature(n, lo, hi) for n, (lo, hi) in BROKER_SUPPORTED_FEATURES.items()], rack=rack,
             log_dirs=[uuid.UUID(int=(bid << 64) | 5)]))
         assert resp.error_code == 0, resp
         return resp.broker_epoch

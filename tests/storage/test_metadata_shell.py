@@ -16,6 +16,7 @@ from kraftwire.cli.metadata_shell import Shell, _fetch_live, build_image, image_
 from kraftwire.config import load_config
 from kraftwire.group import MemoryOffsetStore
 from kraftwire.metadata import image_to_records
+from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.client import Connection
 from kraftwire.node.node import Node
 from kraftwire.protocol.errors import Errors
@@ -197,7 +198,7 @@ async def test_live_view_from_a_running_controller() -> None:
             resp = await _call(conn, brq.BrokerRegistrationRequest(
                 broker_id=7, cluster_id=CLUSTER_ID, incarnation_id=uuid.uuid4(),
                 listeners=[brq.Listener("PLAINTEXT", "127.0.0.1", 9777, 0)],
-                features=[brq.Feature("metadata.version", 1, 21)], rack=None, log_dirs=[uuid.uuid4()]))
+                features=[brq.Feature(n, lo, hi) for n, (lo, hi) in BROKER_SUPPORTED_FEATURES.items()], rack=None, log_dirs=[uuid.uuid4()]))
             assert resp.error_code == 0, resp
             with anyio.fail_after(20):
                 while (await _call(conn, BrokerHeartbeatRequest(broker_id=7, broker_epoch=resp.broker_epoch,

@@ -30,6 +30,7 @@ MODULES: dict[str, str] = {
     'BrokerRegistrationChangeRecord': 'broker_registration_change_record',
     'BrokerRegistrationRequest': 'broker_registration_request',
     'BrokerRegistrationResponse': 'broker_registration_response',
+    'ClearElrRecord': 'clear_elr_record',
     'ClientQuotaRecord': 'client_quota_record',
     'ConfigRecord': 'config_record',
     'ControllerRegistrationRequest': 'controller_registration_request',
@@ -257,6 +258,7 @@ METADATA_RECORDS: dict[int, str] = {
     25: 'AbortTransactionRecord',
     26: 'RemoveDelegationTokenRecord',
     27: 'RegisterControllerRecord',
+    28: 'ClearElrRecord',
 }
 
 
