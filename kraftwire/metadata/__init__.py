@@ -1,8 +1,8 @@
 """kraftwire.metadata: the metadata image every role builds from ``__cluster_metadata``.
 
 The image and its delta (``image``), metadata.version and feature levels (``features``), what a
-node does about levels it lacks (``support``), and the
-image ↔ records writer with the snapshot and retention policies (``snapshot``). The controller,
+node does about levels it lacks (``support``), and the image ↔ records writer with the snapshot and
+retention policies (``snapshot``). The controller,
 brokers, security and analytics import these from here; nothing here imports a role.
 """
 
