@@ -15,9 +15,9 @@ import pytest
 
 from kraftwire.broker.metadata import BrokerMetadataListener
 from kraftwire.controller import QuorumController
+from kraftwire.core.controller_role import ControllerRole
 from kraftwire.metadata import image_to_records
 from kraftwire.metadata.features import bootstrap_records
-from kraftwire.core.controller_role import ControllerRole
 from kraftwire.protocol.messages.feature_level_record import FeatureLevelRecord
 from kraftwire.protocol.messages.partition_record import PartitionRecord
 from kraftwire.protocol.messages.topic_record import TopicRecord

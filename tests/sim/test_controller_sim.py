@@ -7,7 +7,7 @@ import pytest
 from kraftwire.controller import cluster
 from kraftwire.core.controller_role import ControllerRole
 from kraftwire.sim.config import SimConfig
-from kraftwire.sim.controller_sim import run_controller_seed
+from kraftwire.sim.controller_sim import ControllerSimulation, run_controller_seed
 
 
 def test_invariants_hold_over_120_seeds_and_failovers_hit_in_flight_requests() -> None:
@@ -107,7 +107,7 @@ def test_controller_replay_at_every_metadata_version() -> None:
         assert versions == {RecordVersions(level).partition}, (level, versions)
 
 
-def _records(sim: controller_sim.ControllerSimulation) -> list:
+def _records(sim: ControllerSimulation) -> list:
     from kraftwire.protocol.metadata import decode_record
 
     return [decode_record(v) for _, v in sim.checker.committed if v[:1] == b"\x01"]
