@@ -100,7 +100,8 @@ class Node:
             default_replication_factor=cfg["default.replication.factor"])), bootstrap or bootstrap_records(),
             snapshotter_for(cfg))
         self.core = RaftCore(cfg.node_id, frozenset(self.voters), raft_config(cfg), self.log, self.store,
-                             random.Random(), self.cluster_id, wall_ms(), listener=self.controller.role)
+                             random.Random(), self.cluster_id, wall_ms(), listener=self.controller.role,
+                             rejoining=bool(getattr(self.log, "rejoining", False)))
         listener = cfg.controller_listener
         self.nodes = [(v.node_id, v.host, v.port, listener) for v in cfg.voters]
         own = [e for e in cfg.advertised() if e.name == listener]
@@ -108,6 +109,8 @@ class Node:
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"], nodes=self.nodes,
                                  leader_endpoints=[(e.name, e.host, e.port) for e in own])
         self.controller.attach(self.core, self.driver)
+        if self.core.rejoining:  # damaged data was discarded on open (storage/log.py): clear once re-joined
+            self.driver.on_change.append(self._maybe_rejoined)
         self.metrics = RaftMetrics(self.core, self.log)
         self.driver.metrics = self.controller.metrics = self.metrics
         client = (cfg.advertised() or cfg.listeners)[0]
@@ -209,6 +212,10 @@ class Node:
         if key == 0:
             return serving.refuse_produce(body, version)
         raise RefusedRequest(f"API {key} has no handler")
+
+    def _maybe_rejoined(self) -> None:
+        if not self.core.rejoining and getattr(self.log, "rejoining", False):
+            self.log.rejoined()
 
     def _own_endpoint(self, listener: str | None) -> tuple[str, int] | None:
         """This node's advertised address on ``listener`` (clients stay on the listener they came in on)."""

@@ -910,11 +910,13 @@ class RaftCore:
             return
         self._observe_leader(now, p.current_leader.leader_id, p.current_leader.leader_epoch)
         rj = self._rejoin
+        if rj is not None and req.dest in rj.unprobed:
+            # Any Fetch answer from a voter (a probe, or a fetch from the leader we follow) sent after
+            # the restart shows its epoch; the leader is never probed separately (it is busy with fetches).
+            rj.unprobed.discard(req.dest)
+            if not rj.unprobed:
+                rj.floor_epoch = self.state.epoch
         if req.kind == "probe":
-            if rj is not None:
-                rj.unprobed.discard(req.dest)
-                if not rj.unprobed:
-                    rj.floor_epoch = self.state.epoch
             return
         st = self.state
         if p.error_code != NONE:

@@ -13,6 +13,13 @@ advances ``flushed_offset``. Opening the directory validates every batch's CRC, 
 or corrupt tail, rebuilds the epoch cache and indexes, removes unfinished snapshot files, and, if
 the latest snapshot lies beyond the log (a follower that crashed while installing one), replaces
 the log with an empty one starting at the snapshot's end offset.
+
+Damage it cannot repair locally — the snapshot that covers the offsets below the log start is
+missing or fails its CRCs — is discarded: the damaged snapshot is renamed ``*.damaged``, the log
+restarts empty at 0, and the ``rejoining`` marker file is written. The node then fetches everything
+(the snapshot first) from the leader; while the marker exists the shell starts its Raft core
+re-joining (it votes for nobody until it holds the committed log again, docs/raft.md), and removes
+the marker once the core has re-joined. The quorum-state file is never touched, so its votes stay.
 """
 
 from __future__ import annotations
@@ -28,7 +35,6 @@ from pathlib import Path
 from kraftwire.protocol.errors import CorruptRecordError
 from kraftwire.protocol.records import Record, RecordBatch, decode_batch, encode_batch, iter_batches
 from kraftwire.raft.log import OffsetAndEpoch, SnapshotId
-from kraftwire.storage import StorageError
 from kraftwire.storage.fsutil import atomic_write, fsync_dir
 from kraftwire.storage.offset_checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -36,10 +42,17 @@ from kraftwire.storage.offset_checkpoint import (
     read_offsets,
     update_offset,
 )
-from kraftwire.storage.snapshot import SnapshotStore, check_framing, encode_batches, parse_snapshot
+from kraftwire.storage.snapshot import (
+    SnapshotStore,
+    check_framing,
+    encode_batches,
+    parse_snapshot,
+    write_durably,
+)
 
 log = logging.getLogger(__name__)
 EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+REJOIN_MARKER = "rejoining"  # ours: damaged data was discarded and the voter has not re-joined yet
 _INDEX_ENTRY = struct.Struct(">ii")
 
 
@@ -93,6 +106,8 @@ class FileLog:
         for leftover in (*self.dir.glob("*.index.tmp"), self.dir / (EPOCH_CHECKPOINT + ".tmp")):
             leftover.unlink(missing_ok=True)
         self.snapshots = SnapshotStore(self.dir)
+        self.rejoin_marker = self.dir / REJOIN_MARKER
+        self.damage: str | None = None   # what was discarded on open (None: nothing)
         self._recover()
         self._recover_start()
         self._truncate_to_latest_snapshot()
@@ -162,13 +177,45 @@ class FileLog:
             self._drop_segments_below(self._start)
             self._truncate_epochs_from_start()
         latest = self.snapshots.latest()
+        problem = None
         if self._start > 0 and (latest is None or latest.end_offset < self._start):
-            raise StorageError(f"{self.dir}: the log starts at offset {self._start} but no snapshot covers "
-                               f"the offsets below it (latest snapshot: {latest}); refusing to start")
+            problem = f"no snapshot covers the offsets below the log start {self._start} (latest: {latest})"
+        elif self._start > 0 and latest is not None:
+            try:
+                self.snapshots.read(latest)
+            except CorruptRecordError as e:
+                problem = f"snapshot {latest} is damaged ({e})"
+        if problem is not None:
+            self._discard_damage(problem)
+            return
         stale = [s for s in self.snapshots.ids() if s.end_offset < self._start]
         if stale:
             log.info("%s: removing snapshots below the log start %d: %s", self.dir, self._start, stale)
             self.snapshots.remove(stale)
+
+    def _discard_damage(self, problem: str) -> None:
+        """Keep nothing we cannot trust: set damaged snapshots aside, restart the log empty, re-join."""
+        log.warning("%s: %s; discarding the local log and snapshots and fetching them from the leader "
+                    "(the node re-joins the quorum: it votes for nobody until it has caught up)", self.dir, problem)
+        for sid in self.snapshots.ids():
+            path = self.snapshots.path(sid)
+            path.rename(path.with_name(path.name + ".damaged"))
+        self.snapshots = SnapshotStore(self.dir)
+        write_durably(self.rejoin_marker, (problem + "\n").encode())
+        self._truncate_fully_and_start_at(0)
+        self.damage = problem
+
+    @property
+    def rejoining(self) -> bool:
+        """The node must start re-joining (damage was discarded and it has not caught up since)."""
+        return self.rejoin_marker.exists()
+
+    def rejoined(self) -> None:
+        """The Raft core re-joined: forget the marker."""
+        if self.rejoin_marker.exists():
+            self.rejoin_marker.unlink()
+            fsync_dir(self.dir)
+            log.info("%s: re-joined the quorum after discarding damaged data", self.dir)
 
     def _truncate_to_latest_snapshot(self) -> bool:
         """Kafka's rule: a snapshot beyond the log (by epoch, or by offset in the same epoch) replaces it."""

@@ -169,3 +169,38 @@ def test_fetch_snapshot_for_another_partition_is_refused():
     with pytest.raises(wire.WireError) as e:
         wire.request_from_wire(59, body, 1)
     assert e.value.error == Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+async def test_voter_with_a_damaged_snapshot_recovers_from_the_leader_and_keeps_its_votes(tmp_path):
+    storage = Storage("file", tmp_path)
+    ports = free_ports(3)
+    nodes = [make_node(i + 1, ports, storage) for i in range(3)]
+    async with anyio.create_task_group() as tg:
+        scopes = [await start(tg, n) for n in nodes]
+        await write_acls(nodes, 0, 20)
+        await wait_for(lambda: settled(nodes) and all(n.log.start_offset > 0 for n in nodes))
+        victim = next(i for i, n in enumerate(nodes) if not n.controller.controller.active)
+        scopes[victim].cancel()
+        await anyio.sleep(0.05)
+        storage.close(nodes[victim].log)
+        part = tmp_path / f"node{victim + 1}" / "__cluster_metadata-0"
+        saved_state = (part / "quorum-state").read_text()
+        snap = max(part.glob("*.checkpoint"))
+        data = bytearray(snap.read_bytes())
+        data[len(data) // 2] ^= 0xFF                      # damage below the log start
+        snap.write_bytes(bytes(data))
+        others = [n for i, n in enumerate(nodes) if i != victim]
+        await write_acls(others, 20, 3)
+        reborn = make_node(victim + 1, ports, storage)   # starts: no refusal, no manual re-format
+        assert reborn.log.damage is not None and reborn.core.rejoining
+        assert (part / "quorum-state").read_text() == saved_state   # votes kept
+        nodes[victim] = reborn
+        await start(tg, reborn)
+        await wait_for(lambda: settled(nodes) and not reborn.core.rejoining, timeout=20)
+        assert reborn.controller.snapshots_loaded >= 1                # fetched from the leader
+        assert reborn.controller.controller.committed_image == others[0].controller.controller.committed_image
+        assert len(reborn.controller.controller.committed_image.acls) == 23
+        await wait_for(lambda: not (part / "rejoining").exists())
+        tg.cancel_scope.cancel()
+    for n in nodes:
+        storage.close(n.log)

@@ -10,7 +10,6 @@ from kraftwire.protocol.errors import CorruptRecordError
 from kraftwire.protocol.metadata import encode_record
 from kraftwire.protocol.records import Record, RecordBatch, iter_batches
 from kraftwire.raft.log import OffsetAndEpoch, SnapshotId
-from kraftwire.storage import StorageError
 from kraftwire.storage.snapshot import (
     encode_batches,
     frame_snapshot,
@@ -268,15 +267,39 @@ def test_a_newer_snapshot_in_the_same_epoch_but_within_the_log_keeps_the_log(tmp
     assert (again.start_offset, again.end_offset) == (0, 15)
 
 
-def test_log_start_without_a_covering_snapshot_is_refused(tmp_path) -> None:
+def test_log_start_without_a_covering_snapshot_is_discarded_and_rejoins(tmp_path) -> None:
     log = filled(tmp_path, segment_bytes=200)
     sid = SnapshotId(9, 2)
     snap(log, sid)
     log.delete_before(sid)
     log.close()
     (log.dir / snapshot_name(sid)).unlink()
-    with pytest.raises(StorageError, match="no snapshot covers"):
-        open_log(tmp_path, segment_bytes=200)
+    again = open_log(tmp_path, segment_bytes=200)
+    assert "no snapshot covers" in again.damage and again.rejoining
+    assert (again.start_offset, again.end_offset) == (0, 0) and again.epochs() == []
+    again.close()
+    third = open_log(tmp_path, segment_bytes=200)   # a restart before re-joining still re-joins
+    assert third.damage is None and third.rejoining
+    third.rejoined()
+    assert not open_log(tmp_path, segment_bytes=200).rejoining
+
+
+def test_damaged_snapshot_below_the_log_start_is_set_aside_and_the_log_restarts(tmp_path) -> None:
+    log = filled(tmp_path, segment_bytes=200)
+    sid = SnapshotId(9, 2)
+    snap(log, sid)
+    log.delete_before(sid)
+    log.close()
+    path = log.dir / snapshot_name(sid)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    (log.dir / "quorum-state").write_text("kept")
+    again = open_log(tmp_path, segment_bytes=200)
+    assert "damaged" in again.damage and again.rejoining
+    assert (again.start_offset, again.end_offset) == (0, 0) and again.latest_snapshot_id() is None
+    assert path.with_name(path.name + ".damaged").read_bytes() == bytes(data)   # kept for the operator
+    assert (log.dir / "quorum-state").read_text() == "kept"
 
 
 def test_crash_between_start_checkpoint_and_segment_deletion(tmp_path) -> None:
