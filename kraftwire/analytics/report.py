@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -89,7 +89,7 @@ class Runner:
                 raise ValueError(f"unknown job {name!r}; choose from {', '.join(JOBS)}")
         return self._cache[name]
 
-    def run(self, names: Sequence[str]) -> Report:
+    def run(self, names: Sequence[str], progress: Callable[[str], None] | None = None) -> Report:
         head = f"log: {self.records} records up to {fmt_time(self.end_ms)}"
         if self.base.snapshot_end is not None:
             head += f"; baseline snapshot at offset {self.base.snapshot_end} (log starts at {self.base.log_start})"
@@ -97,6 +97,8 @@ class Runner:
             head += f"; WARNING: the log starts at offset {self.base.log_start} and no snapshot covers it"
         self.report.summary.append(head)
         for name in names:
+            if progress is not None:
+                progress(name)
             getattr(self, "_job_" + name.replace("-", "_"))()
         (self.out / "summary.txt").write_text("\n".join(self.report.summary) + "\n")
         return self.report
@@ -176,13 +178,15 @@ class Runner:
             f"{len(live)} live ({', '.join(map(str, live)) or '-'})")
 
 
-def run_jobs(df: DataFrame, names: Sequence[str], out: Path, top_n: int = 10) -> Report:
-    """Run ``names`` (from JOBS) over the raw rows ``df``, writing into ``out``."""
+def run_jobs(df: DataFrame, names: Sequence[str], out: Path, top_n: int = 10,
+             progress: Callable[[str], None] | None = None) -> Report:
+    """Run ``names`` (from JOBS) over the raw rows ``df``, writing into ``out``; ``progress(name)`` is
+    called as each job starts."""
     unknown = [n for n in names if n not in JOBS]
     if unknown:
         raise ValueError(f"unknown jobs {unknown}; choose from {', '.join(JOBS)}")
     runner = Runner(df, out, top_n)
     try:
-        return runner.run(names)
+        return runner.run(names, progress)
     finally:
         runner.ev.unpersist()

@@ -80,20 +80,32 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as e:
         print(f"error: analytics need PySpark (pip install 'kraftwire[spark]'): {e}", file=sys.stderr)
         return 1
+    import time
+
+    from kraftwire.cli.progress import Steps
+
     names = list(JOBS) if args.job == "all" else [args.job]
+    started = time.monotonic()
+    steps = Steps(["start Spark", "load the log", *names], "analytics")
+    steps.advance("start Spark")
     spark = spark_session(args.master)
     # Executors resolve the path themselves: hand them an absolute one.
     log_dir = str(Path(args.log_dir).resolve()) if args.log_dir else None
+    steps.advance("load the log")
     df = load(spark, log_dir=log_dir, bootstrap=args.bootstrap, partitions=args.partitions)
     try:
-        report = run_jobs(df, names, Path(args.out), top_n=args.top)
+        report = run_jobs(df, names, Path(args.out), top_n=args.top, progress=steps.advance)
     except Exception as e:  # noqa: BLE001 - Spark wraps worker errors; show the cause, not the JVM trace
+        steps.close()
         print(f"error: {_cause(e)}", file=sys.stderr)
         return 1
+    steps.close()
     for line in report.summary:
         print(line)
     for name, path in report.tables.items():
         print(f"table {name}: {path}")
     for path in report.charts:
         print(f"chart: {path}")
+    print(f"analytics: {len(names)} job{'s' if len(names) != 1 else ''} in {time.monotonic() - started:.1f} s; "
+          f"summary in {Path(args.out) / 'summary.txt'}")
     return 0

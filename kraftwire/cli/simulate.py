@@ -83,6 +83,11 @@ def _run(args: argparse.Namespace) -> int:
                     duration_ms=args.duration_ms, bugs=bugs, controller=args.controller,
                     metadata_version=max(0, args.metadata_version))
     seeds = [args.seed] if args.seed is not None else range(args.start_seed, args.start_seed + args.seeds)
+    import time
+
+    from kraftwire.cli.progress import bar
+
+    started = time.monotonic()
     if args.metadata_version < 0 and args.controller:
         from dataclasses import replace
 
@@ -91,15 +96,18 @@ def _run(args: argparse.Namespace) -> int:
         from kraftwire.analytics.session import spark_session
         from kraftwire.analytics.sweep import spark_sweep
 
+        print(f"running {len(seeds)} seeds as Spark tasks...", file=sys.stderr, flush=True)
         results = spark_sweep(spark_session(args.master, app_name="kraftwire-simulate"), seeds, cfg, args.tasks)
     else:
         results = run_seeds(seeds, cfg)
     total = bad = 0
-    for result in results:
-        total += 1
-        if not result.ok:
-            bad += 1
-            print(f"seed={result.seed} {result.violations[0]} | repro: {result.repro}", flush=True)
-    print(f"seeds={total} violations={bad}")
-    sys.stdout.flush()
+    with bar(total=len(seeds), desc="simulate", unit="seed") as progress:
+        for result in results:
+            total += 1
+            progress.update(1)
+            if not result.ok:
+                bad += 1
+                progress.write(f"seed={result.seed} {result.violations[0]} | repro: {result.repro}", file=sys.stdout)
+    print(f"seeds={total} violations={bad}", flush=True)   # the result line (same for local and Spark runs)
+    print(f"simulate: {total} seeds in {time.monotonic() - started:.1f} s", file=sys.stderr)
     return 1 if bad else 0
