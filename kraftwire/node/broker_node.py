@@ -140,6 +140,7 @@ class BrokerNode:
             store = FileQuorumStateStore(cfg.metadata_log_dir / "__cluster_metadata-0" / "quorum-state")
         self.cluster_id: str = cluster_id or ""
         self.log = log
+        self.directory_id = directory_id   # KIP-853 ReplicaDirectoryId of its Fetches
         self.store = store
         self.ctl = QuorumController(ControllerConfig(node_id=cfg.node_id, cluster_id=self.cluster_id))
         self.metadata = BrokerMetadataListener(self.ctl)
@@ -206,7 +207,8 @@ class BrokerNode:
     def _build_raft(self) -> None:
         cfg = self.cfg
         self.core = RaftCore(cfg.node_id, frozenset(self.voters), raft_config(cfg), self.log, self.store,
-                             random.Random(), self.cluster_id, wall_ms(), listener=self.metadata)
+                             random.Random(), self.cluster_id, wall_ms(), listener=self.metadata,
+                             directory_id=self.directory_id)
         self.driver = RaftDriver(self.core, dict(self.voters),
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"], nodes=[],
                                  leader_endpoints=[])

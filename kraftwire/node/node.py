@@ -77,13 +77,16 @@ class Node:
                  bootstrap: list[Any] | None = None, offset_store: Any = None) -> None:
         """Open the node's storage; ``log``/``store``/``cluster_id`` may be injected (tests)."""
         self.cfg = cfg
+        directory_id = None
         if log is None:
+            from kraftwire.node.broker_node import directory_uuid
             from kraftwire.storage.data_dirs import open_data_dirs
             from kraftwire.storage.log import FileLog
             from kraftwire.storage.quorum_state import FileQuorumStateStore
 
             meta, self.dir_locks = open_data_dirs(cfg)  # Kafka's .lock, held for the process life
             cluster_id = meta.cluster_id
+            directory_id = directory_uuid(meta.directory_id) if meta.directory_id else None
             log = FileLog(cfg.metadata_log_dir / "__cluster_metadata-0",
                           segment_bytes=cfg["metadata.log.segment.bytes"])
             store = FileQuorumStateStore(cfg.metadata_log_dir / "__cluster_metadata-0" / "quorum-state")
@@ -101,7 +104,7 @@ class Node:
             snapshotter_for(cfg))
         self.core = RaftCore(cfg.node_id, frozenset(self.voters), raft_config(cfg), self.log, self.store,
                              random.Random(), self.cluster_id, wall_ms(), listener=self.controller.role,
-                             rejoining=bool(getattr(self.log, "rejoining", False)))
+                             rejoining=bool(getattr(self.log, "rejoining", False)), directory_id=directory_id)
         listener = cfg.controller_listener
         self.nodes = [(v.node_id, v.host, v.port, listener) for v in cfg.voters]
         own = [e for e in cfg.advertised() if e.name == listener]

@@ -7,6 +7,7 @@ field-by-field mapping in one direction.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kraftwire.node.reads import METADATA_TOPIC, METADATA_TOPIC_ID
@@ -59,6 +60,16 @@ class WireError(Exception):
         self.error = error
 
 
+def _dir(value: uuid.UUID | None) -> uuid.UUID | None:
+    """A wire directory id (zero UUID = unknown) as the core's (None = unknown)."""
+    return None if value is None or value.int == 0 else value
+
+
+def _dir_field(value: uuid.UUID | None, carried: bool, name: str = "replica_directory_id") -> dict[str, uuid.UUID]:
+    """Keyword for a KIP-853 directory id field, only at versions that carry it."""
+    return {name: value} if carried and value is not None else {}
+
+
 def _one_partition(body: Any) -> Any:
     topics = body.topics
     if len(topics) != 1 or len(topics[0].partitions) != 1:
@@ -85,7 +96,8 @@ def request_from_wire(api_key: int, body: Any, version: int) -> tuple[int, m.Req
         p = _one_partition(body)
         return p.candidate_id, m.VoteRequest(body.cluster_id, p.candidate_epoch, p.candidate_id,
                                              p.last_offset_epoch, p.last_offset, body.voter_id,
-                                             pre_vote=version >= 2 and p.pre_vote)
+                                             pre_vote=version >= 2 and p.pre_vote,
+                                             candidate_directory_id=_dir(p.candidate_directory_id))
     if api_key == 53:
         p = _one_partition(body)
         return p.leader_id, m.BeginQuorumEpochRequest(body.cluster_id, p.leader_id, p.leader_epoch, body.voter_id)
@@ -98,7 +110,8 @@ def request_from_wire(api_key: int, body: Any, version: int) -> tuple[int, m.Req
         replica = body.replica_state.replica_id if version >= 15 else body.replica_id
         return replica, m.FetchRequest(body.cluster_id, replica, body.max_wait_ms, p.fetch_offset,
                                        p.last_fetched_epoch, p.current_leader_epoch, p.log_start_offset,
-                                       p.partition_max_bytes, body.min_bytes)
+                                       p.partition_max_bytes, body.min_bytes,
+                                       _dir(getattr(p, "replica_directory_id", None)))
     if api_key == 55:
         _one_partition(body)
         return -1, m.DescribeQuorumRequest()
@@ -106,7 +119,8 @@ def request_from_wire(api_key: int, body: Any, version: int) -> tuple[int, m.Req
         p = _one_partition(body)
         return body.replica_id, m.FetchSnapshotRequest(
             body.cluster_id, body.replica_id, p.current_leader_epoch,
-            m.SnapshotIdField(p.snapshot_id.end_offset, p.snapshot_id.epoch), p.position, body.max_bytes)
+            m.SnapshotIdField(p.snapshot_id.end_offset, p.snapshot_id.epoch), p.position, body.max_bytes,
+            _dir(getattr(p, "replica_directory_id", None)))
     raise WireError(Errors.INVALID_REQUEST, f"API {api_key} is not a raft API")
 
 
@@ -135,7 +149,8 @@ def response_to_wire(api_key: int, resp: m.Response, version: int, nodes: list[t
             def states(rs: tuple[m.ReplicaStateField, ...]) -> list[dq_resp.ReplicaState]:
                 return [dq_resp.ReplicaState(r.replica_id, log_end_offset=r.log_end_offset,
                                              last_fetch_timestamp=r.last_fetch_timestamp,
-                                             last_caught_up_timestamp=r.last_caught_up_timestamp) for r in rs]
+                                             last_caught_up_timestamp=r.last_caught_up_timestamp,
+                                             **_dir_field(r.replica_directory_id, version >= 2)) for r in rs]
             parts = [dq_resp.PartitionData(0, p.error_code, None if p.error_code else "", p.leader_id,
                                            p.leader_epoch, p.high_watermark, states(p.current_voters),
                                            states(p.observers))]
@@ -202,7 +217,8 @@ def request_to_wire(msg: m.Request, version: int, leader_endpoints: list[tuple[s
             raise WireError(Errors.UNSUPPORTED_VERSION, f"Vote v{version} has no PreVote (KIP-996 needs v2)")
         part = v_req.PartitionData(0, msg.candidate_epoch, msg.candidate_id,
                                    last_offset_epoch=msg.last_offset_epoch, last_offset=msg.last_offset,
-                                   pre_vote=msg.pre_vote)
+                                   pre_vote=msg.pre_vote,
+                                   **_dir_field(msg.candidate_directory_id, version >= 1, "candidate_directory_id"))
         return v_req.VoteRequest(msg.cluster_id, msg.voter_id if version >= 1 else -1,
                                  [v_req.TopicData(METADATA_TOPIC, [part])])
     if isinstance(msg, m.BeginQuorumEpochRequest):
@@ -222,7 +238,8 @@ def request_to_wire(msg: m.Request, version: int, leader_endpoints: list[tuple[s
         return eqe_req.EndQuorumEpochRequest(msg.cluster_id, [eqe_req.TopicData(METADATA_TOPIC, [part])], eps)
     if isinstance(msg, m.FetchRequest):
         part = f_req.FetchPartition(0, msg.current_leader_epoch, msg.fetch_offset, msg.last_fetched_epoch,
-                                    msg.log_start_offset, msg.max_bytes)
+                                    msg.log_start_offset, msg.max_bytes,
+                                    **_dir_field(msg.replica_directory_id, version >= 17))
         topic = f_req.FetchTopic(METADATA_TOPIC if version < 13 else "",
                                  METADATA_TOPIC_ID if version >= 13 else f_req.ZERO_UUID, [part])
         req = f_req.FetchRequest(cluster_id=msg.cluster_id, max_wait_ms=msg.max_wait_ms, min_bytes=msg.min_bytes,
@@ -235,7 +252,7 @@ def request_to_wire(msg: m.Request, version: int, leader_endpoints: list[tuple[s
     if isinstance(msg, m.FetchSnapshotRequest):
         part = fs_req.PartitionSnapshot(0, msg.current_leader_epoch,
                                         fs_req.SnapshotId(msg.snapshot_id.end_offset, msg.snapshot_id.epoch),
-                                        msg.position)
+                                        msg.position, **_dir_field(msg.replica_directory_id, version >= 1))
         return fs_req.FetchSnapshotRequest(msg.cluster_id, msg.replica_id, msg.max_bytes,
                                            [fs_req.TopicSnapshot(METADATA_TOPIC, [part])])
     if isinstance(msg, m.DescribeQuorumRequest):

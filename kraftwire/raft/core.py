@@ -20,6 +20,7 @@ output that depends on it is returned: the quorum-state store before a vote is g
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -106,8 +107,10 @@ class RaftCore:
 
     def __init__(self, node_id: int | None, voters: Iterable[int], config: RaftConfig, log: ReplicatedLog,
                  store: QuorumStateStore, rng: random.Random, cluster_id: str | None, now_ms: int,
-                 listener: RaftListener | None = None, *, rejoining: bool = False) -> None:
+                 listener: RaftListener | None = None, *, rejoining: bool = False,
+                 directory_id: uuid.UUID | None = None) -> None:
         self.node_id = -1 if node_id is None else node_id
+        self.directory_id = directory_id  # meta.properties directory.id (KIP-853 ReplicaDirectoryId)
         self.voters: tuple[int, ...] = tuple(sorted(set(voters)))
         self.is_voter = self.node_id in self.voters
         self.config = config
@@ -527,7 +530,8 @@ class RaftCore:
         if now >= st.election_deadline:
             self._start_backoff(now, st)
             return
-        req = m.VoteRequest(self.cluster_id, st.epoch, self.node_id, self.log.last_epoch(), self.log.end_offset)
+        req = m.VoteRequest(self.cluster_id, st.epoch, self.node_id, self.log.last_epoch(), self.log.end_offset,
+                            candidate_directory_id=self.directory_id)
         for v in self.voters:
             if v not in st.granted and v not in st.rejected and self._can_send(v, now):
                 self._send(now, v, "vote", req)
@@ -540,7 +544,7 @@ class RaftCore:
             self._prevote_lost(now, st)
             return
         req = m.VoteRequest(self.cluster_id, st.epoch, self.node_id, self.log.last_epoch(), self.log.end_offset,
-                            pre_vote=True)
+                            pre_vote=True, candidate_directory_id=self.directory_id)
         for v in self.voters:
             if v not in st.granted and v not in st.rejected and self._can_send(v, now):
                 self._send(now, v, "prevote", req)
@@ -588,7 +592,8 @@ class RaftCore:
         self._flush()  # the leader counts our fetch offset as replicated: it must be durable
         offset = self.log.end_offset
         req = m.FetchRequest(self.cluster_id, self.node_id, max_wait, offset, self.log.last_epoch(), epoch,
-                             self.log.start_offset, self.config.fetch_max_bytes)
+                             self.log.start_offset, self.config.fetch_max_bytes,
+                             replica_directory_id=self.directory_id)
         self._send(now, dest, kind, req, offset)
 
     def _send_fetch_snapshot(self, now: int, st: Follower) -> None:
@@ -597,7 +602,7 @@ class RaftCore:
         position = len(dl.data)
         req = m.FetchSnapshotRequest(self.cluster_id, self.node_id, st.epoch,
                                      m.SnapshotIdField(dl.snapshot_id.end_offset, dl.snapshot_id.epoch),
-                                     position, self.config.fetch_snapshot_max_bytes)
+                                     position, self.config.fetch_snapshot_max_bytes, self.directory_id)
         self._send(now, st.leader_id, "snapshot", req, position)
 
     def _send_probes(self, now: int) -> None:
@@ -818,7 +823,10 @@ class RaftCore:
             return
         if replica >= 0 and replica != self.node_id:
             table = st.voters if replica in st.voters else st.observers
-            table.setdefault(replica, ReplicaProgress()).update(req.fetch_offset, now, self.log.end_offset)
+            progress = table.setdefault(replica, ReplicaProgress())
+            progress.update(req.fetch_offset, now, self.log.end_offset)
+            if req.replica_directory_id is not None:
+                progress.directory_id = req.replica_directory_id
             self._leader_progress(now, st)
         if req.fetch_offset >= self.log.end_offset and req.max_wait_ms > 0:
             st.parked[rid] = ParkedFetch(rid, replica, req.fetch_offset, req.max_bytes, now + req.max_wait_ms, st.hw)
@@ -1106,10 +1114,10 @@ class RaftCore:
 
         def rows(table: dict[int, ReplicaProgress]) -> tuple[m.ReplicaStateField, ...]:
             return tuple(m.ReplicaStateField(rid, -1 if p.end_offset is None else p.end_offset,
-                                             p.last_fetch_ms, p.last_caught_up_ms)
+                                             p.last_fetch_ms, p.last_caught_up_ms, p.directory_id)
                          for rid, p in sorted(table.items()))
 
-        voters = tuple(m.ReplicaStateField(self.node_id, self.log.end_offset, now, now) if r.replica_id == self.node_id
-                       else r for r in rows(st.voters))
+        voters = tuple(m.ReplicaStateField(self.node_id, self.log.end_offset, now, now, self.directory_id)
+                       if r.replica_id == self.node_id else r for r in rows(st.voters))
         return m.DescribeQuorumResponse(NONE, m.DescribeQuorumPartition(
             NONE, self.node_id, st.epoch, -1 if st.hw is None else st.hw, voters, rows(st.observers)))

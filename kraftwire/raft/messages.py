@@ -8,6 +8,7 @@ partition is ``__cluster_metadata-0``; the shell fills topic name / partition in
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 from kraftwire.protocol.records import RecordBatch
@@ -49,6 +50,7 @@ class VoteRequest:
     last_offset: int
     voter_id: int = -1
     pre_vote: bool = False   # KIP-996 (Vote v2+): asks "would you vote?"; nothing changes on either side
+    candidate_directory_id: uuid.UUID | None = None   # KIP-853 (Vote v1+): meta.properties directory.id
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,7 @@ class FetchRequest:
     log_start_offset: int = 0
     max_bytes: int = 8 * 1024 * 1024
     min_bytes: int = 0
+    replica_directory_id: uuid.UUID | None = None     # KIP-853 (Fetch v17+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +149,7 @@ class FetchSnapshotRequest:
     snapshot_id: SnapshotIdField
     position: int
     max_bytes: int = 0x7FFFFFFF
+    replica_directory_id: uuid.UUID | None = None     # KIP-853 (FetchSnapshot v1+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +182,7 @@ class ReplicaStateField:
     log_end_offset: int = -1
     last_fetch_timestamp: int = -1
     last_caught_up_timestamp: int = -1
+    replica_directory_id: uuid.UUID | None = None     # DescribeQuorum v2+
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 from kraftwire.protocol.records import Record
@@ -111,6 +112,7 @@ class ReplicaProgress:
     last_fetch_ms: int = -1
     last_caught_up_ms: int = -1
     leader_end_at_last_fetch: int = -1
+    directory_id: uuid.UUID | None = None   # the ReplicaDirectoryId of its last Fetch
 
     def update(self, fetch_offset: int, now: int, leader_end: int) -> None:
         if fetch_offset >= leader_end:
