@@ -127,8 +127,10 @@ class ScenarioLog:
         for other, b in sorted(self.ctl.image.brokers.items()):
             if other != bid and not b.fenced:
                 self.heartbeat(other)
-        session = self.ctl.sessions[bid]
+        sessions = self.ctl.sessions
+        session = sessions.pop(bid)
         session.last_seen_ms = min(session.last_seen_ms, self.now - self.ctl.config.session_timeout_ms - 1)
+        self.ctl.sessions = {bid: session, **sessions}    # sessions are kept oldest contact first
         self._append(self.ctl.tick(self.now))
         if not self.ctl.image.brokers[bid].fenced:
             raise ScenarioError(f"broker {bid} was not fenced")

@@ -128,12 +128,12 @@ def register_broker(ctl: QuorumController, now: int, req: Any, version: int) -> 
     else:
         rec.broker_epoch = ctl.next_offset
         ctl.sessions.pop(bid, None)
-    from kraftwire.controller.controller import Session
+    from kraftwire.controller.controller import Session, touch_session
     s = ctl.sessions.get(bid)
     if s is None:
         ctl.sessions[bid] = Session(now)
     else:
-        s.last_seen_ms = now
+        touch_session(ctl.sessions, bid, s, now)
     records: Records = [wrap(rec, versions.register_broker)]
     if not same:
         log.info("Registering broker %d (incarnation %s, epoch %d, listeners %s)%s", bid, req.incarnation_id,
@@ -273,7 +273,7 @@ def heartbeat(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[
     image = ctl.image
     bid = req.broker_id
     check_broker_epoch(image, bid, req.broker_epoch)
-    from kraftwire.controller.controller import Session
+    from kraftwire.controller.controller import Session, touch_session
     s = ctl.sessions.get(bid)
     if s is None:
         s = ctl.sessions[bid] = Session(now)
@@ -290,7 +290,7 @@ def heartbeat(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[
             records = unfence_records(ctl, bid)
         elif nxt == CONTROLLED_SHUTDOWN:
             records = controlled_shutdown_records(ctl, bid)
-    s.last_seen_ms = now
+    touch_session(ctl.sessions, bid, s, now)
     s.metadata_offset = req.current_metadata_offset
     resp = BrokerHeartbeatResponse(
         is_caught_up=req.current_metadata_offset >= reg_offset,
@@ -316,17 +316,18 @@ def after_heartbeat(ctl: QuorumController, req: Any, result: ControllerResult) -
 
 
 def find_stale_broker(ctl: QuorumController, now: int) -> int | None:
-    """An unfenced broker whose lease (broker.session.timeout.ms) has run out, if any."""
+    """The unfenced broker whose lease (broker.session.timeout.ms) ran out longest ago, if any.
+
+    Sessions are ordered by last contact, so the scan stops at the first one still within its lease."""
     timeout = ctl.config.session_timeout_ms
     brokers = ctl.image.brokers
-    best = None
     for bid, s in ctl.sessions.items():
+        if s.last_seen_ms + timeout >= now:
+            return None
         b = brokers.get(bid)
-        if b is None or b.fenced:
-            continue
-        if s.last_seen_ms + timeout < now and (best is None or s.last_seen_ms < best[0]):
-            best = (s.last_seen_ms, bid)
-    return None if best is None else best[1]
+        if b is not None and not b.fenced:
+            return bid
+    return None
 
 
 def unregister_broker(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:

@@ -50,6 +50,16 @@ class Session:
     shutdown_offset: int = -1   # end offset of the batch that started controlled shutdown
 
 
+def touch_session(sessions: dict[int, Session], broker_id: int, session: Session, now: int) -> None:
+    """Renew a lease. ``sessions`` stays ordered by last contact (oldest first) so that lease expiry
+    looks at the few oldest sessions instead of every broker (5,000 brokers heartbeat 2,500 times a
+    second; a full scan per tick starved the event loop)."""
+    session.last_seen_ms = now
+    if sessions.get(broker_id) is session:
+        del sessions[broker_id]
+        sessions[broker_id] = session
+
+
 class LeadershipIndex:
     """Mutable index over the latest image: partitions led per broker and leaderless partitions."""
 
@@ -360,10 +370,11 @@ class QuorumController:
         cands = []
         timeout = self.config.session_timeout_ms
         brokers = self._latest.brokers
-        for bid, s in self.sessions.items():
+        for bid, s in self.sessions.items():    # oldest contact first: the first unfenced one decides
             b = brokers.get(bid)
             if b is not None and not b.fenced:
                 cands.append(s.last_seen_ms + timeout + 1)
+                break
         if self.config.max_idle_interval_ms:
             cands.append(self._last_write_ms + self.config.max_idle_interval_ms)
         if self.config.auto_leader_rebalance:

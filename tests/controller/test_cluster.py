@@ -309,3 +309,27 @@ def test_membership_story_is_logged_at_info(caplog) -> None:
                    "Broker 3 (epoch", "is in controlled shutdown: moving", "Broker 1's session expired",
                    "Fencing broker 1 (epoch"):
         assert needle in text, needle
+
+
+def test_sessions_stay_ordered_by_last_contact_and_expire_oldest_first() -> None:
+    """Lease expiry reads the oldest sessions only (a full scan per tick starved the loop at 5,000
+    brokers); the order by last contact must therefore survive heartbeats and re-registrations."""
+    h = Harness(session_timeout_ms=1000)
+    h.start_brokers(1, 2, 3, 4)
+    h.now = 100
+    h.heartbeat(3)
+    h.now = 200
+    h.heartbeat(1)
+    h.now = 300
+    h.register(4, gen=0)          # same incarnation: a re-registration renews the lease too
+    assert list(h.ctl.sessions) == [2, 3, 1, 4]
+    seen = [s.last_seen_ms for s in h.ctl.sessions.values()]
+    assert seen == sorted(seen)
+    assert h.ctl.next_deadline() == 1001        # broker 2, last seen at 0
+    h.now = 1150
+    h.heartbeat(4)
+    fenced = h.tick(1150)                        # 2 (seen at 0) and 3 (at 100) expired; 1 and 4 did not
+    assert fenced
+    assert h.image.brokers[2].fenced and h.image.brokers[3].fenced
+    assert not h.image.brokers[1].fenced and not h.image.brokers[4].fenced
+    assert h.ctl.next_deadline() == 1201        # broker 1, last seen at 200
