@@ -48,6 +48,7 @@ class ChaosCluster(Cluster):
         self.procs: dict[int, subprocess.Popen] = {}
         self.deaths: list[str] = []          # nodes that exited while nobody was killing them
         self.expected_down: set[int] = set()
+        self.disk_stops: list[int] = []      # nodes that stopped on ENOSPC (restarted once space is back)
         try:
             voters = ",".join(f"{i}@{self.net.host(i)}:{PORT}" for i in range(1, n + 1))
             self.configs = []
@@ -90,9 +91,13 @@ class ChaosCluster(Cluster):
         """Record every node that exited on its own since the last check (with its log's last line)."""
         for node, proc in self.procs.items():
             if node not in self.expected_down and proc.poll() is not None:
-                tail = self.log_text(node).strip().splitlines()[-1:] or ["(empty log)"]
-                self.deaths.append(f"node {node} exited {proc.returncode}: {tail[0][:300]}")
+                lines = self.log_text(node).strip().splitlines()
                 self.expected_down.add(node)
+                if any("No space left on device" in ln for ln in lines[-80:]):
+                    self.disk_stops.append(node)     # stopping on a full disk is Kafka's behaviour too
+                    continue
+                tail = [ln for ln in lines if ln.strip(" |+-")][-1:] or ["(empty log)"]
+                self.deaths.append(f"node {node} exited {proc.returncode}: {tail[0][:300]}")
 
     def alive(self) -> list[int]:
         return [n for n, p in self.procs.items() if p.poll() is None]
@@ -278,12 +283,13 @@ class Verdicts:
     faults: int
     indeterminate: int
     unhealed: str = ""
+    disk_stops: int = 0
 
     def line(self) -> str:
         return (f"acked={self.acked} lost={len(self.lost)} logs_identical={self.logs_identical} "
                 f"(over {self.compared_offsets} committed offsets) deaths={len(self.deaths)} "
                 f"longest_unavailable={self.longest_unavailable_s:.1f}s faults={self.faults} "
-                f"indeterminate={self.indeterminate}" + (f" UNHEALED: {self.unhealed}" if self.unhealed else ""))
+                f"indeterminate={self.indeterminate} stopped_on_full_disk={self.disk_stops}" + (f" UNHEALED: {self.unhealed}" if self.unhealed else ""))
 
     @property
     def ok(self) -> bool:

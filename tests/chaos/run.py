@@ -53,7 +53,7 @@ async def _scenario(c: ChaosCluster, fault: str, duration_s: float, seed: int) -
     c.stop_all()
     same, compared = compare_logs(c, st["HighWatermark"]) if st is not None else (False, 0)
     return Verdicts(len(writer.acked), lost, same, compared, c.deaths, writer.longest_gap_s(ended), faults,
-                    writer.indeterminate, unhealed)
+                    writer.indeterminate, unhealed, len(c.disk_stops))
 
 
 def run_chaos(root: Path, fault: str, voters: int, duration_s: float, seed: int = 0,
