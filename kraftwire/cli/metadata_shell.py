@@ -579,8 +579,15 @@ def run(args: argparse.Namespace) -> int:
             if args.bootstrap:
                 from kraftwire.cli.bootstrap import parse_bootstrap
 
-                host, port = parse_bootstrap(args.bootstrap, "--bootstrap-controller")[0]
-                src = load_live(f"{host}:{port}", args.timeout, security)
+                src = None
+                addresses = parse_bootstrap(args.bootstrap, "--bootstrap-controller")
+                for i, (host, port) in enumerate(addresses):   # the first node that answers
+                    try:
+                        src = load_live(f"{host}:{port}", args.timeout, security)
+                        break
+                    except (RequestFailed, OSError, TimeoutError):
+                        if i == len(addresses) - 1:
+                            raise
             else:
                 src = read_metadata(args.snapshot)
             if warn:

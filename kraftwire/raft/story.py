@@ -24,11 +24,11 @@ _reported: weakref.WeakKeyDictionary[Any, set[tuple[str, int]]] = weakref.WeakKe
 def state_text(st: Any, node_id: int | None = None) -> str:
     name = _STATE_NAMES.get(getattr(st, "name", ""), type(st).__name__)
     parts = [f"epoch={st.epoch}"]
-    if hasattr(st, "leader_id"):
+    if getattr(st, "leader_id", None) is not None:
         parts.append(f"leader={st.leader_id}")
     elif name in ("LeaderState", "ResignedState"):
         parts.append(f"leader={node_id}")
-    if hasattr(st, "voted_id"):
+    if getattr(st, "voted_id", None) is not None:
         parts.append(f"votedId={st.voted_id}")
     if name == "CandidateState":
         parts.append(f"retries={st.retries}")
