@@ -72,8 +72,9 @@ def _cause(e: BaseException) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if args.log_dir and not Path(args.log_dir).exists():
-        print(f"error: {args.log_dir}: no such directory", file=sys.stderr)
-        return 1
+        from kraftwire.cli.errors import ExitCode, OperatorError
+
+        raise OperatorError(f"{args.log_dir}: no such directory", ExitCode.USAGE)
     try:
         from kraftwire.analytics.report import load, run_jobs
         from kraftwire.analytics.session import spark_session

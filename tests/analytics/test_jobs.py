@@ -177,7 +177,7 @@ def test_cli_single_job_and_errors(spark, demo_dir, tmp_path, capsys):
     out = tmp_path / "one"
     assert main(["analytics", "topics", "--log-dir", str(demo_dir), "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["summary.txt", "topics.parquet", "topics.png"]
-    assert main(["analytics", "topics", "--log-dir", str(tmp_path / "nope"), "--out", str(out)]) == 1
+    assert main(["analytics", "topics", "--log-dir", str(tmp_path / "nope"), "--out", str(out)]) == 2  # USAGE
     assert "no such directory" in capsys.readouterr().err
     assert main(["analytics", "topics", "--bootstrap", "127.0.0.1:1", "--out", str(out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
