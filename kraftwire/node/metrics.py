@@ -4,7 +4,8 @@ Names are the ones the Prometheus JMX exporter gives Kafka's MBeans with its Kaf
 (``lowercaseOutputName: true``): ``kafka.server:type=raft-metrics`` → ``kafka_server_raft_metrics_<name
 with dashes as underscores>``, ``kafka.controller:type=KafkaController,name=X`` →
 ``kafka_controller_kafkacontroller_<x>``, ``kafka.server:type=forwarding-metrics`` →
-``kafka_server_forwarding_metrics_<name>``. Cumulative counts are counters (``_total``), the rest
+``kafka_server_forwarding_metrics_<name>``, ``kafka.server:type=broker-metadata-metrics`` →
+``kafka_server_broker_metadata_metrics_<name>``. Cumulative counts are counters (``_total``), the rest
 gauges; process and Python metrics come from prometheus_client's own collectors.
 
 The HTTP endpoint answers ``/metrics`` (Prometheus text), ``/health`` (200 while the process serves)
@@ -176,10 +177,29 @@ def _families(prefix: str, samples: list[tuple[str, float, str]], counters: dict
     yield from grouped.values()
 
 
+def broker_families(listener: Any) -> Iterator[Any]:
+    """``kafka.server:type=broker-metadata-metrics`` of a broker (its metadata listener)."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    prefix = "kafka_server_broker_metadata_metrics_"
+    yield GaugeMetricFamily(prefix + "last_applied_record_offset", "Offset of the last record applied to the "
+                            "broker's metadata image", value=listener.applied_offset)
+    yield CounterMetricFamily(prefix + "metadata_apply_error", "Committed records the broker could not apply",
+                              value=1 if listener.fatal is not None else 0)
+    yield CounterMetricFamily(prefix + "metadata_load_snapshots", "Snapshots loaded into the metadata image",
+                              value=listener.snapshots_loaded)
+
+
 def controller_families(shell: Any, core: Any) -> Iterator[Any]:
-    """``kafka.controller:type=KafkaController`` gauges of a controller node (nothing on a broker)."""
+    """``kafka.controller:type=KafkaController`` gauges of a controller node; a broker's metadata
+    listener gets the broker metadata metrics instead."""
     from prometheus_client.core import GaugeMetricFamily
 
+    from kraftwire.broker.metadata import BrokerMetadataListener
+
+    if isinstance(shell, BrokerMetadataListener):
+        yield from broker_families(shell)
+        return
     ctl = getattr(shell, "controller", None)
     image = getattr(ctl, "committed_image", None)
     if ctl is None or image is None or not hasattr(image, "brokers"):

@@ -94,6 +94,17 @@ async def test_create_topics_sent_to_a_broker_is_forwarded_and_reaches_every_ima
         assert by_id.topics[0].name == "orders"
         assert c.broker(12).forwarding_metrics.forwards.total == 1
         assert c.broker(12).forwarding_metrics.pending == 0
+        # Metrics: the broker is an observer with broker metadata metrics; controllers count the cluster.
+        from kraftwire.node.metrics import CombinedMetrics
+
+        broker_text = CombinedMetrics(c.broker(12).raft_metrics).render()
+        assert 'kafka_server_raft_metrics_current_state{state="observer"} 1.0' in broker_text
+        assert "kafka_server_broker_metadata_metrics_last_applied_record_offset" in broker_text
+        assert "kafka_controller_kafkacontroller" not in broker_text
+        texts = [CombinedMetrics(n.metrics).render() for n in c.controllers]
+        assert sum("kafka_controller_kafkacontroller_activecontrollercount 1.0" in t for t in texts) == 1
+        assert any("kafka_controller_kafkacontroller_globalpartitioncount 4.0" in t for t in texts)
+        assert any("kafka_controller_kafkacontroller_activebrokercount 2.0" in t for t in texts)
 
 
 async def test_kafka_python_admin_creates_a_topic_through_a_broker():
