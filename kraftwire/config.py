@@ -236,6 +236,15 @@ class NodeConfig:
         return "controller" in self.roles
 
     @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    def broker_listeners(self) -> list[Endpoint]:
+        """The listeners that are not controller listeners (a broker's client listeners)."""
+        names = set(self.values["controller.listener.names"])
+        return [e for e in self.listeners if e.name not in names]
+
+    @property
     def voters(self) -> list[Voter]:
         return self.values["controller.quorum.voters"]
 
@@ -371,6 +380,9 @@ def _validate(cfg: NodeConfig) -> None:
             raise ConfigError(f"controller.quorum.voters: node.id {cfg.node_id} is a controller but not a voter")
     elif not cfg.voters and not cfg.values["controller.quorum.bootstrap.servers"]:
         raise ConfigError("controller.quorum.bootstrap.servers: a broker needs the controllers' addresses")
+    if cfg.is_controller and cfg.is_broker and not cfg.broker_listeners():
+        raise ConfigError("listeners: process.roles=broker,controller needs a broker listener besides "
+                          f"{cfg.values['controller.listener.names']} (e.g. PLAINTEXT://127.0.0.1:9092)")
     for name in names:
         if name not in cfg.values["listener.security.protocol.map"]:
             raise ConfigError(f"listener.security.protocol.map: no protocol for listener {name}")

@@ -1,4 +1,5 @@
-"""``kraftwire quickstart``: format and run a 3-voter quorum on 127.0.0.1 until Ctrl-C."""
+"""``kraftwire quickstart``: format and run a 3-voter quorum (``--combined``: 3 combined broker+controller
+nodes) on 127.0.0.1 until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dir", default="quickstart-data", help="where configs and logs go (default ./quickstart-data)")
     p.add_argument("--voters", type=int, default=3, choices=range(1, 8), metavar="N", help="voters (default 3)")
     p.add_argument("--base-port", type=int, default=19091, help="first controller port (default 19091)")
+    p.add_argument("--combined", action="store_true",
+                   help="run combined nodes (process.roles=broker,controller), each with a client listener "
+                        "on base port + 10 + i (19101, 19102, ... by default)")
     p.add_argument("-r", "--release-version", default=None, metavar="RELEASE",
                    help="Kafka release whose metadata.version to format with, e.g. 3.7-IV4 (default: the latest)")
     p.add_argument("--duration", type=float, default=0,
@@ -25,21 +29,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def write_configs(base: Path, voters: int, base_port: int) -> list[Path]:
+def broker_port(base_port: int, node: int) -> int:
+    """A combined quickstart node's client (PLAINTEXT) port."""
+    return base_port + 10 + node - 1
+
+
+def write_configs(base: Path, voters: int, base_port: int, combined: bool = False) -> list[Path]:
     quorum = ",".join(f"{i}@127.0.0.1:{base_port + i - 1}" for i in range(1, voters + 1))
     paths = []
     for i in range(1, voters + 1):
         node_dir = base / f"node{i}"
         node_dir.mkdir(parents=True, exist_ok=True)
         cfg = node_dir / "server.properties"
+        controller = f"CONTROLLER://127.0.0.1:{base_port + i - 1}"
         cfg.write_text("\n".join([
             f"# kraftwire quickstart node {i}",
-            "process.roles=controller",
+            "process.roles=broker,controller" if combined else "process.roles=controller",
             f"node.id={i}",
             f"controller.quorum.voters={quorum}",
-            f"listeners=CONTROLLER://127.0.0.1:{base_port + i - 1}",
+            f"listeners=PLAINTEXT://127.0.0.1:{broker_port(base_port, i)},{controller}" if combined
+            else f"listeners={controller}",
             "controller.listener.names=CONTROLLER",
-            "listener.security.protocol.map=CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT" if combined
+            else "listener.security.protocol.map=CONTROLLER:PLAINTEXT",
             f"log.dirs={(node_dir / 'data').resolve()}",
             "",
         ]))
@@ -57,18 +69,21 @@ def run(args: argparse.Namespace) -> int:
     from kraftwire.cli.node_config import port_in_use
 
     for i in range(1, args.voters + 1):
-        port = args.base_port + i - 1
-        if port_in_use("127.0.0.1", port):
-            raise OperatorError(f"node {i}: port {port} on 127.0.0.1 (listener CONTROLLER) is already in use; "
-                                "stop the process using it or pick other ports with --base-port",
-                                ExitCode.PORT_IN_USE)
+        ports = [("CONTROLLER", args.base_port + i - 1)]
+        if args.combined:
+            ports.append(("PLAINTEXT", broker_port(args.base_port, i)))
+        for name, port in ports:
+            if port_in_use("127.0.0.1", port):
+                raise OperatorError(f"node {i}: port {port} on 127.0.0.1 (listener {name}) is already in use; "
+                                    "stop the process using it or pick other ports with --base-port",
+                                    ExitCode.PORT_IN_USE)
     from kraftwire.cli.storage import metadata_level
 
     try:
         level = metadata_level(args.release_version, None)
     except ValueError as e:
         raise OperatorError(str(e), ExitCode.USAGE) from None
-    configs = write_configs(base, args.voters, args.base_port)
+    configs = write_configs(base, args.voters, args.base_port, combined=args.combined)
     cluster_id = None
     for cfg_path in configs:
         meta = Path(load_config(cfg_path).metadata_log_dir) / "meta.properties"
@@ -86,7 +101,9 @@ def run(args: argparse.Namespace) -> int:
         logf = open(cfg_path.parent / "server.log", "ab")  # noqa: SIM115 - kept open for the child's life
         procs.append(subprocess.Popen([sys.executable, "-m", "kraftwire", "server", str(cfg_path)],
                                       stdout=logf, stderr=subprocess.STDOUT))
-        print(f"  node {i}: 127.0.0.1:{args.base_port + i - 1}  (log {cfg_path.parent / 'server.log'})")
+        clients = f", clients 127.0.0.1:{broker_port(args.base_port, i)}" if args.combined else ""
+        print(f"  node {i}: controller 127.0.0.1:{args.base_port + i - 1}{clients}  "
+              f"(log {cfg_path.parent / 'server.log'})")
     addr = f"127.0.0.1:{args.base_port}"
     print(f"\nDescribe it:\n  kraftwire metadata-quorum --bootstrap-controller {addr} describe --status\n"
           f"  kraftwire metadata-quorum --bootstrap-controller {addr} describe --replication\n"

@@ -56,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def build_node(cfg: NodeConfig) -> Any:
+    if cfg.is_controller and cfg.is_broker:
+        from kraftwire.node.combined import CombinedNode
+
+        return CombinedNode(cfg)
     if cfg.is_controller:
         from kraftwire.node.node import Node
 

@@ -125,9 +125,15 @@ class BrokerNode:
     """One broker-only kraftwire process."""
 
     def __init__(self, cfg: NodeConfig, *, log: Any = None, store: Any = None, cluster_id: str | None = None,
-                 directory_id: uuid.UUID | None = None) -> None:
+                 directory_id: uuid.UUID | None = None, voter: Any = None) -> None:
+        """Open the broker's storage (``log``/``store``/``cluster_id`` may be injected in tests). With
+        ``voter`` (a combined node's controller half) the broker follows that voter's replica instead."""
         self.cfg = cfg
-        if log is None:
+        self.voter = voter
+        if voter is not None:
+            log, store, cluster_id = voter.log, voter.store, voter.cluster_id
+            directory_id = voter.directory_id
+        elif log is None:
             from kraftwire.storage.data_dirs import open_data_dirs
             from kraftwire.storage.log import FileLog
             from kraftwire.storage.quorum_state import FileQuorumStateStore
@@ -155,7 +161,9 @@ class BrokerNode:
         self.driver: Any = None
         self.view: Any = None
         self.raft_metrics: Any = None
-        if self.voters:
+        if voter is not None:
+            self._share_raft(voter)
+        elif self.voters:
             self._build_raft()
         controller_names = set(cfg["controller.listener.names"])
         self.advertised = {e.name: e for e in cfg.advertised() if e.name not in controller_names}
@@ -216,6 +224,13 @@ class BrokerNode:
         self.raft_metrics = RaftMetrics(self.core, self.log)
         self.driver.metrics = self.raft_metrics
 
+    def _share_raft(self, voter: Any) -> None:
+        """Combined mode: the voter's core feeds this broker's image too (its own replay, as in Kafka)."""
+        voter.raft_listeners.add(self.metadata)
+        self.core, self.driver = voter.core, voter.driver
+        self.view = BrokerLogView(self.core, self.log, self.cfg.node_id)
+        self.raft_metrics = voter.metrics
+
     def _voter_list(self) -> list[tuple[int, str, int]]:
         return [(i, h, p) for i, (h, p) in sorted(self.voters.items())]
 
@@ -250,16 +265,17 @@ class BrokerNode:
                 self._build_raft()
             log.info("broker %d starting: cluster %s, voters %s, log end offset %d", cfg.node_id,
                      self.cluster_id, sorted(self.voters), self.log.end_offset)
-            await tg.start(self.driver.run)
+            if self.voter is None:   # a combined node's voter runs the shared core and its snapshots
+                await tg.start(self.driver.run)
+                tg.start_soon(self._snapshots)
             await tg.start(self.lifecycle_driver.run)
             tg.start_soon(self._watch_lifecycle)
-            tg.start_soon(self._snapshots)
-            if cfg["kraftwire.metrics.port"]:
+            if cfg["kraftwire.metrics.port"] and self.voter is None:   # combined: the voter serves them
                 host, port = await tg.start(serve_metrics, CombinedMetrics(self.raft_metrics, self.forwarding_metrics,
                                                                            self.server),
                                             cfg["kraftwire.metrics.host"], cfg["kraftwire.metrics.port"])
                 log.info("metrics on http://%s:%d/metrics", host, port)
-            for ep in cfg.listeners:
+            for ep in (cfg.broker_listeners() if self.voter is not None else cfg.listeners):
                 self.bound[ep.name] = await tg.start(self.server.serve, self.security.spec(ep))
             task_status.started(dict(self.bound))
             await self._fatal_event.wait()
@@ -300,9 +316,10 @@ class BrokerNode:
                         self.cfg.node_id, timeout_s)
         else:
             log.info("broker %d: controlled shutdown complete", self.cfg.node_id)
-        self.log.flush()
-        if self.driver is not None:
-            await self.driver.close()
+        if self.voter is None:
+            self.log.flush()
+            if self.driver is not None:
+                await self.driver.close()
         await self.channel.close()
         await self.forwarding_channel.close()
         await self.relay.close()

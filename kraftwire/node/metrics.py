@@ -64,9 +64,10 @@ class _Latency:
 class RaftMetrics:
     """Collects what the gauges cannot read directly: latencies and rates."""
 
-    def __init__(self, core: Any, log_: Any, clock: Any = time.monotonic) -> None:
+    def __init__(self, core: Any, log_: Any, clock: Any = time.monotonic, controller: Any = None) -> None:
         self.core = core
         self.log = log_
+        self.controller = controller   # a voter's controller role (its QuorumController and fatal state)
         self.clock = clock
         self.election = _Latency()
         self.commit = _Latency()
@@ -143,7 +144,7 @@ class RaftMetrics:
 
     def collect(self) -> Iterator[Any]:
         yield from _families("kafka_server_raft_metrics_", self.samples(), COUNTERS)
-        yield from controller_families(getattr(self.core, "listener", None), self.core)
+        yield from controller_families(self.controller, self.core)
 
     def render(self) -> str:
         return CombinedMetrics(self).render()

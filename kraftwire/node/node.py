@@ -17,6 +17,7 @@ import anyio
 from kraftwire.config import NodeConfig
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import scram as scram_cmds
+from kraftwire.core.listeners import FanOutListener
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.metadata import bootstrap_records
 from kraftwire.net.client import RequestFailed
@@ -71,13 +72,16 @@ def raft_config(cfg: NodeConfig) -> RaftConfig:
 
 
 class Node:
-    """One kraftwire server process (controller role; broker role arrives with the broker issue)."""
+    """A controller (voter) process, or the controller half of a combined node (``node.combined``)."""
 
     def __init__(self, cfg: NodeConfig, *, log: Any = None, store: Any = None, cluster_id: str | None = None,
-                 bootstrap: list[Any] | None = None, offset_store: Any = None) -> None:
-        """Open the node's storage; ``log``/``store``/``cluster_id`` may be injected (tests)."""
+                 bootstrap: list[Any] | None = None, offset_store: Any = None,
+                 serve: list[Any] | None = None) -> None:
+        """Open the node's storage; ``log``/``store``/``cluster_id`` may be injected (tests). ``serve``
+        limits the listeners this node answers on (combined mode: the controller listeners)."""
         self.cfg = cfg
         directory_id = None
+        self.serve_listeners = list(cfg.listeners if serve is None else serve)
         if log is None:
             from kraftwire.node.broker_node import directory_uuid
             from kraftwire.storage.data_dirs import open_data_dirs
@@ -91,6 +95,7 @@ class Node:
                           segment_bytes=cfg["metadata.log.segment.bytes"])
             store = FileQuorumStateStore(cfg.metadata_log_dir / "__cluster_metadata-0" / "quorum-state")
             bootstrap = read_bootstrap(cfg.metadata_log_dir)
+        self.directory_id = directory_id
         self.cluster_id: str = cluster_id or ""
         self.log = log
         self.store = store
@@ -102,8 +107,10 @@ class Node:
             default_num_partitions=cfg["num.partitions"],
             default_replication_factor=cfg["default.replication.factor"])), bootstrap or bootstrap_records(),
             snapshotter_for(cfg))
+        # More listeners (a combined node's broker metadata) may join before the first commit.
+        self.raft_listeners = FanOutListener([self.controller.role])
         self.core = RaftCore(cfg.node_id, frozenset(self.voters), raft_config(cfg), self.log, self.store,
-                             random.Random(), self.cluster_id, wall_ms(), listener=self.controller.role,
+                             random.Random(), self.cluster_id, wall_ms(), listener=self.raft_listeners,
                              rejoining=bool(getattr(self.log, "rejoining", False)), directory_id=directory_id)
         listener = cfg.controller_listener
         self.nodes = [(v.node_id, v.host, v.port, listener) for v in cfg.voters]
@@ -114,7 +121,7 @@ class Node:
         self.controller.attach(self.core, self.driver)
         if self.core.rejoining:  # damaged data was discarded on open (storage/log.py): clear once re-joined
             self.driver.on_change.append(self._maybe_rejoined)
-        self.metrics = RaftMetrics(self.core, self.log)
+        self.metrics = RaftMetrics(self.core, self.log, controller=self.controller.role)
         self.driver.metrics = self.controller.metrics = self.metrics
         client = (cfg.advertised() or cfg.listeners)[0]
         if offset_store is None:
@@ -133,7 +140,8 @@ class Node:
         # Every voter of a multi-voter quorum registers its listeners (KIP-919), as Kafka's controllers do: the
         # others learn its client listeners from it, and Kafka voters list only registered controllers to admin
         # clients (an unregistered kraftwire leader cannot be found through them).
-        advertised = cfg.advertised()
+        served = {e.name for e in self.serve_listeners}
+        advertised = [e for e in cfg.advertised() if e.name in served]
         advertised += [e for e in cfg.listeners if e.name == listener and all(a.name != listener for a in advertised)]
         self.registration_pool = VoterPool({v.node_id: (v.host, v.port) for v in cfg.voters}, max_idle=1)
         self.registrar: ControllerRegistrar | None = None
@@ -158,7 +166,7 @@ class Node:
                 host, port = await tg.start(serve_metrics, CombinedMetrics(self.metrics, self.server),
                                             self.cfg["kraftwire.metrics.host"], self.cfg["kraftwire.metrics.port"])
                 log.info("metrics on http://%s:%d/metrics", host, port)
-            for ep in self.cfg.listeners:
+            for ep in self.serve_listeners:
                 self.bound[ep.name] = await tg.start(self.server.serve, self.security.spec(ep))
             task_status.started(dict(self.bound))
             await self.controller.fatal_event.wait()

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from kraftwire.cli.quickstart import write_configs
+from kraftwire.cli.quickstart import broker_port, write_configs
 from kraftwire.cli.storage import format_storage
 from kraftwire.config import load_config
 from kraftwire.storage.meta_properties import random_uuid
@@ -21,17 +21,18 @@ FAST = ["controller.quorum.election.timeout.ms=500", "controller.quorum.fetch.ti
         "metadata.max.idle.interval.ms=100"]
 
 
-def free_port_block(n: int) -> int:
-    """A base port with n consecutive free ports (best effort)."""
-    for _ in range(50):
+def free_port_block(n: int, offsets: list[int] | None = None) -> int:
+    """A base port with n consecutive free ports, or free ports at base + each of ``offsets`` (best effort)."""
+    wanted = list(range(n)) if offsets is None else offsets
+    for _ in range(200):
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
         base = s.getsockname()[1]
         s.close()
-        if base + n >= 65000:
+        if base + max(wanted) >= 65000:
             continue
         ok = True
-        for p in range(base, base + n):
+        for p in (base + o for o in wanted):
             t = socket.socket()
             try:
                 t.bind(("127.0.0.1", p))
@@ -69,12 +70,14 @@ class Cluster:
     data dir and log file. Node i listens on base_port + i - 1."""
 
     def __init__(self, root: Path, n: int = 3, cluster_id: str | None = None, brokers: int = 0,
-                 broker_props: list[str] | None = None) -> None:
+                 broker_props: list[str] | None = None, combined: bool = False) -> None:
         self.root = root
         self.n = n
+        self.combined = combined
         self.brokers = list(range(n + 1, n + brokers + 1))
-        self.base_port = free_port_block(n + brokers)
-        self.configs = write_configs(root, n, self.base_port)
+        self.base_port = (free_port_block(n, [*range(n), *range(10, 10 + n)]) if combined
+                          else free_port_block(n + brokers))
+        self.configs = write_configs(root, n, self.base_port, combined=combined)
         voters = ",".join(f"{i}@127.0.0.1:{self.base_port + i - 1}" for i in range(1, n + 1))
         for b in self.brokers:
             self.configs.append(write_broker_config(root, b, self.base_port + b - 1, voters, broker_props or []))
@@ -85,6 +88,11 @@ class Cluster:
 
     def addr(self, node: int) -> str:
         return f"127.0.0.1:{self.base_port + node - 1}"
+
+    def client_addr(self, node: int) -> str:
+        """A combined node's broker (client) listener."""
+        assert self.combined
+        return f"127.0.0.1:{broker_port(self.base_port, node)}"
 
     def data_dir(self, node: int) -> Path:
         return self.root / f"node{node}" / "data"
