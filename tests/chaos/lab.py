@@ -23,6 +23,7 @@ from processes.harness import FAST, Cluster
 from kraftwire.cli.metadata_quorum import describe
 from kraftwire.cli.storage import format_storage
 from kraftwire.config import load_config
+from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.messages import broker_registration_request as brq
@@ -152,7 +153,7 @@ class Writer:
                 resp = await self._call(tg, brq.BrokerRegistrationRequest(
                     broker_id=LEDGER_BROKER, cluster_id=self.c.cluster_id, incarnation_id=uuid.uuid4(),
                     listeners=[brq.Listener("PLAINTEXT", "127.0.0.1", 9999, 0)],
-                    features=[brq.Feature("metadata.version", 1, 21)], rack=None, log_dirs=[uuid.uuid4()]))
+                    features=[brq.Feature(n, lo, hi) for n, (lo, hi) in sorted(BROKER_SUPPORTED_FEATURES.items())], rack=None, log_dirs=[uuid.uuid4()]))
                 if resp is not None and resp.error_code == 0:
                     self._broker_epoch = resp.broker_epoch
                     return
