@@ -1,0 +1,349 @@
+"""Broker heartbeat load on a 3-controller quorum: kraftwire side by side with Apache Kafka.
+
+N simulated brokers, each with its own connection, register with the active controller and send a
+BrokerHeartbeat every 2 s (Kafka's broker.heartbeat.interval.ms), one in flight per broker, as Kafka's
+brokers do. Reported per system and N: heartbeat latency p50/p99/max, timeouts (no answer within the
+2 s interval), spurious fences (a broker fenced again, or told its epoch is stale, after it was
+unfenced), leader changes of the quorum during the run, and the controllers' CPU.
+
+    .venv/bin/python benchmarks/heartbeats.py --brokers 2000 5000 10000 --duration 60
+    .venv/bin/python benchmarks/heartbeats.py --brokers 2000 --systems kraftwire
+
+Kafka comes from ../shared/kafka (or KAFKA_HOME); without a JDK or a distribution it is skipped with
+the reason printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import os
+import random
+import struct
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from compat.kafka import (  # noqa: E402
+    CONTROLLER_PORT,
+    KafkaNode,
+    KafkaUnavailable,
+    KraftwireNode,
+    find_distributions,
+    loopback_hosts,
+    missing_java,
+)
+from kraftwire.cli.metadata_quorum import describe  # noqa: E402
+from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
+from kraftwire.protocol.errors import Errors  # noqa: E402
+from kraftwire.protocol.framing import decode_response, encode_request  # noqa: E402
+from kraftwire.protocol.messages import broker_registration_request as brq  # noqa: E402
+from kraftwire.protocol.messages.broker_heartbeat_request import BrokerHeartbeatRequest  # noqa: E402
+
+INTERVAL_S = 2.0
+_SIZE = struct.Struct(">i")
+_HB = struct.Struct(">hbbb")
+FENCING = {int(Errors.STALE_BROKER_EPOCH), int(Errors.BROKER_ID_NOT_REGISTERED)}
+
+
+@dataclass
+class Stats:
+    latencies_ms: list[float] = field(default_factory=list)
+    timeouts: int = 0
+    spurious_fences: int = 0
+    not_controller: int = 0
+    registered: int = 0
+    unfenced: int = 0
+    leader_changes: int = 0
+    registration_errors: dict[int, int] = field(default_factory=dict)
+
+
+class _Wire(asyncio.Protocol):
+    """A connection that hands each response frame (size prefix stripped) to the waiting request."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.waiter: asyncio.Future | None = None
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport) -> None:  # noqa: ANN001
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while len(self.buf) >= 4:
+            (size,) = _SIZE.unpack_from(self.buf, 0)
+            if len(self.buf) < 4 + size:
+                return
+            frame = bytes(self.buf[4:4 + size])
+            del self.buf[:4 + size]
+            if self.waiter is not None and not self.waiter.done():
+                self.waiter.set_result(frame)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(ConnectionError("closed"))
+
+
+class Broker:
+    """One simulated broker: its own connection, one request in flight. Heartbeats are pre-encoded
+    (only the correlation id changes) and their answers parsed in place, so one generator process
+    keeps thousands of brokers on time."""
+
+    def __init__(self, broker_id: int, cluster_id: str, hosts: list[str]) -> None:
+        self.id = broker_id
+        self.cluster_id = cluster_id
+        self.hosts = hosts
+        self.target = 0
+        self.epoch = -1
+        self.unfenced = False
+        self.wire: _Wire | None = None
+        self.corr = 0
+        self.frame = bytearray()
+
+    async def _send(self, frame: bytes | bytearray, timeout_s: float) -> bytes:
+        loop = asyncio.get_running_loop()
+        if self.wire is None:
+            _, self.wire = await asyncio.wait_for(
+                loop.create_connection(_Wire, self.hosts[self.target], CONTROLLER_PORT), timeout_s)
+        self.wire.waiter = loop.create_future()
+        self.wire.transport.write(frame)
+        return await asyncio.wait_for(self.wire.waiter, timeout_s)
+
+    def _drop(self) -> None:
+        if self.wire is not None and self.wire.transport is not None:
+            self.wire.transport.abort()
+        self.wire = None
+
+    def _next_controller(self) -> None:
+        self._drop()
+        self.target = (self.target + 1) % len(self.hosts)
+
+    async def register(self, stats: Stats, stop: float) -> None:
+        while time.time() < stop:
+            req = brq.BrokerRegistrationRequest(
+                broker_id=self.id, cluster_id=self.cluster_id, incarnation_id=uuid.uuid4(),
+                listeners=[brq.Listener("PLAINTEXT", "127.0.0.1", 20000 + self.id % 40000, 0)],
+                features=[brq.Feature(n, lo, hi) for n, (lo, hi) in sorted(BROKER_SUPPORTED_FEATURES.items())], rack=None, log_dirs=[uuid.uuid4()])
+            self.corr += 1
+            try:
+                resp = decode_response(await self._send(encode_request(req, 3, self.corr, "sim"), 10.0),
+                                       req.API_KEY, 3)[1]
+            except (TimeoutError, OSError, ConnectionError):
+                self._next_controller()
+                await asyncio.sleep(0.5)
+                continue
+            if resp.error_code == 0:
+                self.epoch = resp.broker_epoch
+                stats.registered += 1
+                self.frame = bytearray(encode_request(BrokerHeartbeatRequest(
+                    broker_id=self.id, broker_epoch=self.epoch, current_metadata_offset=1 << 62), 1, 0,
+                    f"sim-broker-{self.id}"))
+                return
+            stats.registration_errors[resp.error_code] = stats.registration_errors.get(resp.error_code, 0) + 1
+            self._next_controller()
+            await asyncio.sleep(0.5)
+
+    async def heartbeats(self, stats: Stats, window: _Window) -> None:
+        next_at = time.time() + random.uniform(0, INTERVAL_S)
+        while True:
+            await asyncio.sleep(max(0.0, next_at - time.time()))
+            if time.time() >= window.stop.value:
+                return
+            measure_from = window.start.value
+            next_at += INTERVAL_S
+            self.corr += 1
+            _SIZE.pack_into(self.frame, 8, self.corr)
+            sent = time.time()
+            try:
+                frame = await self._send(self.frame, INTERVAL_S)
+            except (TimeoutError, OSError, ConnectionError):
+                if sent >= measure_from:
+                    stats.timeouts += 1
+                self._drop()      # a late answer must not be read as the next one's
+                continue
+            took = (time.time() - sent) * 1000
+            # header v1: correlation id, empty tag section; body: throttle i32, error i16, 3 booleans
+            error, _caught_up, is_fenced, _shut = _HB.unpack_from(frame, 9)
+            if error == Errors.NOT_CONTROLLER:
+                stats.not_controller += 1
+                self._next_controller()
+                next_at = time.time() + 0.05
+                continue
+            fenced = error in FENCING or (error == 0 and is_fenced)
+            if sent >= measure_from:
+                stats.latencies_ms.append(took)
+                if fenced and self.unfenced:
+                    stats.spurious_fences += 1
+            if error == 0 and not is_fenced and not self.unfenced:
+                self.unfenced = True
+                stats.unfenced += 1
+            self.unfenced = self.unfenced and not fenced
+
+
+def cpu_s(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+async def watch_leader(addrs: list[str], stats: Stats, stop: float) -> None:
+    last = None
+    while time.time() < stop:
+        for a in addrs:
+            try:
+                st = await describe(a, 2.0)
+            except Exception:  # noqa: BLE001 - mid-election or overloaded: try the next one
+                continue
+            now = (st["LeaderId"], st["LeaderEpoch"])
+            if last is not None and now != last:
+                stats.leader_changes += 1
+            last = now
+            break
+        await asyncio.sleep(1.0)
+
+
+class _Window:
+    """Measurement window shared with the generator processes (set once everyone registered)."""
+
+    def __init__(self, procs: int) -> None:
+        import multiprocessing as mp
+
+        self.start = mp.RawValue("d", float("inf"))
+        self.stop = mp.RawValue("d", float("inf"))
+        self.ready = mp.RawArray("i", procs)
+
+
+async def _drive(hosts: list[str], cluster_id: str, ids: range, reg_deadline: float, window: _Window,
+                 slot: int) -> Stats:
+    """One generator process: register ``ids`` (250 at a time), then heartbeat until the window ends."""
+    stats = Stats()
+    brokers = [Broker(i, cluster_id, hosts) for i in ids]
+    for i in range(0, len(brokers), 250):
+        await asyncio.gather(*(b.register(stats, reg_deadline) for b in brokers[i:i + 250]))
+    window.ready[slot] = 1
+    await asyncio.gather(*(b.heartbeats(stats, window) for b in brokers if b.epoch >= 0))
+    for b in brokers:
+        b._drop()
+    return stats
+
+
+def _worker(args: tuple, out) -> None:  # noqa: ANN001
+    out.put(asyncio.run(_drive(*args)))
+
+
+def load(hosts: list[str], cluster_id: str, n: int, duration_s: float, pids: list[int], procs: int) -> dict:
+    """Registration (at most 120 s), 15 s of warm-up, then ``duration_s`` measured, over ``procs``
+    generator processes."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    window = _Window(procs)
+    per = -(-n // procs)
+    chunks = [range(1000 + k * per, 1000 + min(n, (k + 1) * per)) for k in range(procs)]
+    out = ctx.Queue()
+    reg_deadline = time.time() + 120
+    workers = [ctx.Process(target=_worker, args=((hosts, cluster_id, ids, reg_deadline, window, k), out))
+               for k, ids in enumerate(chunks)]
+    for w in workers:
+        w.start()
+    stats = Stats()
+    try:
+        while not all(window.ready) and time.time() < reg_deadline:
+            time.sleep(0.2)
+        window.start.value = time.time() + 15
+        window.stop.value = window.start.value + duration_s
+        time.sleep(15)
+        cpu0 = [cpu_s(p) for p in pids]
+        t0 = time.time()
+        addrs = [f"{h}:{CONTROLLER_PORT}" for h in hosts]
+        asyncio.run(watch_leader(addrs, stats, window.stop.value))
+        cpu = [(cpu_s(p) - c) / (time.time() - t0) * 100 for p, c in zip(pids, cpu0, strict=True)]
+        parts = [out.get(timeout=60) for _ in workers]
+    finally:
+        for w in workers:
+            w.join(timeout=10)
+            if w.is_alive():
+                w.kill()
+                w.join()
+    for part in parts:
+        stats.latencies_ms += part.latencies_ms
+        for k in ("timeouts", "spurious_fences", "not_controller", "registered", "unfenced"):
+            setattr(stats, k, getattr(stats, k) + getattr(part, k))
+        for code, count in part.registration_errors.items():
+            stats.registration_errors[code] = stats.registration_errors.get(code, 0) + count
+    if stats.registration_errors:
+        print(f"  registration errors (code: count): {stats.registration_errors}", flush=True)
+    lat = sorted(stats.latencies_ms) or [float("nan")]
+    pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]  # noqa: E731
+    return {"brokers": n, "registered": stats.registered, "heartbeats": len(stats.latencies_ms),
+            "p50_ms": pick(0.50), "p99_ms": pick(0.99), "max_ms": lat[-1], "timeouts": stats.timeouts,
+            "spurious_fences": stats.spurious_fences, "leader_changes": stats.leader_changes,
+            "not_controller": stats.not_controller, "cpu_max_pct": max(cpu), "cpu_sum_pct": sum(cpu)}
+
+
+def run_system(system: str, n: int, duration_s: float, root: Path, procs: int = 2) -> dict:
+    hosts = loopback_hosts(3, (CONTROLLER_PORT,))
+    voters = [(i + 1, h, CONTROLLER_PORT) for i, h in enumerate(hosts)]
+    props = {"broker.session.timeout.ms": "9000", "broker.heartbeat.interval.ms": "2000"}
+    if system == "kraftwire":
+        nodes = [KraftwireNode(root, i, "controller", h, voters, props=props) for i, h, _ in voters]
+    else:
+        dists = find_distributions()    # 3.x: its metadata.version range matches the brokers we simulate
+        dist = ([d for d in dists if d.version_tuple < (4,)] or dists)[-1]
+        nodes = [KafkaNode(dist, root, i, "controller", h, voters, props=props) for i, h, _ in voters]
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    try:
+        for node in nodes:
+            node.format(cluster_id)
+            node.start()
+        for node in nodes:
+            node.wait_started()
+        row = load(hosts, cluster_id, n, duration_s, [node.proc.pid for node in nodes], procs)
+    finally:
+        for node in nodes:
+            node.stop()
+    label = system if system == "kraftwire" else f"kafka {nodes[0].dist.version}"
+    return {"system": label, **row}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--brokers", type=int, nargs="+", default=[2000, 5000, 10000])
+    p.add_argument("--duration", type=float, default=60.0, help="measured seconds per run (after warm-up)")
+    p.add_argument("--procs", type=int, default=2, help="load generator processes")
+    p.add_argument("--systems", nargs="+", default=["kraftwire", "kafka"], choices=["kraftwire", "kafka"])
+    args = p.parse_args()
+    systems = list(args.systems)
+    if "kafka" in systems:
+        reason = missing_java() or (None if find_distributions() else "no Kafka distribution found")
+        if reason:
+            print(f"kafka skipped: {reason}")
+            systems.remove("kafka")
+    cols = ["system", "brokers", "registered", "heartbeats", "p50_ms", "p99_ms", "max_ms", "timeouts",
+            "spurious_fences", "leader_changes", "not_controller", "cpu_max_pct", "cpu_sum_pct"]
+    print(" | ".join(cols))
+    for n in args.brokers:
+        for system in systems:
+            with tempfile.TemporaryDirectory(prefix=f"hb-{system}-") as tmp:
+                try:
+                    row = run_system(system, n, args.duration, Path(tmp), args.procs)
+                except (KafkaUnavailable, RuntimeError, TimeoutError) as e:
+                    print(f"{system} at {n}: failed: {str(e)[:300]}")
+                    continue
+            print(" | ".join(f"{row[c]:.1f}" if isinstance(row[c], float) else str(row[c]) for c in cols),
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
