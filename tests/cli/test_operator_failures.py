@@ -172,3 +172,28 @@ def test_disk_full_is_one_line(tmp_path) -> None:
         one_line(out, ExitCode.DISK_FULL, "disk full")
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+UNREACHABLE_VERBS = [
+    ["metadata-quorum", "--bootstrap-controller", "127.0.0.1:1", "--timeout", "2", "describe", "--status"],
+    ["metadata-quorum", "--bootstrap-server", "127.0.0.1:1,127.0.0.1:2", "--timeout", "2", "describe", "--status"],
+    ["acls", "--bootstrap-controller", "127.0.0.1:1", "--timeout", "2", "--list"],
+    ["acls", "--bootstrap-server", "127.0.0.1:1", "--timeout", "2", "--list"],
+    ["console-consumer", "--bootstrap-server", "127.0.0.1:1", "--timeout-ms", "1000"],
+    ["metadata-shell", "--bootstrap-controller", "127.0.0.1:1", "--timeout", "2", "ls", "/"],
+]
+
+
+def test_same_cause_same_exit_code_in_every_verb(tmp_path) -> None:
+    """No node at the address: UNREACHABLE everywhere; a missing file: USAGE everywhere; a malformed
+    bootstrap list: USAGE everywhere."""
+    for argv in UNREACHABLE_VERBS:
+        one_line(kraftwire(*argv), ExitCode.UNREACHABLE, "127.0.0.1:1")
+    missing = str(tmp_path / "missing.log")
+    for argv in (["dump-log", "--files", missing], ["metadata-shell", "--snapshot", missing, "ls"]):
+        one_line(kraftwire(*argv), ExitCode.USAGE, "no such file")
+    for argv in (["metadata-quorum", "--bootstrap-controller", "nohost", "describe", "--status"],
+                 ["acls", "--bootstrap-controller", "nohost", "--list"],
+                 ["console-consumer", "--bootstrap-server", "nohost"],
+                 ["metadata-shell", "--bootstrap-controller", "nohost", "ls"]):
+        one_line(kraftwire(*argv), ExitCode.USAGE, "HOST:PORT")
