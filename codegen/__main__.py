@@ -18,7 +18,11 @@ OUT = ROOT / "kraftwire" / "protocol" / "messages"
 def render_all(schemas_dir: Path = SCHEMAS) -> dict[str, str]:
     """Every generated file's name and text, exactly as ``python -m codegen`` writes them."""
     schemas = load_all(schemas_dir)
-    files = {f"{module_name(s.name)}.py": generate(s) for s in schemas}
+    by_name = {s.name: s for s in schemas}
+    files = {}
+    for s in schemas:
+        response = by_name[s.name[: -len("Request")] + "Response"] if s.kind == "request" else None
+        files[f"{module_name(s.name)}.py"] = generate(s, response)
     files["__init__.py"] = generate_index(schemas)
     return files
 

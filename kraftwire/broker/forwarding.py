@@ -27,7 +27,6 @@ from kraftwire.broker.envelope import (
     response_body,
     serialize_principal,
 )
-from kraftwire.controller.responses import error_response
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.server import Reply, RequestContext
 from kraftwire.node.metrics import ForwardingMetrics
@@ -112,5 +111,5 @@ class ForwardingManager:
 
     @staticmethod
     def _error(request: Request, code: Errors, message: str | None) -> Reply:
-        return Reply(error_response(request.body, code, message, request.api_version), request.api_version)
+        return Reply(request.body.error_response(request.api_version, code, message), request.api_version)
 

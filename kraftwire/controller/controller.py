@@ -23,7 +23,6 @@ from typing import Any
 
 from kraftwire.controller import acls, cluster, configs, replication, scram
 from kraftwire.controller import feature_control as features_cmd
-from kraftwire.controller.responses import error_response
 from kraftwire.controller.result import CommandError, ControllerConfig, ControllerResult
 from kraftwire.metadata.features import METADATA_VERSION, RecordVersions, unsupported_reason, wrap
 from kraftwire.metadata.image import (
@@ -312,19 +311,19 @@ class QuorumController:
         version = type(request).MAX_VERSION if api_version is None else api_version
         fn = _COMMANDS.get(type(request).__name__)
         if fn is None:
-            return ControllerResult([], error_response(request, Errors.INVALID_REQUEST,
-                                                       "not a controller API", version))
+            return ControllerResult([], request.error_response(version, Errors.INVALID_REQUEST,
+                                                               "not a controller API"))
         if not self._active:
-            return ControllerResult([], error_response(request, Errors.NOT_CONTROLLER, None, version))
+            return ControllerResult([], request.error_response(version, Errors.NOT_CONTROLLER))
         try:
             records, response = fn(self, now, request, version)
         except CommandError as e:
-            return ControllerResult([], error_response(request, e.code, e.message, version))
+            return ControllerResult([], request.error_response(version, e.code, e.message))
         except MetadataReplayError:
             raise
         except Exception as e:  # noqa: BLE001 - a bug in a handler must not kill the controller
-            return ControllerResult([], error_response(request, Errors.UNKNOWN_SERVER_ERROR,
-                                                       f"{type(e).__name__}: {e}", version))
+            return ControllerResult([], request.error_response(version, Errors.UNKNOWN_SERVER_ERROR,
+                                                               f"{type(e).__name__}: {e}"))
         post = _AFTER_WRITE.get(type(request).__name__)
         result = self._finish(records, response, now)
         if post is not None:

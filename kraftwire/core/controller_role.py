@@ -26,7 +26,6 @@ from collections.abc import Callable
 from typing import Any
 
 from kraftwire.controller import QuorumController
-from kraftwire.controller.responses import error_response
 from kraftwire.core.snapshots import SnapshotJob, snapshot_due
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.metadata.snapshot import Snapshotter, image_from_snapshot
@@ -284,4 +283,4 @@ class ControllerRole:
 
 
 def _not_controller(request: Any, version: int, message: str) -> Any:
-    return error_response(request, Errors.NOT_CONTROLLER, message, version)
+    return request.error_response(version, Errors.NOT_CONTROLLER, message)

@@ -35,7 +35,6 @@ from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import acls as acl_cmds
 from kraftwire.controller import configs as config_cmds
 from kraftwire.controller import scram as scram_cmds
-from kraftwire.controller.responses import error_response
 from kraftwire.controller.result import CommandError
 from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
@@ -425,11 +424,11 @@ class BrokerNode:
         """DescribeAcls / DescribeConfigs / DescribeUserScramCredentials from the local image (retriable
         error while not serving)."""
         if not self.lifecycle.serving:
-            return error_response(body, Errors.REQUEST_TIMED_OUT,
-                                  f"broker {self.cfg.node_id} is fenced or catching up; retry", version)
+            return body.error_response(version, Errors.REQUEST_TIMED_OUT,
+                                       f"broker {self.cfg.node_id} is fenced or catching up; retry")
         fn = {29: acl_cmds.describe_acls, 32: config_cmds.describe_configs, 50: scram_cmds.describe_credentials}[key]
         try:
             _, resp = fn(self.ctl, wall_ms(), body, version)
         except CommandError as e:
-            return error_response(body, e.code, e.message, version)
+            return body.error_response(version, e.code, e.message)
         return resp

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 from kraftwire.group.responses import (
@@ -34,6 +33,7 @@ from kraftwire.protocol.messages import offset_commit_response as ocr
 from kraftwire.protocol.messages import offset_fetch_response as ofr
 from kraftwire.protocol.messages.leave_group_response import LeaveGroupResponse
 from kraftwire.protocol.messages.list_groups_response import ListGroupsResponse
+from kraftwire.protocol.runtime import replace
 
 log = logging.getLogger(__name__)
 

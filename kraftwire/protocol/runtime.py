@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import base64
-import dataclasses
 import struct
 import uuid
+from functools import cache
 from typing import Any
 
 from kraftwire.protocol.errors import DecodeError, EncodeError, UnsupportedVersionError
@@ -14,7 +14,51 @@ ZERO_UUID = uuid.UUID(int=0)
 _UUID = uuid.UUID
 _new = object.__new__
 
-__all__ = ["DecodeError", "EncodeError", "UnsupportedVersionError", "ZERO_UUID", "read_uvarint", "uvarint", "make_uuid"]
+__all__ = ["DEFAULT", "DecodeError", "EncodeError", "Message", "UnsupportedVersionError", "ZERO_UUID",
+           "make_uuid", "read_uvarint", "replace", "uvarint"]
+
+
+class _Default:
+    """The marker of an omitted constructor argument whose default is a fresh list or struct."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT = _Default()
+
+
+class Message:
+    """Base of every generated message and struct: fields in ``__slots__``, value equality, a repr.
+
+    Generated classes are plain classes (no dataclass construction at import time); they compare
+    equal when of the same class with equal fields, and like dataclasses with ``eq`` they are unhashable.
+    """
+
+    __slots__ = ()
+    _SPEC: tuple = ()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"{type(self).__qualname__}({inner})"
+
+
+def replace(obj: Any, /, **changes: Any) -> Any:
+    """A copy of generated message ``obj`` with ``changes`` applied (``dataclasses.replace`` for messages)."""
+    cls = type(obj)
+    unknown = set(changes) - set(cls.__slots__)
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no fields {sorted(unknown)}")
+    return cls(**{n: changes[n] if n in changes else getattr(obj, n) for n in cls.__slots__})
 
 
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -77,7 +121,7 @@ def not_in_version(what: str, version: int) -> UnsupportedVersionError:
 
 def to_json(obj: Any) -> Any:
     """A JSON-ready view of a generated message (bytes as base64, UUIDs as Kafka's base64 form too)."""
-    if dataclasses.is_dataclass(obj):
+    if isinstance(obj, Message):
         out: dict[str, Any] = {}
         for attr, _kind, _cls in type(obj)._SPEC:
             out[attr] = to_json(getattr(obj, attr))
@@ -138,8 +182,10 @@ pack_error = struct.error
 SMALL_ARRAY = 64  # arrays of fixed-width items shorter than this use a precompiled struct
 
 
+@cache
 def array_structs(code: str) -> tuple[struct.Struct, ...]:
-    """``struct.Struct('>{n}{code}')`` for every n below SMALL_ARRAY (replica lists and the like)."""
+    """``struct.Struct('>{n}{code}')`` for every n below SMALL_ARRAY (replica lists and the like); shared
+    by every generated module."""
     return tuple(struct.Struct(f">{n}{code}") for n in range(SMALL_ARRAY))
 
 

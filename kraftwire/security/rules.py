@@ -7,10 +7,8 @@ on the group. Each rule returns None (allowed as is) or an ``Outcome``.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from kraftwire.controller.responses import error_response
 from kraftwire.group.responses import (
     find_coordinator_response,
     heartbeat_response,
@@ -39,6 +37,7 @@ from kraftwire.protocol.messages.find_coordinator_response import Coordinator, F
 from kraftwire.protocol.messages.metadata_response import MetadataResponseTopic
 from kraftwire.protocol.messages.offset_commit_response import OffsetCommitResponse
 from kraftwire.protocol.messages.vote_response import VoteResponse
+from kraftwire.protocol.runtime import replace
 from kraftwire.security.authorizer import (
     ALTER,
     ALTER_CONFIGS,
@@ -71,7 +70,7 @@ def _controller_api(operation: int) -> Rule:
     def rule(a: Access, body: Any, version: int) -> Outcome | None:
         if a.cluster(operation):
             return None
-        return Outcome(deny=error_response(body, Errors.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_MESSAGE, version))
+        return Outcome(deny=body.error_response(version, Errors.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_MESSAGE))
     return rule
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from protocol.schema_strategies import filled
 
-from kraftwire.controller.responses import error_response
 from kraftwire.node.apis import CONTROLLER_APIS
 from kraftwire.protocol.api import request_class
 from kraftwire.protocol.errors import Errors
@@ -17,7 +16,7 @@ CASES = [(key, v) for key, (lo, hi) in sorted(CONTROLLER_APIS.items()) for v in 
 @pytest.mark.parametrize(("key", "version"), CASES)
 def test_not_controller_answer_encodes_at_every_version(key, version):
     request = filled(request_class(key).__name__, version)
-    body = error_response(request, Errors.NOT_CONTROLLER, "not the active controller", version)
+    body = request.error_response(version, Errors.NOT_CONTROLLER, "not the active controller")
     frame = encode_response(body, key, version, 5)
     corr, decoded = decode_response(frame[4:], key, version)
     assert corr == 5
@@ -29,8 +28,8 @@ def _error_codes(value):
     if isinstance(value, list):
         for v in value:
             yield from _error_codes(v)
-    elif hasattr(value, "__dataclass_fields__"):
-        for name in value.__dataclass_fields__:
+    elif hasattr(type(value), "_SPEC"):  # a generated message or struct
+        for name in type(value).__slots__:
             v = getattr(value, name)
             if name == "error_code":
                 yield v
@@ -42,7 +41,7 @@ def test_elect_leaders_v0_carries_the_error_per_partition():
     from kraftwire.protocol.messages import elect_leaders_request as elq
 
     req = elq.ElectLeadersRequest(topic_partitions=[elq.TopicPartitions("t", [0, 2])])
-    body = error_response(req, Errors.NOT_CONTROLLER, "moved", 0)
+    body = req.error_response(0, Errors.NOT_CONTROLLER, "moved")
     _, decoded = decode_response(encode_response(body, 43, 0, 1)[4:], 43, 0)
     assert [(p.partition_id, p.error_code) for p in decoded.replica_election_results[0].partition_result] == [
         (0, Errors.NOT_CONTROLLER), (2, Errors.NOT_CONTROLLER)]

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,26 +30,26 @@ _S1 = struct.Struct('>b')
 _S2 = struct.Struct('>bb')
 
 
-@dataclass(slots=True)
-class AccessControlEntryRecord:
+class AccessControlEntryRecord(Message):
     """Adds one ACL binding to the cluster metadata."""
 
+    __slots__ = ('id_', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 18
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    id_: uuid.UUID = ZERO_UUID  # Unique identifier assigned to this ACL.
-    resource_type: int = 0  # Resource type code (AclResourceType, e.g. 2 = topic, 3 = group).
-    resource_name: str = ''  # Name or pattern of the protected resource.
-    pattern_type: int = 0  # How ResourceName is matched (PatternType code: 3 = literal, 4 = prefixed).
-    principal: str = ''  # Principal the ACL applies to, e.g. User:alice.
-    host: str = ''  # Client host the ACL applies to; * matches any host.
-    operation: int = 0  # AclOperation code being allowed or denied.
-    permission_type: int = 0  # AclPermissionType code: 2 = deny, 3 = allow.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, id_: uuid.UUID = ZERO_UUID, resource_type: int = 0, resource_name: str = '', pattern_type: int = 0, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.id_ = id_  # Unique identifier assigned to this ACL.
+        self.resource_type = resource_type  # Resource type code (AclResourceType, e.g. 2 = topic, 3 = group).
+        self.resource_name = resource_name  # Name or pattern of the protected resource.
+        self.pattern_type = pattern_type  # How ResourceName is matched (PatternType code: 3 = literal, 4 = prefixed).
+        self.principal = principal  # Principal the ACL applies to, e.g. User:alice.
+        self.host = host  # Client host the ACL applies to; * matches any host.
+        self.operation = operation  # AclOperation code being allowed or denied.
+        self.permission_type = permission_type  # AclPermissionType code: 2 = deny, 3 = allow.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

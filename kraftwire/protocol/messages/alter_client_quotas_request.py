@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,54 +29,57 @@ _S0 = struct.Struct('>d?')
 _S1 = struct.Struct('>?')
 
 
-@dataclass(slots=True)
-class EntityData:
+class EntityData(Message):
     """Components that together identify the quota entity."""
 
-    entity_type: str = ''  # Entity kind, such as user, client-id or ip.
-    entity_name: str | None = ''  # Entity name; null targets the default entity of this type.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('entity_type', 'entity_name', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, entity_type: str = '', entity_name: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity_type = entity_type  # Entity kind, such as user, client-id or ip.
+        self.entity_name = entity_name  # Entity name; null targets the default entity of this type.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class OpData:
+
+class OpData(Message):
     """Quota changes to apply to the entity."""
 
-    key: str = ''  # Quota name, e.g. producer_byte_rate.
-    value: float = 0.0  # New quota value; ignored when Remove is true.
-    remove: bool = False  # True to delete the quota instead of setting it.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('key', 'value', 'remove', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, key: str = '', value: float = 0.0, remove: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.key = key  # Quota name, e.g. producer_byte_rate.
+        self.value = value  # New quota value; ignored when Remove is true.
+        self.remove = remove  # True to delete the quota instead of setting it.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class EntryData:
+
+class EntryData(Message):
     """One entry per quota entity to change."""
 
-    entity: list[EntityData] = field(default_factory=list)  # Components that together identify the quota entity.
-    ops: list[OpData] = field(default_factory=list)  # Quota changes to apply to the entity.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('entity', 'ops', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, entity: list[EntityData] = DEFAULT, ops: list[OpData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity = [] if entity is DEFAULT else entity  # Components that together identify the quota entity.
+        self.ops = [] if ops is DEFAULT else ops  # Quota changes to apply to the entity.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class AlterClientQuotasRequest:
+
+class AlterClientQuotasRequest(Message):
     """Sets or removes client quota values for one or more entities."""
 
+    __slots__ = ('entries', 'validate_only', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 49
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 1
-
-    entries: list[EntryData] = field(default_factory=list)  # One entry per quota entity to change.
-    validate_only: bool = False  # If true, only check the request without applying it.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, entries: list[EntryData] = DEFAULT, validate_only: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entries = [] if entries is DEFAULT else entries  # One entry per quota entity to change.
+        self.validate_only = validate_only  # If true, only check the request without applying it.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -114,6 +117,17 @@ class AlterClientQuotasRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'AlterClientQuotasRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> AlterClientQuotasResponse:
+        """The AlterClientQuotasResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import alter_client_quotas_response as R
+
+        code = int(code)
+
+        resp = R.AlterClientQuotasResponse()
+        resp.entries = [R.EntryData(entity=[R.EntityData(entity_type=item.entity_type, entity_name=item.entity_name) for item in (item.entity or ())], error_code=code, error_message=message) for item in (self.entries or ())]
+        return resp
 
 
 EntityData._SPEC = (('entity_type', 'string', None), ('entity_name', 'string', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,43 +29,45 @@ _S0 = struct.Struct('>i')
 _S1 = struct.Struct('>h')
 
 
-@dataclass(slots=True)
-class EntityData:
+class EntityData(Message):
     """Components identifying the quota entity this result is for."""
 
-    entity_type: str = ''  # Entity kind, such as user, client-id or ip.
-    entity_name: str | None = ''  # Entity name; null for the default entity of this type.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('entity_type', 'entity_name', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, entity_type: str = '', entity_name: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity_type = entity_type  # Entity kind, such as user, client-id or ip.
+        self.entity_name = entity_name  # Entity name; null for the default entity of this type.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class EntryData:
+
+class EntryData(Message):
     """One result per entity in the request."""
 
-    error_code: int = 0  # Error code for this entity; 0 if its changes were applied.
-    error_message: str | None = ''  # Error detail for this entity; null on success.
-    entity: list[EntityData] = field(default_factory=list)  # Components identifying the quota entity this result is for.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('error_code', 'error_message', 'entity', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, error_code: int = 0, error_message: str | None = '', entity: list[EntityData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code  # Error code for this entity; 0 if its changes were applied.
+        self.error_message = error_message  # Error detail for this entity; null on success.
+        self.entity = [] if entity is DEFAULT else entity  # Components identifying the quota entity this result is for.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class AlterClientQuotasResponse:
+
+class AlterClientQuotasResponse(Message):
     """Per-entity outcome of an AlterClientQuotas request."""
 
+    __slots__ = ('throttle_time_ms', 'entries', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 49
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 1
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    entries: list[EntryData] = field(default_factory=list)  # One result per entity in the request.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, entries: list[EntryData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.entries = [] if entries is DEFAULT else entries  # One result per entity in the request.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

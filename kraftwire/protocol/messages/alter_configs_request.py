@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,43 +29,45 @@ _S0 = struct.Struct('>b')
 _S1 = struct.Struct('>?')
 
 
-@dataclass(slots=True)
-class AlterableConfig:
+class AlterableConfig(Message):
     """Complete new set of config entries for the resource."""
 
-    name: str = ''  # Configuration key.
-    value: str | None = ''  # Value for the key; null clears it.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'value', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', value: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Configuration key.
+        self.value = value  # Value for the key; null clears it.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class AlterConfigsResource:
+
+class AlterConfigsResource(Message):
     """Resources whose configuration is replaced."""
 
-    resource_type: int = 0  # ConfigResource type code (2 = topic, 4 = broker, 8 = broker logger).
-    resource_name: str = ''  # Resource name; empty for the cluster-wide broker default.
-    configs: list[AlterableConfig] = field(default_factory=list)  # Complete new set of config entries for the resource.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('resource_type', 'resource_name', 'configs', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, resource_type: int = 0, resource_name: str = '', configs: list[AlterableConfig] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type = resource_type  # ConfigResource type code (2 = topic, 4 = broker, 8 = broker logger).
+        self.resource_name = resource_name  # Resource name; empty for the cluster-wide broker default.
+        self.configs = [] if configs is DEFAULT else configs  # Complete new set of config entries for the resource.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class AlterConfigsRequest:
+
+class AlterConfigsRequest(Message):
     """Replaces the full set of dynamic configs of resources (legacy, non-incremental)."""
 
+    __slots__ = ('resources', 'validate_only', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 33
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    resources: list[AlterConfigsResource] = field(default_factory=list)  # Resources whose configuration is replaced.
-    validate_only: bool = False  # If true, only validate the change without applying it.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, resources: list[AlterConfigsResource] = DEFAULT, validate_only: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resources = [] if resources is DEFAULT else resources  # Resources whose configuration is replaced.
+        self.validate_only = validate_only  # If true, only validate the change without applying it.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -103,6 +105,17 @@ class AlterConfigsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'AlterConfigsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> AlterConfigsResponse:
+        """The AlterConfigsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import alter_configs_response as R
+
+        code = int(code)
+
+        resp = R.AlterConfigsResponse()
+        resp.responses = [R.AlterConfigsResourceResponse(resource_type=item.resource_type, resource_name=item.resource_name, error_code=code, error_message=message) for item in (self.resources or ())]
+        return resp
 
 
 AlterableConfig._SPEC = (('name', 'string', None), ('value', 'string', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -33,59 +33,62 @@ _S4 = struct.Struct('>16s')
 _Ai = array_structs('i')
 
 
-@dataclass(slots=True)
-class BrokerState:
+class BrokerState(Message):
     """Proposed ISR with each member's broker epoch (version 3 and later)."""
 
-    broker_id: int = 0  # Id of an ISR member.
-    broker_epoch: int = -1  # Broker epoch of that member; -1 if the sender cannot supply it.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('broker_id', 'broker_epoch', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id  # Id of an ISR member.
+        self.broker_epoch = broker_epoch  # Broker epoch of that member; -1 if the sender cannot supply it.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class PartitionData:
+
+class PartitionData(Message):
     """Partitions of the topic to update."""
 
-    partition_index: int = 0  # Index of the partition.
-    leader_epoch: int = 0  # Leader epoch the sender currently holds for the partition.
-    new_isr: list[int] = field(default_factory=list)  # Proposed ISR as plain broker ids (up to version 2).
-    new_isr_with_epochs: list[BrokerState] = field(default_factory=list)  # Proposed ISR with each member's broker epoch (version 3 and later).
-    leader_recovery_state: int = 0  # 0 = leader recovered, 1 = unclean leader still recovering.
-    partition_epoch: int = 0  # Partition epoch the sender expects the controller to hold.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'leader_epoch', 'new_isr', 'new_isr_with_epochs', 'leader_recovery_state', 'partition_epoch', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, leader_epoch: int = 0, new_isr: list[int] = DEFAULT, new_isr_with_epochs: list[BrokerState] = DEFAULT, leader_recovery_state: int = 0, partition_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Index of the partition.
+        self.leader_epoch = leader_epoch  # Leader epoch the sender currently holds for the partition.
+        self.new_isr = [] if new_isr is DEFAULT else new_isr  # Proposed ISR as plain broker ids (up to version 2).
+        self.new_isr_with_epochs = [] if new_isr_with_epochs is DEFAULT else new_isr_with_epochs  # Proposed ISR with each member's broker epoch (version 3 and later).
+        self.leader_recovery_state = leader_recovery_state  # 0 = leader recovered, 1 = unclean leader still recovering.
+        self.partition_epoch = partition_epoch  # Partition epoch the sender expects the controller to hold.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class TopicData:
+
+class TopicData(Message):
     """Topics with partitions whose ISR should change."""
 
-    topic_name: str = ''  # Topic name (versions 0-1 only).
-    topic_id: uuid.UUID = ZERO_UUID  # Topic id (version 2 and later).
-    partitions: list[PartitionData] = field(default_factory=list)  # Partitions of the topic to update.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('topic_name', 'topic_id', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, topic_name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[PartitionData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name  # Topic name (versions 0-1 only).
+        self.topic_id = topic_id  # Topic id (version 2 and later).
+        self.partitions = [] if partitions is DEFAULT else partitions  # Partitions of the topic to update.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class AlterPartitionRequest:
+
+class AlterPartitionRequest(Message):
     """Partition leader asks the controller to change the ISR (KIP-497)."""
 
+    __slots__ = ('broker_id', 'broker_epoch', 'topics', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 56
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    broker_id: int = 0  # Id of the leader broker sending the request.
-    broker_epoch: int = -1  # Registration epoch of the sending broker; -1 if unknown.
-    topics: list[TopicData] = field(default_factory=list)  # Topics with partitions whose ISR should change.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, topics: list[TopicData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id  # Id of the leader broker sending the request.
+        self.broker_epoch = broker_epoch  # Registration epoch of the sending broker; -1 if unknown.
+        self.topics = [] if topics is DEFAULT else topics  # Topics with partitions whose ISR should change.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -123,6 +126,17 @@ class AlterPartitionRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'AlterPartitionRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> AlterPartitionResponse:
+        """The AlterPartitionResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import alter_partition_response as R
+
+        code = int(code)
+
+        resp = R.AlterPartitionResponse()
+        resp.error_code = code
+        return resp
 
 
 BrokerState._SPEC = (('broker_id', 'int32', None), ('broker_epoch', 'int64', None))

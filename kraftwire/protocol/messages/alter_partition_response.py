@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -33,49 +33,51 @@ _S4 = struct.Struct('>16s')
 _Ai = array_structs('i')
 
 
-@dataclass(slots=True)
-class PartitionData:
+class PartitionData(Message):
     """Per-partition results."""
 
-    partition_index: int = 0  # Index of the partition.
-    error_code: int = 0  # Error code for this partition; 0 if the change was accepted.
-    leader_id: int = 0  # Current leader broker id after the update.
-    leader_epoch: int = 0  # Current leader epoch after the update.
-    isr: list[int] = field(default_factory=list)  # ISR now recorded by the controller.
-    leader_recovery_state: int = 0  # 0 = leader recovered, 1 = unclean leader still recovering.
-    partition_epoch: int = 0  # Partition epoch now held by the controller.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'isr', 'leader_recovery_state', 'partition_epoch', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, isr: list[int] = DEFAULT, leader_recovery_state: int = 0, partition_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Index of the partition.
+        self.error_code = error_code  # Error code for this partition; 0 if the change was accepted.
+        self.leader_id = leader_id  # Current leader broker id after the update.
+        self.leader_epoch = leader_epoch  # Current leader epoch after the update.
+        self.isr = [] if isr is DEFAULT else isr  # ISR now recorded by the controller.
+        self.leader_recovery_state = leader_recovery_state  # 0 = leader recovered, 1 = unclean leader still recovering.
+        self.partition_epoch = partition_epoch  # Partition epoch now held by the controller.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class TopicData:
+
+class TopicData(Message):
     """Results grouped by topic."""
 
-    topic_name: str = ''  # Topic name (versions 0-1 only).
-    topic_id: uuid.UUID = ZERO_UUID  # Topic id (version 2 and later).
-    partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('topic_name', 'topic_id', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, topic_name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[PartitionData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name  # Topic name (versions 0-1 only).
+        self.topic_id = topic_id  # Topic id (version 2 and later).
+        self.partitions = [] if partitions is DEFAULT else partitions  # Per-partition results.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class AlterPartitionResponse:
+
+class AlterPartitionResponse(Message):
     """Controller reply to AlterPartition with the resulting partition state."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'topics', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 56
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Request-level error code; 0 on success.
-    topics: list[TopicData] = field(default_factory=list)  # Results grouped by topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, topics: list[TopicData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Request-level error code; 0 on success.
+        self.topics = [] if topics is DEFAULT else topics  # Results grouped by topic.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,45 +29,47 @@ _S0 = struct.Struct('>b')
 _S1 = struct.Struct('>bi')
 
 
-@dataclass(slots=True)
-class ScramCredentialDeletion:
+class ScramCredentialDeletion(Message):
     """Credentials to remove, one per user and mechanism."""
 
-    name: str = ''  # User whose credential is removed.
-    mechanism: int = 0  # ScramMechanism code (1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'mechanism', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', mechanism: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # User whose credential is removed.
+        self.mechanism = mechanism  # ScramMechanism code (1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ScramCredentialUpsertion:
+
+class ScramCredentialUpsertion(Message):
     """Credentials to create or replace."""
 
-    name: str = ''  # User whose credential is set.
-    mechanism: int = 0  # ScramMechanism code (1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512).
-    iterations: int = 0  # PBKDF2 iteration count used to derive the salted password.
-    salt: bytes = b''  # Salt chosen by the client for this credential.
-    salted_password: bytes = b''  # Hi(password, salt, iterations) as the client computed it.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'mechanism', 'iterations', 'salt', 'salted_password', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', mechanism: int = 0, iterations: int = 0, salt: bytes = b'', salted_password: bytes = b'', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # User whose credential is set.
+        self.mechanism = mechanism  # ScramMechanism code (1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512).
+        self.iterations = iterations  # PBKDF2 iteration count used to derive the salted password.
+        self.salt = salt  # Salt chosen by the client for this credential.
+        self.salted_password = salted_password  # Hi(password, salt, iterations) as the client computed it.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class AlterUserScramCredentialsRequest:
+
+class AlterUserScramCredentialsRequest(Message):
     """Creates, replaces or removes users' SCRAM credentials; the client derives the salted password."""
 
+    __slots__ = ('deletions', 'upsertions', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 51
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    deletions: list[ScramCredentialDeletion] = field(default_factory=list)  # Credentials to remove, one per user and mechanism.
-    upsertions: list[ScramCredentialUpsertion] = field(default_factory=list)  # Credentials to create or replace.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, deletions: list[ScramCredentialDeletion] = DEFAULT, upsertions: list[ScramCredentialUpsertion] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.deletions = [] if deletions is DEFAULT else deletions  # Credentials to remove, one per user and mechanism.
+        self.upsertions = [] if upsertions is DEFAULT else upsertions  # Credentials to create or replace.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -105,6 +107,17 @@ class AlterUserScramCredentialsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'AlterUserScramCredentialsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> AlterUserScramCredentialsResponse:
+        """The AlterUserScramCredentialsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import alter_user_scram_credentials_response as R
+
+        code = int(code)
+
+        resp = R.AlterUserScramCredentialsResponse()
+        resp.results = [R.AlterUserScramCredentialsResult(user=item, error_code=code, error_message=message) for item in sorted({d.name for d in self.deletions} | {u.name for u in self.upsertions})]
+        return resp
 
 
 ScramCredentialDeletion._SPEC = (('name', 'string', None), ('mechanism', 'int8', None))

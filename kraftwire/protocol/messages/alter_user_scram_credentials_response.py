@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,32 +29,33 @@ _S0 = struct.Struct('>i')
 _S1 = struct.Struct('>h')
 
 
-@dataclass(slots=True)
-class AlterUserScramCredentialsResult:
+class AlterUserScramCredentialsResult(Message):
     """One entry per user named in the request."""
 
-    user: str = ''  # User the entry is about.
-    error_code: int = 0  # Error code for every change asked for this user; 0 on success.
-    error_message: str | None = ''  # Human-readable error detail; null when there is no error.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('user', 'error_code', 'error_message', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, user: str = '', error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.user = user  # User the entry is about.
+        self.error_code = error_code  # Error code for every change asked for this user; 0 on success.
+        self.error_message = error_message  # Human-readable error detail; null when there is no error.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class AlterUserScramCredentialsResponse:
+
+class AlterUserScramCredentialsResponse(Message):
     """Outcome of an AlterUserScramCredentials request, per user."""
 
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 51
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    results: list[AlterUserScramCredentialsResult] = field(default_factory=list)  # One entry per user named in the request.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[AlterUserScramCredentialsResult] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.results = [] if results is DEFAULT else results  # One entry per user named in the request.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -27,20 +27,20 @@ def _first(item):
 
 
 
-@dataclass(slots=True)
-class ApiVersionsRequest:
+class ApiVersionsRequest(Message):
     """Asks a node which API keys and versions it supports."""
 
+    __slots__ = ('client_software_name', 'client_software_version', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 18
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 3
-
-    client_software_name: str = ''  # Name of the client software (version 3 and later).
-    client_software_version: str = ''  # Version string of the client software (version 3 and later).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, client_software_name: str = '', client_software_version: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.client_software_name = client_software_name  # Name of the client software (version 3 and later).
+        self.client_software_version = client_software_version  # Version string of the client software (version 3 and later).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -78,6 +78,18 @@ class ApiVersionsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'ApiVersionsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> ApiVersionsResponse:
+        """The ApiVersionsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import api_versions_response as R
+
+        code = int(code)
+
+        resp = R.ApiVersionsResponse()
+        resp.error_code = code
+        resp.api_keys = [R.ApiVersion(api_key=self.API_KEY, min_version=self.MIN_VERSION, max_version=self.MAX_VERSION)] if code == 35 else []
+        return resp
 
 
 ApiVersionsRequest._SPEC = (('client_software_name', 'string', None), ('client_software_version', 'string', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -33,61 +33,64 @@ _S4 = struct.Struct('>q')
 _S5 = struct.Struct('>?')
 
 
-@dataclass(slots=True)
-class ApiVersion:
+class ApiVersion(Message):
     """Version range supported for each API key."""
 
-    api_key: int = 0  # API key number.
-    min_version: int = 0  # Lowest supported version of this API.
-    max_version: int = 0  # Highest supported version of this API.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('api_key', 'min_version', 'max_version', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, api_key: int = 0, min_version: int = 0, max_version: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.api_key = api_key  # API key number.
+        self.min_version = min_version  # Lowest supported version of this API.
+        self.max_version = max_version  # Highest supported version of this API.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class SupportedFeatureKey:
+
+class SupportedFeatureKey(Message):
     """Feature version ranges this node supports; before v4, ranges starting at 0 are left out."""
 
-    name: str = ''  # Feature name.
-    min_version: int = 0  # Lowest supported level of the feature.
-    max_version: int = 0  # Highest supported level of the feature.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'min_version', 'max_version', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', min_version: int = 0, max_version: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Feature name.
+        self.min_version = min_version  # Lowest supported level of the feature.
+        self.max_version = max_version  # Highest supported level of the feature.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class FinalizedFeatureKey:
+
+class FinalizedFeatureKey(Message):
     """Feature levels finalized for the whole cluster; ignore unless FinalizedFeaturesEpoch is non-negative."""
 
-    name: str = ''  # Feature name.
-    max_version_level: int = 0  # Finalized maximum level of the feature.
-    min_version_level: int = 0  # Finalized minimum level of the feature.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'max_version_level', 'min_version_level', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', max_version_level: int = 0, min_version_level: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Feature name.
+        self.max_version_level = max_version_level  # Finalized maximum level of the feature.
+        self.min_version_level = min_version_level  # Finalized minimum level of the feature.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ApiVersionsResponse:
+
+class ApiVersionsResponse(Message):
     """Lists supported API version ranges plus supported and finalized features."""
 
+    __slots__ = ('error_code', 'api_keys', 'throttle_time_ms', 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 18
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 3
-
-    error_code: int = 0  # Error code; 35 (UNSUPPORTED_VERSION) if the request version was too new.
-    api_keys: list[ApiVersion] = field(default_factory=list)  # Version range supported for each API key.
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    supported_features: list[SupportedFeatureKey] = field(default_factory=list)  # Feature version ranges this node supports; before v4, ranges starting at 0 are left out.
-    finalized_features_epoch: int = -1  # Epoch of the finalized feature data; -1 if unknown.
-    finalized_features: list[FinalizedFeatureKey] = field(default_factory=list)  # Feature levels finalized for the whole cluster; ignore unless FinalizedFeaturesEpoch is non-negative.
-    zk_migration_ready: bool = False  # True from a KRaft controller whose configuration allows ZK migration.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, error_code: int = 0, api_keys: list[ApiVersion] = DEFAULT, throttle_time_ms: int = 0, supported_features: list[SupportedFeatureKey] = DEFAULT, finalized_features_epoch: int = -1, finalized_features: list[FinalizedFeatureKey] = DEFAULT, zk_migration_ready: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code  # Error code; 35 (UNSUPPORTED_VERSION) if the request version was too new.
+        self.api_keys = [] if api_keys is DEFAULT else api_keys  # Version range supported for each API key.
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.supported_features = [] if supported_features is DEFAULT else supported_features  # Feature version ranges this node supports; before v4, ranges starting at 0 are left out.
+        self.finalized_features_epoch = finalized_features_epoch  # Epoch of the finalized feature data; -1 if unknown.
+        self.finalized_features = [] if finalized_features is DEFAULT else finalized_features  # Feature levels finalized for the whole cluster; ignore unless FinalizedFeaturesEpoch is non-negative.
+        self.zk_migration_ready = zk_migration_ready  # True from a KRaft controller whose configuration allows ZK migration.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

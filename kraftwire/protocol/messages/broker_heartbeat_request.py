@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,24 +28,24 @@ def _first(item):
 _S0 = struct.Struct('>iqq??')
 
 
-@dataclass(slots=True)
-class BrokerHeartbeatRequest:
+class BrokerHeartbeatRequest(Message):
     """Periodic broker liveness report to the active controller."""
 
+    __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 63
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    broker_id: int = 0  # Id of the broker sending the heartbeat.
-    broker_epoch: int = -1  # Registration epoch of the broker; -1 if not registered.
-    current_metadata_offset: int = 0  # Offset up to which the broker has replayed the metadata log.
-    want_fence: bool = False  # True if the broker asks to be (or stay) fenced.
-    want_shut_down: bool = False  # True if the broker wants to begin a controlled shutdown.
-    offline_log_dirs: list[uuid.UUID] = field(default_factory=list)  # Ids of log directories that have failed.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, current_metadata_offset: int = 0, want_fence: bool = False, want_shut_down: bool = False, offline_log_dirs: list[uuid.UUID] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id  # Id of the broker sending the heartbeat.
+        self.broker_epoch = broker_epoch  # Registration epoch of the broker; -1 if not registered.
+        self.current_metadata_offset = current_metadata_offset  # Offset up to which the broker has replayed the metadata log.
+        self.want_fence = want_fence  # True if the broker asks to be (or stay) fenced.
+        self.want_shut_down = want_shut_down  # True if the broker wants to begin a controlled shutdown.
+        self.offline_log_dirs = [] if offline_log_dirs is DEFAULT else offline_log_dirs  # Ids of log directories that have failed.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -83,6 +83,17 @@ class BrokerHeartbeatRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'BrokerHeartbeatRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> BrokerHeartbeatResponse:
+        """The BrokerHeartbeatResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import broker_heartbeat_response as R
+
+        code = int(code)
+
+        resp = R.BrokerHeartbeatResponse()
+        resp.error_code = code
+        return resp
 
 
 BrokerHeartbeatRequest._SPEC = (('broker_id', 'int32', None), ('broker_epoch', 'int64', None), ('current_metadata_offset', 'int64', None), ('want_fence', 'bool', None), ('want_shut_down', 'bool', None), ('offline_log_dirs', '[]uuid', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,23 +28,23 @@ def _first(item):
 _S0 = struct.Struct('>ih???')
 
 
-@dataclass(slots=True)
-class BrokerHeartbeatResponse:
+class BrokerHeartbeatResponse(Message):
     """Controller reply telling the broker its fencing and shutdown status."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'is_caught_up', 'is_fenced', 'should_shut_down', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 63
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Error code; 0 on success.
-    is_caught_up: bool = False  # True once the broker's metadata is close enough to the log end.
-    is_fenced: bool = True  # Whether the controller currently considers the broker fenced.
-    should_shut_down: bool = False  # True if the broker may now finish shutting down.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, is_caught_up: bool = False, is_fenced: bool = True, should_shut_down: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Error code; 0 on success.
+        self.is_caught_up = is_caught_up  # True once the broker's metadata is close enough to the log end.
+        self.is_fenced = is_fenced  # Whether the controller currently considers the broker fenced.
+        self.should_shut_down = should_shut_down  # True if the broker may now finish shutting down.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,23 +29,23 @@ _S0 = struct.Struct('>iq')
 _S1 = struct.Struct('>b')
 
 
-@dataclass(slots=True)
-class BrokerRegistrationChangeRecord:
+class BrokerRegistrationChangeRecord(Message):
     """Incremental update to an existing broker registration."""
 
+    __slots__ = ('broker_id', 'broker_epoch', 'fenced', 'in_controlled_shutdown', 'log_dirs', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 17
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    broker_id: int = 0  # Id of the broker being updated.
-    broker_epoch: int = 0  # Epoch of the registration this change applies to.
-    fenced: int = 0  # Fencing change: -1 = now unfenced, 0 = unchanged, 1 = now fenced.
-    in_controlled_shutdown: int = 0  # Shutdown change: 0 = unchanged, 1 = broker entered controlled shutdown.
-    log_dirs: list[uuid.UUID] = field(default_factory=list)  # Updated list of online log directory ids; empty means unchanged.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = 0, fenced: int = 0, in_controlled_shutdown: int = 0, log_dirs: list[uuid.UUID] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id  # Id of the broker being updated.
+        self.broker_epoch = broker_epoch  # Epoch of the registration this change applies to.
+        self.fenced = fenced  # Fencing change: -1 = now unfenced, 0 = unchanged, 1 = now fenced.
+        self.in_controlled_shutdown = in_controlled_shutdown  # Shutdown change: 0 = unchanged, 1 = broker entered controlled shutdown.
+        self.log_dirs = [] if log_dirs is DEFAULT else log_dirs  # Updated list of online log directory ids; empty means unchanged.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

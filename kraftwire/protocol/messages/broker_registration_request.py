@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -33,52 +33,54 @@ _S4 = struct.Struct('>?')
 _S5 = struct.Struct('>q')
 
 
-@dataclass(slots=True)
-class Listener:
+class Listener(Message):
     """Listeners on which the broker accepts connections."""
 
-    name: str = ''  # Listener name; unique key within the list.
-    host: str = ''  # Host name or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    security_protocol: int = 0  # SecurityProtocol id (0 = PLAINTEXT, 1 = SSL, 2 = SASL_PLAINTEXT, 3 = SASL_SSL).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', host: str = '', port: int = 0, security_protocol: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Listener name; unique key within the list.
+        self.host = host  # Host name or IP address of the listener.
+        self.port = port  # TCP port of the listener.
+        self.security_protocol = security_protocol  # SecurityProtocol id (0 = PLAINTEXT, 1 = SSL, 2 = SASL_PLAINTEXT, 3 = SASL_SSL).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class Feature:
+
+class Feature(Message):
     """Feature ranges the broker supports; before v4, ranges starting at 0 are left out."""
 
-    name: str = ''  # Feature name; unique key within the list.
-    min_supported_version: int = 0  # Lowest level of the feature the broker supports.
-    max_supported_version: int = 0  # Highest level of the feature the broker supports.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', min_supported_version: int = 0, max_supported_version: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Feature name; unique key within the list.
+        self.min_supported_version = min_supported_version  # Lowest level of the feature the broker supports.
+        self.max_supported_version = max_supported_version  # Highest level of the feature the broker supports.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class BrokerRegistrationRequest:
+
+class BrokerRegistrationRequest(Message):
     """Broker registers itself with the controller at startup."""
 
+    __slots__ = ('broker_id', 'cluster_id', 'incarnation_id', 'listeners', 'features', 'rack', 'is_migrating_zk_broker', 'log_dirs', 'previous_broker_epoch', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 62
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    broker_id: int = 0  # Id of the registering broker.
-    cluster_id: str = ''  # Cluster id the broker was formatted with.
-    incarnation_id: uuid.UUID = ZERO_UUID  # Random id that is new for each broker process start.
-    listeners: list[Listener] = field(default_factory=list)  # Listeners on which the broker accepts connections.
-    features: list[Feature] = field(default_factory=list)  # Feature ranges the broker supports; before v4, ranges starting at 0 are left out.
-    rack: str | None = ''  # Rack of the broker; null if not configured.
-    is_migrating_zk_broker: bool = False  # True for a ZooKeeper-mode broker configured for ZK migration.
-    log_dirs: list[uuid.UUID] = field(default_factory=list)  # Ids of the broker's online log directories.
-    previous_broker_epoch: int = -1  # Epoch of the previous registration if the broker shut down cleanly; -1 otherwise.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, broker_id: int = 0, cluster_id: str = '', incarnation_id: uuid.UUID = ZERO_UUID, listeners: list[Listener] = DEFAULT, features: list[Feature] = DEFAULT, rack: str | None = '', is_migrating_zk_broker: bool = False, log_dirs: list[uuid.UUID] = DEFAULT, previous_broker_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id  # Id of the registering broker.
+        self.cluster_id = cluster_id  # Cluster id the broker was formatted with.
+        self.incarnation_id = incarnation_id  # Random id that is new for each broker process start.
+        self.listeners = [] if listeners is DEFAULT else listeners  # Listeners on which the broker accepts connections.
+        self.features = [] if features is DEFAULT else features  # Feature ranges the broker supports; before v4, ranges starting at 0 are left out.
+        self.rack = rack  # Rack of the broker; null if not configured.
+        self.is_migrating_zk_broker = is_migrating_zk_broker  # True for a ZooKeeper-mode broker configured for ZK migration.
+        self.log_dirs = [] if log_dirs is DEFAULT else log_dirs  # Ids of the broker's online log directories.
+        self.previous_broker_epoch = previous_broker_epoch  # Epoch of the previous registration if the broker shut down cleanly; -1 otherwise.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -116,6 +118,17 @@ class BrokerRegistrationRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'BrokerRegistrationRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> BrokerRegistrationResponse:
+        """The BrokerRegistrationResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import broker_registration_response as R
+
+        code = int(code)
+
+        resp = R.BrokerRegistrationResponse()
+        resp.error_code = code
+        return resp
 
 
 Listener._SPEC = (('name', 'string', None), ('host', 'string', None), ('port', 'uint16', None), ('security_protocol', 'int16', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,33 +28,34 @@ def _first(item):
 _S0 = struct.Struct('>d?')
 
 
-@dataclass(slots=True)
-class EntityData:
+class EntityData(Message):
     """Components identifying the quota entity."""
 
-    entity_type: str = ''  # Entity kind, such as user, client-id or ip.
-    entity_name: str | None = ''  # Entity name; null means the default entity of this type.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('entity_type', 'entity_name', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, entity_type: str = '', entity_name: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity_type = entity_type  # Entity kind, such as user, client-id or ip.
+        self.entity_name = entity_name  # Entity name; null means the default entity of this type.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ClientQuotaRecord:
+
+class ClientQuotaRecord(Message):
     """Sets or removes one client quota value for an entity."""
 
+    __slots__ = ('entity', 'key', 'value', 'remove', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 14
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    entity: list[EntityData] = field(default_factory=list)  # Components identifying the quota entity.
-    key: str = ''  # Quota configuration name, e.g. producer_byte_rate.
-    value: float = 0.0  # New quota value; ignored when Remove is true.
-    remove: bool = False  # True to delete the quota key instead of setting it.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, entity: list[EntityData] = DEFAULT, key: str = '', value: float = 0.0, remove: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity = [] if entity is DEFAULT else entity  # Components identifying the quota entity.
+        self.key = key  # Quota configuration name, e.g. producer_byte_rate.
+        self.value = value  # New quota value; ignored when Remove is true.
+        self.remove = remove  # True to delete the quota key instead of setting it.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

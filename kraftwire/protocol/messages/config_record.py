@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,22 +28,22 @@ def _first(item):
 _S0 = struct.Struct('>b')
 
 
-@dataclass(slots=True)
-class ConfigRecord:
+class ConfigRecord(Message):
     """Sets or deletes one dynamic configuration entry for a resource."""
 
+    __slots__ = ('resource_type', 'resource_name', 'name', 'value', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 4
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    resource_type: int = 0  # ConfigResource type code (2 = topic, 4 = broker, 8 = broker logger, 16 = client metrics).
-    resource_name: str = ''  # Resource the entry belongs to; empty string for the cluster-wide default.
-    name: str = ''  # Configuration key.
-    value: str | None = ''  # New configuration value; null deletes the key.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, resource_type: int = 0, resource_name: str = '', name: str = '', value: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type = resource_type  # ConfigResource type code (2 = topic, 4 = broker, 8 = broker logger, 16 = client metrics).
+        self.resource_name = resource_name  # Resource the entry belongs to; empty string for the cluster-wide default.
+        self.name = name  # Configuration key.
+        self.value = value  # New configuration value; null deletes the key.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

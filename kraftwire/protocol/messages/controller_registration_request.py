@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,48 +30,50 @@ _S1 = struct.Struct('>Hh')
 _S2 = struct.Struct('>hh')
 
 
-@dataclass(slots=True)
-class Listener:
+class Listener(Message):
     """Listeners on which the controller accepts connections."""
 
-    name: str = ''  # Listener name; unique key within the list.
-    host: str = ''  # Host name or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    security_protocol: int = 0  # SecurityProtocol id (0 = PLAINTEXT, 1 = SSL, 2 = SASL_PLAINTEXT, 3 = SASL_SSL).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', host: str = '', port: int = 0, security_protocol: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Listener name; unique key within the list.
+        self.host = host  # Host name or IP address of the listener.
+        self.port = port  # TCP port of the listener.
+        self.security_protocol = security_protocol  # SecurityProtocol id (0 = PLAINTEXT, 1 = SSL, 2 = SASL_PLAINTEXT, 3 = SASL_SSL).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class Feature:
+
+class Feature(Message):
     """Feature ranges the controller supports."""
 
-    name: str = ''  # Feature name; unique key within the list.
-    min_supported_version: int = 0  # Lowest level of the feature the controller supports.
-    max_supported_version: int = 0  # Highest level of the feature the controller supports.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', min_supported_version: int = 0, max_supported_version: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Feature name; unique key within the list.
+        self.min_supported_version = min_supported_version  # Lowest level of the feature the controller supports.
+        self.max_supported_version = max_supported_version  # Highest level of the feature the controller supports.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ControllerRegistrationRequest:
+
+class ControllerRegistrationRequest(Message):
     """Controller registers its listeners and features with the active controller."""
 
+    __slots__ = ('controller_id', 'incarnation_id', 'zk_migration_ready', 'listeners', 'features', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 70
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    controller_id: int = 0  # Node id of the registering controller.
-    incarnation_id: uuid.UUID = ZERO_UUID  # Random id that is new for each controller process start.
-    zk_migration_ready: bool = False  # True if the controller is configured for ZK migration.
-    listeners: list[Listener] = field(default_factory=list)  # Listeners on which the controller accepts connections.
-    features: list[Feature] = field(default_factory=list)  # Feature ranges the controller supports.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, controller_id: int = 0, incarnation_id: uuid.UUID = ZERO_UUID, zk_migration_ready: bool = False, listeners: list[Listener] = DEFAULT, features: list[Feature] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.controller_id = controller_id  # Node id of the registering controller.
+        self.incarnation_id = incarnation_id  # Random id that is new for each controller process start.
+        self.zk_migration_ready = zk_migration_ready  # True if the controller is configured for ZK migration.
+        self.listeners = [] if listeners is DEFAULT else listeners  # Listeners on which the controller accepts connections.
+        self.features = [] if features is DEFAULT else features  # Feature ranges the controller supports.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -109,6 +111,18 @@ class ControllerRegistrationRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'ControllerRegistrationRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> ControllerRegistrationResponse:
+        """The ControllerRegistrationResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import controller_registration_response as R
+
+        code = int(code)
+
+        resp = R.ControllerRegistrationResponse()
+        resp.error_code = code
+        resp.error_message = message
+        return resp
 
 
 Listener._SPEC = (('name', 'string', None), ('host', 'string', None), ('port', 'uint16', None), ('security_protocol', 'int16', None))

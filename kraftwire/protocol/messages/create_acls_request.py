@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,35 +29,36 @@ _S0 = struct.Struct('>b')
 _S1 = struct.Struct('>bb')
 
 
-@dataclass(slots=True)
-class AclCreation:
+class AclCreation(Message):
     """ACL bindings to create."""
 
-    resource_type: int = 0  # AclResourceType code (2 = topic, 3 = group, 4 = cluster, ...).
-    resource_name: str = ''  # Name or pattern of the protected resource.
-    resource_pattern_type: int = 3  # PatternType code: 3 = literal (default), 4 = prefixed.
-    principal: str = ''  # Principal the ACL applies to, e.g. User:alice.
-    host: str = ''  # Client host the ACL applies to; * for any host.
-    operation: int = 0  # AclOperation code (e.g. 3 = read, 4 = write).
-    permission_type: int = 0  # AclPermissionType code: 2 = deny, 3 = allow.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, resource_type: int = 0, resource_name: str = '', resource_pattern_type: int = 3, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type = resource_type  # AclResourceType code (2 = topic, 3 = group, 4 = cluster, ...).
+        self.resource_name = resource_name  # Name or pattern of the protected resource.
+        self.resource_pattern_type = resource_pattern_type  # PatternType code: 3 = literal (default), 4 = prefixed.
+        self.principal = principal  # Principal the ACL applies to, e.g. User:alice.
+        self.host = host  # Client host the ACL applies to; * for any host.
+        self.operation = operation  # AclOperation code (e.g. 3 = read, 4 = write).
+        self.permission_type = permission_type  # AclPermissionType code: 2 = deny, 3 = allow.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class CreateAclsRequest:
+
+class CreateAclsRequest(Message):
     """Adds ACL bindings."""
 
+    __slots__ = ('creations', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 30
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    creations: list[AclCreation] = field(default_factory=list)  # ACL bindings to create.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, creations: list[AclCreation] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.creations = [] if creations is DEFAULT else creations  # ACL bindings to create.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -95,6 +96,17 @@ class CreateAclsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'CreateAclsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> CreateAclsResponse:
+        """The CreateAclsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import create_acls_response as R
+
+        code = int(code)
+
+        resp = R.CreateAclsResponse()
+        resp.results = [R.AclCreationResult(error_code=code, error_message=message) for item in (self.creations or ())]
+        return resp
 
 
 AclCreation._SPEC = (('resource_type', 'int8', None), ('resource_name', 'string', None), ('resource_pattern_type', 'int8', None), ('principal', 'string', None), ('host', 'string', None), ('operation', 'int8', None), ('permission_type', 'int8', None))

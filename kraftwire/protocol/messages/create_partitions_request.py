@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,43 +30,45 @@ _S1 = struct.Struct('>i?')
 _Ai = array_structs('i')
 
 
-@dataclass(slots=True)
-class CreatePartitionsAssignment:
+class CreatePartitionsAssignment(Message):
     """Replica placement for each new partition; null lets the controller choose."""
 
-    broker_ids: list[int] = field(default_factory=list)  # Broker ids hosting replicas of one new partition.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('broker_ids', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, broker_ids: list[int] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_ids = [] if broker_ids is DEFAULT else broker_ids  # Broker ids hosting replicas of one new partition.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class CreatePartitionsTopic:
+
+class CreatePartitionsTopic(Message):
     """Topics to grow."""
 
-    name: str = ''  # Topic name.
-    count: int = 0  # Desired total number of partitions after the change.
-    assignments: list[CreatePartitionsAssignment] | None = field(default_factory=list)  # Replica placement for each new partition; null lets the controller choose.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'count', 'assignments', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', count: int = 0, assignments: list[CreatePartitionsAssignment] | None = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.count = count  # Desired total number of partitions after the change.
+        self.assignments = [] if assignments is DEFAULT else assignments  # Replica placement for each new partition; null lets the controller choose.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class CreatePartitionsRequest:
+
+class CreatePartitionsRequest(Message):
     """Increases the partition count of existing topics."""
 
+    __slots__ = ('topics', 'timeout_ms', 'validate_only', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 37
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    topics: list[CreatePartitionsTopic] = field(default_factory=list)  # Topics to grow.
-    timeout_ms: int = 0  # Upper bound (ms) on waiting for the new partitions to exist.
-    validate_only: bool = False  # If true, only validate the request without creating partitions.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, topics: list[CreatePartitionsTopic] = DEFAULT, timeout_ms: int = 0, validate_only: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is DEFAULT else topics  # Topics to grow.
+        self.timeout_ms = timeout_ms  # Upper bound (ms) on waiting for the new partitions to exist.
+        self.validate_only = validate_only  # If true, only validate the request without creating partitions.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -104,6 +106,17 @@ class CreatePartitionsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'CreatePartitionsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> CreatePartitionsResponse:
+        """The CreatePartitionsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import create_partitions_response as R
+
+        code = int(code)
+
+        resp = R.CreatePartitionsResponse()
+        resp.results = [R.CreatePartitionsTopicResult(name=item.name, error_code=code, error_message=message) for item in (self.topics or ())]
+        return resp
 
 
 CreatePartitionsAssignment._SPEC = (('broker_ids', '[]int32', None),)

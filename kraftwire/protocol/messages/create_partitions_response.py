@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,32 +29,33 @@ _S0 = struct.Struct('>i')
 _S1 = struct.Struct('>h')
 
 
-@dataclass(slots=True)
-class CreatePartitionsTopicResult:
+class CreatePartitionsTopicResult(Message):
     """One result per topic in the request."""
 
-    name: str = ''  # Topic name.
-    error_code: int = 0  # Error code for this topic; 0 on success.
-    error_message: str | None = None  # Error detail for this topic; null on success.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'error_code', 'error_message', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.error_code = error_code  # Error code for this topic; 0 on success.
+        self.error_message = error_message  # Error detail for this topic; null on success.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class CreatePartitionsResponse:
+
+class CreatePartitionsResponse(Message):
     """Per-topic outcome of a CreatePartitions request."""
 
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 37
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    results: list[CreatePartitionsTopicResult] = field(default_factory=list)  # One result per topic in the request.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[CreatePartitionsTopicResult] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.results = [] if results is DEFAULT else results  # One result per topic in the request.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -31,57 +31,60 @@ _S2 = struct.Struct('>i?')
 _Ai = array_structs('i')
 
 
-@dataclass(slots=True)
-class CreatableReplicaAssignment:
+class CreatableReplicaAssignment(Message):
     """Explicit replica placement; empty to let the controller place replicas."""
 
-    partition_index: int = 0  # Index of the partition being placed.
-    broker_ids: list[int] = field(default_factory=list)  # Broker ids hosting the partition's replicas, preferred leader first.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'broker_ids', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, broker_ids: list[int] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Index of the partition being placed.
+        self.broker_ids = [] if broker_ids is DEFAULT else broker_ids  # Broker ids hosting the partition's replicas, preferred leader first.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class CreatableTopicConfig:
+
+class CreatableTopicConfig(Message):
     """Topic-level configuration overrides."""
 
-    name: str = ''  # Configuration key.
-    value: str | None = ''  # Value to set for the key.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'value', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', value: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Configuration key.
+        self.value = value  # Value to set for the key.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class CreatableTopic:
+
+class CreatableTopic(Message):
     """One entry per new topic."""
 
-    name: str = ''  # Name of the new topic.
-    num_partitions: int = 0  # Partition count; -1 for the broker default or when Assignments is given.
-    replication_factor: int = 0  # Replicas per partition; -1 for the broker default or when Assignments is given.
-    assignments: list[CreatableReplicaAssignment] = field(default_factory=list)  # Explicit replica placement; empty to let the controller place replicas.
-    configs: list[CreatableTopicConfig] = field(default_factory=list)  # Topic-level configuration overrides.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', num_partitions: int = 0, replication_factor: int = 0, assignments: list[CreatableReplicaAssignment] = DEFAULT, configs: list[CreatableTopicConfig] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Name of the new topic.
+        self.num_partitions = num_partitions  # Partition count; -1 for the broker default or when Assignments is given.
+        self.replication_factor = replication_factor  # Replicas per partition; -1 for the broker default or when Assignments is given.
+        self.assignments = [] if assignments is DEFAULT else assignments  # Explicit replica placement; empty to let the controller place replicas.
+        self.configs = [] if configs is DEFAULT else configs  # Topic-level configuration overrides.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class CreateTopicsRequest:
+
+class CreateTopicsRequest(Message):
     """Creates one or more topics."""
 
+    __slots__ = ('topics', 'timeout_ms', 'validate_only', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 19
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 5
-
-    topics: list[CreatableTopic] = field(default_factory=list)  # One entry per new topic.
-    timeout_ms: int = 60000  # How long (ms) to wait for creation to finish before returning.
-    validate_only: bool = False  # If true, only check whether the topics could be created.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, topics: list[CreatableTopic] = DEFAULT, timeout_ms: int = 60000, validate_only: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is DEFAULT else topics  # One entry per new topic.
+        self.timeout_ms = timeout_ms  # How long (ms) to wait for creation to finish before returning.
+        self.validate_only = validate_only  # If true, only check whether the topics could be created.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -119,6 +122,17 @@ class CreateTopicsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'CreateTopicsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> CreateTopicsResponse:
+        """The CreateTopicsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import create_topics_response as R
+
+        code = int(code)
+
+        resp = R.CreateTopicsResponse()
+        resp.topics = [R.CreatableTopicResult(name=item.name, error_code=code, error_message=(message) if version >= 1 else '') for item in (self.topics or ())]
+        return resp
 
 
 CreatableReplicaAssignment._SPEC = (('partition_index', 'int32', None), ('broker_ids', '[]int32', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -32,51 +32,53 @@ _S3 = struct.Struct('>?b?')
 _S4 = struct.Struct('>16sh')
 
 
-@dataclass(slots=True)
-class CreatableTopicConfigs:
+class CreatableTopicConfigs(Message):
     """Effective configuration of the topic; null if not returned."""
 
-    name: str = ''  # Configuration key.
-    value: str | None = ''  # Effective value; null if hidden or unset.
-    read_only: bool = False  # True if the entry cannot be changed dynamically.
-    config_source: int = -1  # Where the value comes from (DescribeConfigs source code); -1 if unknown.
-    is_sensitive: bool = False  # True if the value is secret and therefore not revealed.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', value: str | None = '', read_only: bool = False, config_source: int = -1, is_sensitive: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Configuration key.
+        self.value = value  # Effective value; null if hidden or unset.
+        self.read_only = read_only  # True if the entry cannot be changed dynamically.
+        self.config_source = config_source  # Where the value comes from (DescribeConfigs source code); -1 if unknown.
+        self.is_sensitive = is_sensitive  # True if the value is secret and therefore not revealed.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class CreatableTopicResult:
+
+class CreatableTopicResult(Message):
     """One result per requested topic."""
 
-    name: str = ''  # Topic name.
-    topic_id: uuid.UUID = ZERO_UUID  # Id assigned to the new topic; zero UUID on failure.
-    error_code: int = 0  # Error code for this topic; 0 on success.
-    error_message: str | None = ''  # Error detail for this topic; null on success.
-    topic_config_error_code: int = 0  # Reason the Configs list was withheld, e.g. an authorization error; 0 if none.
-    num_partitions: int = -1  # Partition count of the topic; -1 if unknown.
-    replication_factor: int = -1  # Replication factor of the topic; -1 if unknown.
-    configs: list[CreatableTopicConfigs] | None = field(default_factory=list)  # Effective configuration of the topic; null if not returned.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = '', topic_config_error_code: int = 0, num_partitions: int = -1, replication_factor: int = -1, configs: list[CreatableTopicConfigs] | None = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.topic_id = topic_id  # Id assigned to the new topic; zero UUID on failure.
+        self.error_code = error_code  # Error code for this topic; 0 on success.
+        self.error_message = error_message  # Error detail for this topic; null on success.
+        self.topic_config_error_code = topic_config_error_code  # Reason the Configs list was withheld, e.g. an authorization error; 0 if none.
+        self.num_partitions = num_partitions  # Partition count of the topic; -1 if unknown.
+        self.replication_factor = replication_factor  # Replication factor of the topic; -1 if unknown.
+        self.configs = [] if configs is DEFAULT else configs  # Effective configuration of the topic; null if not returned.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class CreateTopicsResponse:
+
+class CreateTopicsResponse(Message):
     """Per-topic outcome of a CreateTopics request."""
 
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 19
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 5
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    topics: list[CreatableTopicResult] = field(default_factory=list)  # One result per requested topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[CreatableTopicResult] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.topics = [] if topics is DEFAULT else topics  # One result per requested topic.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

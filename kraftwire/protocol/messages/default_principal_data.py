@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,20 +28,20 @@ def _first(item):
 _S0 = struct.Struct('>?')
 
 
-@dataclass(slots=True)
-class DefaultPrincipalData:
+class DefaultPrincipalData(Message):
     """Serialized KafkaPrincipal carried by forwarded (Envelope) requests."""
 
+    __slots__ = ('type_', 'name', 'token_authenticated', 'unknown_tagged_fields',)
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    type_: str = ''  # Principal type, for example User.
-    name: str = ''  # Principal name within its type.
-    token_authenticated: bool = False  # True if the forwarding broker authenticated the client via a delegation token.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, type_: str = '', name: str = '', token_authenticated: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.type_ = type_  # Principal type, for example User.
+        self.name = name  # Principal name within its type.
+        self.token_authenticated = token_authenticated  # True if the forwarding broker authenticated the client via a delegation token.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

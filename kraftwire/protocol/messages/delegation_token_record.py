@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,25 +28,25 @@ def _first(item):
 _S0 = struct.Struct('>qqq')
 
 
-@dataclass(slots=True)
-class DelegationTokenRecord:
+class DelegationTokenRecord(Message):
     """Creates or updates a delegation token."""
 
+    __slots__ = ('owner', 'requester', 'renewers', 'issue_timestamp', 'max_timestamp', 'expiration_timestamp', 'token_id', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 10
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    owner: str = ''  # Principal that owns the token.
-    requester: str = ''  # Principal that requested the token.
-    renewers: list[str] = field(default_factory=list)  # Principals allowed to renew the token.
-    issue_timestamp: int = 0  # Time (ms) at which the token was created.
-    max_timestamp: int = 0  # Hard expiry time (ms); renewals cannot extend the token past it.
-    expiration_timestamp: int = 0  # Time (ms) at which the token expires unless renewed.
-    token_id: str = ''  # Identifier of the token.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, owner: str = '', requester: str = '', renewers: list[str] = DEFAULT, issue_timestamp: int = 0, max_timestamp: int = 0, expiration_timestamp: int = 0, token_id: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.owner = owner  # Principal that owns the token.
+        self.requester = requester  # Principal that requested the token.
+        self.renewers = [] if renewers is DEFAULT else renewers  # Principals allowed to renew the token.
+        self.issue_timestamp = issue_timestamp  # Time (ms) at which the token was created.
+        self.max_timestamp = max_timestamp  # Hard expiry time (ms); renewals cannot extend the token past it.
+        self.expiration_timestamp = expiration_timestamp  # Time (ms) at which the token expires unless renewed.
+        self.token_id = token_id  # Identifier of the token.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,35 +29,36 @@ _S0 = struct.Struct('>b')
 _S1 = struct.Struct('>bb')
 
 
-@dataclass(slots=True)
-class DeleteAclsFilter:
+class DeleteAclsFilter(Message):
     """Filters selecting ACLs to delete."""
 
-    resource_type_filter: int = 0  # AclResourceType code to match; 1 = any.
-    resource_name_filter: str | None = ''  # Resource name to match; null matches any name.
-    pattern_type_filter: int = 3  # PatternType to match: 1 = any, 2 = match, 3 = literal, 4 = prefixed.
-    principal_filter: str | None = ''  # Only ACLs for this principal; null for every principal.
-    host_filter: str | None = ''  # Only ACLs for this host; null for every host.
-    operation: int = 0  # AclOperation code to match; 1 = any.
-    permission_type: int = 0  # AclPermissionType code to match; 1 = any.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = '', pattern_type_filter: int = 3, principal_filter: str | None = '', host_filter: str | None = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type_filter = resource_type_filter  # AclResourceType code to match; 1 = any.
+        self.resource_name_filter = resource_name_filter  # Resource name to match; null matches any name.
+        self.pattern_type_filter = pattern_type_filter  # PatternType to match: 1 = any, 2 = match, 3 = literal, 4 = prefixed.
+        self.principal_filter = principal_filter  # Only ACLs for this principal; null for every principal.
+        self.host_filter = host_filter  # Only ACLs for this host; null for every host.
+        self.operation = operation  # AclOperation code to match; 1 = any.
+        self.permission_type = permission_type  # AclPermissionType code to match; 1 = any.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DeleteAclsRequest:
+
+class DeleteAclsRequest(Message):
     """Deletes every ACL matching any of the given filters."""
 
+    __slots__ = ('filters', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 31
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    filters: list[DeleteAclsFilter] = field(default_factory=list)  # Filters selecting ACLs to delete.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, filters: list[DeleteAclsFilter] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.filters = [] if filters is DEFAULT else filters  # Filters selecting ACLs to delete.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -95,6 +96,17 @@ class DeleteAclsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'DeleteAclsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> DeleteAclsResponse:
+        """The DeleteAclsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import delete_acls_response as R
+
+        code = int(code)
+
+        resp = R.DeleteAclsResponse()
+        resp.filter_results = [R.DeleteAclsFilterResult(error_code=code, error_message=message) for item in (self.filters or ())]
+        return resp
 
 
 DeleteAclsFilter._SPEC = (('resource_type_filter', 'int8', None), ('resource_name_filter', 'string', None), ('pattern_type_filter', 'int8', None), ('principal_filter', 'string', None), ('host_filter', 'string', None), ('operation', 'int8', None), ('permission_type', 'int8', None))

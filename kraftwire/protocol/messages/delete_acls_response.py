@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -31,50 +31,52 @@ _S2 = struct.Struct('>b')
 _S3 = struct.Struct('>bb')
 
 
-@dataclass(slots=True)
-class DeleteAclsMatchingAcl:
+class DeleteAclsMatchingAcl(Message):
     """ACLs the filter matched."""
 
-    error_code: int = 0  # Error code for deleting this ACL; 0 if it was removed.
-    error_message: str | None = ''  # Error detail for this ACL; null if it was removed.
-    resource_type: int = 0  # AclResourceType code of the ACL.
-    resource_name: str = ''  # Resource name or pattern of the ACL.
-    pattern_type: int = 3  # PatternType code of the ACL (3 = literal, 4 = prefixed).
-    principal: str = ''  # Principal of the ACL.
-    host: str = ''  # Host of the ACL.
-    operation: int = 0  # AclOperation code of the ACL.
-    permission_type: int = 0  # AclPermissionType code of the ACL (2 = deny, 3 = allow).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '', pattern_type: int = 3, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code  # Error code for deleting this ACL; 0 if it was removed.
+        self.error_message = error_message  # Error detail for this ACL; null if it was removed.
+        self.resource_type = resource_type  # AclResourceType code of the ACL.
+        self.resource_name = resource_name  # Resource name or pattern of the ACL.
+        self.pattern_type = pattern_type  # PatternType code of the ACL (3 = literal, 4 = prefixed).
+        self.principal = principal  # Principal of the ACL.
+        self.host = host  # Host of the ACL.
+        self.operation = operation  # AclOperation code of the ACL.
+        self.permission_type = permission_type  # AclPermissionType code of the ACL (2 = deny, 3 = allow).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DeleteAclsFilterResult:
+
+class DeleteAclsFilterResult(Message):
     """One result per filter, in request order."""
 
-    error_code: int = 0  # Error code for the filter as a whole; 0 on success.
-    error_message: str | None = ''  # Error detail for the filter; null on success.
-    matching_acls: list[DeleteAclsMatchingAcl] = field(default_factory=list)  # ACLs the filter matched.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('error_code', 'error_message', 'matching_acls', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, error_code: int = 0, error_message: str | None = '', matching_acls: list[DeleteAclsMatchingAcl] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code  # Error code for the filter as a whole; 0 on success.
+        self.error_message = error_message  # Error detail for the filter; null on success.
+        self.matching_acls = [] if matching_acls is DEFAULT else matching_acls  # ACLs the filter matched.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DeleteAclsResponse:
+
+class DeleteAclsResponse(Message):
     """ACLs deleted for each filter of a DeleteAcls request."""
 
+    __slots__ = ('throttle_time_ms', 'filter_results', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 31
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    filter_results: list[DeleteAclsFilterResult] = field(default_factory=list)  # One result per filter, in request order.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, filter_results: list[DeleteAclsFilterResult] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.filter_results = [] if filter_results is DEFAULT else filter_results  # One result per filter, in request order.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,32 +29,33 @@ _S0 = struct.Struct('>i')
 _S1 = struct.Struct('>16s')
 
 
-@dataclass(slots=True)
-class DeleteTopicState:
+class DeleteTopicState(Message):
     """Topics to delete, each given by name or id (version 6 and later)."""
 
-    name: str | None = None  # Topic name; null when the topic is given by id.
-    topic_id: uuid.UUID = ZERO_UUID  # Topic id; zero UUID when the topic is given by name.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'topic_id', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str | None = None, topic_id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name; null when the topic is given by id.
+        self.topic_id = topic_id  # Topic id; zero UUID when the topic is given by name.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DeleteTopicsRequest:
+
+class DeleteTopicsRequest(Message):
     """Deletes topics by name or (v6+) by topic id."""
 
+    __slots__ = ('topics', 'topic_names', 'timeout_ms', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 20
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 4
-
-    topics: list[DeleteTopicState] = field(default_factory=list)  # Topics to delete, each given by name or id (version 6 and later).
-    topic_names: list[str] = field(default_factory=list)  # Names of topics to delete (versions 0-5).
-    timeout_ms: int = 0  # How long (ms) to wait for deletion to finish before returning.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, topics: list[DeleteTopicState] = DEFAULT, topic_names: list[str] = DEFAULT, timeout_ms: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is DEFAULT else topics  # Topics to delete, each given by name or id (version 6 and later).
+        self.topic_names = [] if topic_names is DEFAULT else topic_names  # Names of topics to delete (versions 0-5).
+        self.timeout_ms = timeout_ms  # How long (ms) to wait for deletion to finish before returning.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -92,6 +93,17 @@ class DeleteTopicsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'DeleteTopicsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> DeleteTopicsResponse:
+        """The DeleteTopicsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import delete_topics_response as R
+
+        code = int(code)
+
+        resp = R.DeleteTopicsResponse()
+        resp.responses = ([R.DeletableTopicResult(name=item, error_code=code, error_message=(message) if version >= 5 else None) for item in (self.topic_names or ())] if version <= 5 else []) + ([R.DeletableTopicResult(name=item.name, topic_id=(item.topic_id) if version >= 6 else ZERO_UUID, error_code=code, error_message=(message) if version >= 5 else None) for item in (self.topics or ())] if version >= 6 else [])
+        return resp
 
 
 DeleteTopicState._SPEC = (('name', 'string', None), ('topic_id', 'uuid', None))

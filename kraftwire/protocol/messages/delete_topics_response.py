@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,33 +30,34 @@ _S1 = struct.Struct('>i')
 _S2 = struct.Struct('>16sh')
 
 
-@dataclass(slots=True)
-class DeletableTopicResult:
+class DeletableTopicResult(Message):
     """One result per requested topic."""
 
-    name: str | None = ''  # Topic name; may be null in v6+ when the topic was given by id.
-    topic_id: uuid.UUID = ZERO_UUID  # Topic id; zero UUID if unknown.
-    error_code: int = 0  # Error code for this topic; 0 if it was deleted.
-    error_message: str | None = None  # Error detail for this topic; null on success.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str | None = '', topic_id: uuid.UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name; may be null in v6+ when the topic was given by id.
+        self.topic_id = topic_id  # Topic id; zero UUID if unknown.
+        self.error_code = error_code  # Error code for this topic; 0 if it was deleted.
+        self.error_message = error_message  # Error detail for this topic; null on success.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DeleteTopicsResponse:
+
+class DeleteTopicsResponse(Message):
     """Per-topic outcome of a DeleteTopics request."""
 
+    __slots__ = ('throttle_time_ms', 'responses', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 20
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 4
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    responses: list[DeletableTopicResult] = field(default_factory=list)  # One result per requested topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[DeletableTopicResult] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.responses = [] if responses is DEFAULT else responses  # One result per requested topic.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

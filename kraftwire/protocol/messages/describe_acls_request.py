@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,25 +29,25 @@ _S0 = struct.Struct('>b')
 _S1 = struct.Struct('>bb')
 
 
-@dataclass(slots=True)
-class DescribeAclsRequest:
+class DescribeAclsRequest(Message):
     """Lists ACLs matching a filter."""
 
+    __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 29
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    resource_type_filter: int = 0  # AclResourceType code to match; 1 = any.
-    resource_name_filter: str | None = ''  # Resource name to match; null matches any name.
-    pattern_type_filter: int = 3  # PatternType to match: 1 = any, 2 = match, 3 = literal, 4 = prefixed.
-    principal_filter: str | None = ''  # Only ACLs for this principal; null for every principal.
-    host_filter: str | None = ''  # Only ACLs for this host; null for every host.
-    operation: int = 0  # AclOperation code to match; 1 = any.
-    permission_type: int = 0  # AclPermissionType code to match; 1 = any.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = '', pattern_type_filter: int = 3, principal_filter: str | None = '', host_filter: str | None = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type_filter = resource_type_filter  # AclResourceType code to match; 1 = any.
+        self.resource_name_filter = resource_name_filter  # Resource name to match; null matches any name.
+        self.pattern_type_filter = pattern_type_filter  # PatternType to match: 1 = any, 2 = match, 3 = literal, 4 = prefixed.
+        self.principal_filter = principal_filter  # Only ACLs for this principal; null for every principal.
+        self.host_filter = host_filter  # Only ACLs for this host; null for every host.
+        self.operation = operation  # AclOperation code to match; 1 = any.
+        self.permission_type = permission_type  # AclPermissionType code to match; 1 = any.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -85,6 +85,18 @@ class DescribeAclsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'DescribeAclsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> DescribeAclsResponse:
+        """The DescribeAclsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import describe_acls_response as R
+
+        code = int(code)
+
+        resp = R.DescribeAclsResponse()
+        resp.error_code = code
+        resp.error_message = message
+        return resp
 
 
 DescribeAclsRequest._SPEC = (('resource_type_filter', 'int8', None), ('resource_name_filter', 'string', None), ('pattern_type_filter', 'int8', None), ('principal_filter', 'string', None), ('host_filter', 'string', None), ('operation', 'int8', None), ('permission_type', 'int8', None))

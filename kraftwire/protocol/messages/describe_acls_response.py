@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,48 +30,50 @@ _S1 = struct.Struct('>b')
 _S2 = struct.Struct('>bb')
 
 
-@dataclass(slots=True)
-class AclDescription:
+class AclDescription(Message):
     """Matching ACL entries on this resource."""
 
-    principal: str = ''  # Principal of the ACL.
-    host: str = ''  # Host of the ACL.
-    operation: int = 0  # AclOperation code of the ACL.
-    permission_type: int = 0  # AclPermissionType code of the ACL (2 = deny, 3 = allow).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('principal', 'host', 'operation', 'permission_type', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.principal = principal  # Principal of the ACL.
+        self.host = host  # Host of the ACL.
+        self.operation = operation  # AclOperation code of the ACL.
+        self.permission_type = permission_type  # AclPermissionType code of the ACL (2 = deny, 3 = allow).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeAclsResource:
+
+class DescribeAclsResource(Message):
     """Resources that have at least one matching ACL."""
 
-    resource_type: int = 0  # AclResourceType code of the resource.
-    resource_name: str = ''  # Resource name or pattern.
-    pattern_type: int = 3  # PatternType code of the resource (3 = literal, 4 = prefixed).
-    acls: list[AclDescription] = field(default_factory=list)  # Matching ACL entries on this resource.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('resource_type', 'resource_name', 'pattern_type', 'acls', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, resource_type: int = 0, resource_name: str = '', pattern_type: int = 3, acls: list[AclDescription] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type = resource_type  # AclResourceType code of the resource.
+        self.resource_name = resource_name  # Resource name or pattern.
+        self.pattern_type = pattern_type  # PatternType code of the resource (3 = literal, 4 = prefixed).
+        self.acls = [] if acls is DEFAULT else acls  # Matching ACL entries on this resource.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeAclsResponse:
+
+class DescribeAclsResponse(Message):
     """ACLs matching a DescribeAcls filter, grouped by resource."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'resources', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 29
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Error code; 0 on success.
-    error_message: str | None = ''  # Human-readable error detail; null when there is no error.
-    resources: list[DescribeAclsResource] = field(default_factory=list)  # Resources that have at least one matching ACL.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', resources: list[DescribeAclsResource] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Error code; 0 on success.
+        self.error_message = error_message  # Human-readable error detail; null when there is no error.
+        self.resources = [] if resources is DEFAULT else resources  # Resources that have at least one matching ACL.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,32 +29,33 @@ _S0 = struct.Struct('>b')
 _S1 = struct.Struct('>?')
 
 
-@dataclass(slots=True)
-class ComponentData:
+class ComponentData(Message):
     """Filter components, each constraining one entity type."""
 
-    entity_type: str = ''  # Entity type this component constrains (user, client-id, ip).
-    match_type: int = 0  # 0 = exact name in Match, 1 = default entity, 2 = any named entity.
-    match: str | None = ''  # Name to match for MatchType 0; null otherwise.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('entity_type', 'match_type', 'match', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, entity_type: str = '', match_type: int = 0, match: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity_type = entity_type  # Entity type this component constrains (user, client-id, ip).
+        self.match_type = match_type  # 0 = exact name in Match, 1 = default entity, 2 = any named entity.
+        self.match = match  # Name to match for MatchType 0; null otherwise.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeClientQuotasRequest:
+
+class DescribeClientQuotasRequest(Message):
     """Looks up client quotas for entities matching a filter."""
 
+    __slots__ = ('components', 'strict', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 48
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 1
-
-    components: list[ComponentData] = field(default_factory=list)  # Filter components, each constraining one entity type.
-    strict: bool = False  # If true, exclude entities that have components of unlisted types.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, components: list[ComponentData] = DEFAULT, strict: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.components = [] if components is DEFAULT else components  # Filter components, each constraining one entity type.
+        self.strict = strict  # If true, exclude entities that have components of unlisted types.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -92,6 +93,19 @@ class DescribeClientQuotasRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'DescribeClientQuotasRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> DescribeClientQuotasResponse:
+        """The DescribeClientQuotasResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import describe_client_quotas_response as R
+
+        code = int(code)
+
+        resp = R.DescribeClientQuotasResponse()
+        resp.error_code = code
+        resp.entries = None
+        resp.error_message = message
+        return resp
 
 
 ComponentData._SPEC = (('entity_type', 'string', None), ('match_type', 'int8', None), ('match', 'string', None))

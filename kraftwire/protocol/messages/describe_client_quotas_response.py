@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,55 +29,58 @@ _S0 = struct.Struct('>ih')
 _S1 = struct.Struct('>d')
 
 
-@dataclass(slots=True)
-class EntityData:
+class EntityData(Message):
     """Components identifying the entity."""
 
-    entity_type: str = ''  # Entity kind, such as user, client-id or ip.
-    entity_name: str | None = ''  # Entity name; null for the default entity of this type.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('entity_type', 'entity_name', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, entity_type: str = '', entity_name: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity_type = entity_type  # Entity kind, such as user, client-id or ip.
+        self.entity_name = entity_name  # Entity name; null for the default entity of this type.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ValueData:
+
+class ValueData(Message):
     """Quotas configured for this entity."""
 
-    key: str = ''  # Quota name, e.g. consumer_byte_rate.
-    value: float = 0.0  # Quota value.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('key', 'value', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, key: str = '', value: float = 0.0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.key = key  # Quota name, e.g. consumer_byte_rate.
+        self.value = value  # Quota value.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class EntryData:
+
+class EntryData(Message):
     """Matching entities with their quotas; null on error."""
 
-    entity: list[EntityData] = field(default_factory=list)  # Components identifying the entity.
-    values: list[ValueData] = field(default_factory=list)  # Quotas configured for this entity.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('entity', 'values', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, entity: list[EntityData] = DEFAULT, values: list[ValueData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity = [] if entity is DEFAULT else entity  # Components identifying the entity.
+        self.values = [] if values is DEFAULT else values  # Quotas configured for this entity.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeClientQuotasResponse:
+
+class DescribeClientQuotasResponse(Message):
     """Quota values for entities matching a DescribeClientQuotas filter."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'entries', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 48
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 1
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Error code; 0 on success.
-    error_message: str | None = ''  # Human-readable error detail; null when there is no error.
-    entries: list[EntryData] | None = field(default_factory=list)  # Matching entities with their quotas; null on error.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', entries: list[EntryData] | None = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Error code; 0 on success.
+        self.error_message = error_message  # Human-readable error detail; null when there is no error.
+        self.entries = [] if entries is DEFAULT else entries  # Matching entities with their quotas; null on error.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

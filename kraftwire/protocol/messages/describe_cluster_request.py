@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,20 +29,20 @@ _S0 = struct.Struct('>?')
 _S1 = struct.Struct('>?b')
 
 
-@dataclass(slots=True)
-class DescribeClusterRequest:
+class DescribeClusterRequest(Message):
     """Asks for the cluster id, controller and broker (or controller) endpoints."""
 
+    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 60
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    include_cluster_authorized_operations: bool = False  # If true, return the caller's authorized cluster operations.
-    endpoint_type: int = 1  # Which nodes to list: 1 = brokers, 2 = controllers.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations  # If true, return the caller's authorized cluster operations.
+        self.endpoint_type = endpoint_type  # Which nodes to list: 1 = brokers, 2 = controllers.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -80,6 +80,18 @@ class DescribeClusterRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'DescribeClusterRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> DescribeClusterResponse:
+        """The DescribeClusterResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import describe_cluster_response as R
+
+        code = int(code)
+
+        resp = R.DescribeClusterResponse()
+        resp.error_code = code
+        resp.error_message = message
+        return resp
 
 
 DescribeClusterRequest._SPEC = (('include_cluster_authorized_operations', 'bool', None), ('endpoint_type', 'int8', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,39 +30,40 @@ _S1 = struct.Struct('>i')
 _S2 = struct.Struct('>b')
 
 
-@dataclass(slots=True)
-class DescribeClusterBroker:
+class DescribeClusterBroker(Message):
     """Listed nodes."""
 
-    broker_id: int = 0  # Node id.
-    host: str = ''  # Host name of the node.
-    port: int = 0  # Port of the node.
-    rack: str | None = None  # Rack of the node; null if none.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('broker_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, broker_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id  # Node id.
+        self.host = host  # Host name of the node.
+        self.port = port  # Port of the node.
+        self.rack = rack  # Rack of the node; null if none.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeClusterResponse:
+
+class DescribeClusterResponse(Message):
     """Cluster id, controller id and node endpoints."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 60
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Error code; 0 on success.
-    error_message: str | None = None  # Human-readable error detail; null when there is no error.
-    endpoint_type: int = 1  # Kind of nodes listed: 1 = brokers, 2 = controllers.
-    cluster_id: str = ''  # Cluster id of the responding node.
-    controller_id: int = -1  # Node id of the active controller; -1 if unknown.
-    brokers: list[DescribeClusterBroker] = field(default_factory=list)  # Listed nodes.
-    cluster_authorized_operations: int = -2147483648  # Bit set of authorized AclOperations; INT32_MIN if not requested.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, endpoint_type: int = 1, cluster_id: str = '', controller_id: int = -1, brokers: list[DescribeClusterBroker] = DEFAULT, cluster_authorized_operations: int = -2147483648, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Error code; 0 on success.
+        self.error_message = error_message  # Human-readable error detail; null when there is no error.
+        self.endpoint_type = endpoint_type  # Kind of nodes listed: 1 = brokers, 2 = controllers.
+        self.cluster_id = cluster_id  # Cluster id of the responding node.
+        self.controller_id = controller_id  # Node id of the active controller; -1 if unknown.
+        self.brokers = [] if brokers is DEFAULT else brokers  # Listed nodes.
+        self.cluster_authorized_operations = cluster_authorized_operations  # Bit set of authorized AclOperations; INT32_MIN if not requested.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,33 +30,34 @@ _S1 = struct.Struct('>?')
 _S2 = struct.Struct('>??')
 
 
-@dataclass(slots=True)
-class DescribeConfigsResource:
+class DescribeConfigsResource(Message):
     """Resources to describe."""
 
-    resource_type: int = 0  # ConfigResource type code (2 = topic, 4 = broker, 8 = broker logger).
-    resource_name: str = ''  # Resource name; empty for the cluster-wide broker default.
-    configuration_keys: list[str] | None = field(default_factory=list)  # Keys to return; null returns every key.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('resource_type', 'resource_name', 'configuration_keys', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, resource_type: int = 0, resource_name: str = '', configuration_keys: list[str] | None = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type = resource_type  # ConfigResource type code (2 = topic, 4 = broker, 8 = broker logger).
+        self.resource_name = resource_name  # Resource name; empty for the cluster-wide broker default.
+        self.configuration_keys = [] if configuration_keys is DEFAULT else configuration_keys  # Keys to return; null returns every key.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeConfigsRequest:
+
+class DescribeConfigsRequest(Message):
     """Reads configuration entries of topics, brokers or loggers."""
 
+    __slots__ = ('resources', 'include_synonyms', 'include_documentation', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 32
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 4
-
-    resources: list[DescribeConfigsResource] = field(default_factory=list)  # Resources to describe.
-    include_synonyms: bool = False  # If true, also return the synonyms of each entry.
-    include_documentation: bool = False  # If true, also return each entry's documentation.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, resources: list[DescribeConfigsResource] = DEFAULT, include_synonyms: bool = False, include_documentation: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resources = [] if resources is DEFAULT else resources  # Resources to describe.
+        self.include_synonyms = include_synonyms  # If true, also return the synonyms of each entry.
+        self.include_documentation = include_documentation  # If true, also return each entry's documentation.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -94,6 +95,17 @@ class DescribeConfigsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'DescribeConfigsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> DescribeConfigsResponse:
+        """The DescribeConfigsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import describe_configs_response as R
+
+        code = int(code)
+
+        resp = R.DescribeConfigsResponse()
+        resp.results = [R.DescribeConfigsResult(resource_type=item.resource_type, resource_name=item.resource_name, error_code=code, error_message=message) for item in (self.resources or ())]
+        return resp
 
 
 DescribeConfigsResource._SPEC = (('resource_type', 'int8', None), ('resource_name', 'string', None), ('configuration_keys', '[]string', None))

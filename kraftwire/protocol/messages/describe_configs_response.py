@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -32,64 +32,67 @@ _S3 = struct.Struct('>???')
 _S4 = struct.Struct('>?b?')
 
 
-@dataclass(slots=True)
-class DescribeConfigsSynonym:
+class DescribeConfigsSynonym(Message):
     """Other settings that could supply this value, highest precedence first."""
 
-    name: str = ''  # Key of the synonym.
-    value: str | None = ''  # Value of the synonym; null if sensitive.
-    source: int = 0  # ConfigSource code of the synonym.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'value', 'source', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', value: str | None = '', source: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Key of the synonym.
+        self.value = value  # Value of the synonym; null if sensitive.
+        self.source = source  # ConfigSource code of the synonym.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeConfigsResourceResult:
+
+class DescribeConfigsResourceResult(Message):
     """Configuration entries of the resource."""
 
-    name: str = ''  # Configuration key.
-    value: str | None = ''  # Current value; null if sensitive or unset.
-    read_only: bool = False  # True if the entry cannot be changed dynamically.
-    is_default: bool = False  # True if the value is the default (version 0 only).
-    config_source: int = -1  # Origin of the value: 1 = topic, 2 = dynamic broker, 3 = dynamic default, 4 = static, 5 = default.
-    is_sensitive: bool = False  # True if the value is secret and therefore not revealed.
-    synonyms: list[DescribeConfigsSynonym] = field(default_factory=list)  # Other settings that could supply this value, highest precedence first.
-    config_type: int = 0  # Value type: 1 = boolean, 2 = string, 3 = int, 5 = long, 7 = list, 9 = password; 0 unknown.
-    documentation: str | None = ''  # Description of the entry; null if not requested.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'value', 'read_only', 'is_default', 'config_source', 'is_sensitive', 'synonyms', 'config_type', 'documentation', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', value: str | None = '', read_only: bool = False, is_default: bool = False, config_source: int = -1, is_sensitive: bool = False, synonyms: list[DescribeConfigsSynonym] = DEFAULT, config_type: int = 0, documentation: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Configuration key.
+        self.value = value  # Current value; null if sensitive or unset.
+        self.read_only = read_only  # True if the entry cannot be changed dynamically.
+        self.is_default = is_default  # True if the value is the default (version 0 only).
+        self.config_source = config_source  # Origin of the value: 1 = topic, 2 = dynamic broker, 3 = dynamic default, 4 = static, 5 = default.
+        self.is_sensitive = is_sensitive  # True if the value is secret and therefore not revealed.
+        self.synonyms = [] if synonyms is DEFAULT else synonyms  # Other settings that could supply this value, highest precedence first.
+        self.config_type = config_type  # Value type: 1 = boolean, 2 = string, 3 = int, 5 = long, 7 = list, 9 = password; 0 unknown.
+        self.documentation = documentation  # Description of the entry; null if not requested.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeConfigsResult:
+
+class DescribeConfigsResult(Message):
     """One result per requested resource."""
 
-    error_code: int = 0  # Error code for this resource; 0 on success.
-    error_message: str | None = ''  # Error detail for this resource; null on success.
-    resource_type: int = 0  # ConfigResource type code of the resource.
-    resource_name: str = ''  # Name of the resource.
-    configs: list[DescribeConfigsResourceResult] = field(default_factory=list)  # Configuration entries of the resource.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '', configs: list[DescribeConfigsResourceResult] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code  # Error code for this resource; 0 on success.
+        self.error_message = error_message  # Error detail for this resource; null on success.
+        self.resource_type = resource_type  # ConfigResource type code of the resource.
+        self.resource_name = resource_name  # Name of the resource.
+        self.configs = [] if configs is DEFAULT else configs  # Configuration entries of the resource.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeConfigsResponse:
+
+class DescribeConfigsResponse(Message):
     """Configuration entries of each described resource."""
 
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 32
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 4
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    results: list[DescribeConfigsResult] = field(default_factory=list)  # One result per requested resource.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[DescribeConfigsResult] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.results = [] if results is DEFAULT else results  # One result per requested resource.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,20 +28,20 @@ def _first(item):
 _S0 = struct.Struct('>?')
 
 
-@dataclass(slots=True)
-class DescribeGroupsRequest:
+class DescribeGroupsRequest(Message):
     """Describes the state and members of classic consumer groups."""
 
+    __slots__ = ('groups', 'include_authorized_operations', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 15
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 5
-
-    groups: list[str] = field(default_factory=list)  # Group ids to look up.
-    include_authorized_operations: bool = False  # If true, return the caller's authorized operations on each group.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, groups: list[str] = DEFAULT, include_authorized_operations: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.groups = [] if groups is DEFAULT else groups  # Group ids to look up.
+        self.include_authorized_operations = include_authorized_operations  # If true, return the caller's authorized operations on each group.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -79,6 +79,17 @@ class DescribeGroupsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'DescribeGroupsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> DescribeGroupsResponse:
+        """The DescribeGroupsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import describe_groups_response as R
+
+        code = int(code)
+
+        resp = R.DescribeGroupsResponse()
+        resp.groups = [R.DescribedGroup(group_id=item, error_code=code, group_state='', protocol_type='', protocol_data='', authorized_operations=(-2147483648) if version >= 3 else -2147483648) for item in (self.groups or ())]
+        return resp
 
 
 DescribeGroupsRequest._SPEC = (('groups', '[]string', None), ('include_authorized_operations', 'bool', None))

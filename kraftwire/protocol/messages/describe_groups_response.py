@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,51 +29,53 @@ _S0 = struct.Struct('>h')
 _S1 = struct.Struct('>i')
 
 
-@dataclass(slots=True)
-class DescribedGroupMember:
+class DescribedGroupMember(Message):
     """Current members of the group."""
 
-    member_id: str = ''  # Coordinator-assigned id of this member.
-    group_instance_id: str | None = None  # Static membership instance id; null for dynamic members.
-    client_id: str = ''  # client.id of the member, taken from its latest JoinGroup.
-    client_host: str = ''  # Host the member connects from.
-    member_metadata: bytes = b''  # Member's protocol metadata for the selected protocol.
-    member_assignment: bytes = b''  # Assignment the leader gave this member.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, member_id: str = '', group_instance_id: str | None = None, client_id: str = '', client_host: str = '', member_metadata: bytes = b'', member_assignment: bytes = b'', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.member_id = member_id  # Coordinator-assigned id of this member.
+        self.group_instance_id = group_instance_id  # Static membership instance id; null for dynamic members.
+        self.client_id = client_id  # client.id of the member, taken from its latest JoinGroup.
+        self.client_host = client_host  # Host the member connects from.
+        self.member_metadata = member_metadata  # Member's protocol metadata for the selected protocol.
+        self.member_assignment = member_assignment  # Assignment the leader gave this member.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribedGroup:
+
+class DescribedGroup(Message):
     """One entry per requested group."""
 
-    error_code: int = 0  # Error code for this group; 0 on success.
-    group_id: str = ''  # Group id.
-    group_state: str = ''  # Group state name, e.g. Stable or Empty; empty string on error.
-    protocol_type: str = ''  # Protocol type, e.g. consumer; empty if none.
-    protocol_data: str = ''  # Chosen protocol (assignor) name; empty if none.
-    members: list[DescribedGroupMember] = field(default_factory=list)  # Current members of the group.
-    authorized_operations: int = -2147483648  # Bit set of authorized AclOperations; INT32_MIN if not requested.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, error_code: int = 0, group_id: str = '', group_state: str = '', protocol_type: str = '', protocol_data: str = '', members: list[DescribedGroupMember] = DEFAULT, authorized_operations: int = -2147483648, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code  # Error code for this group; 0 on success.
+        self.group_id = group_id  # Group id.
+        self.group_state = group_state  # Group state name, e.g. Stable or Empty; empty string on error.
+        self.protocol_type = protocol_type  # Protocol type, e.g. consumer; empty if none.
+        self.protocol_data = protocol_data  # Chosen protocol (assignor) name; empty if none.
+        self.members = [] if members is DEFAULT else members  # Current members of the group.
+        self.authorized_operations = authorized_operations  # Bit set of authorized AclOperations; INT32_MIN if not requested.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeGroupsResponse:
+
+class DescribeGroupsResponse(Message):
     """State and membership of each requested group."""
 
+    __slots__ = ('throttle_time_ms', 'groups', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 15
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 5
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    groups: list[DescribedGroup] = field(default_factory=list)  # One entry per requested group.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[DescribedGroup] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.groups = [] if groups is DEFAULT else groups  # One entry per requested group.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

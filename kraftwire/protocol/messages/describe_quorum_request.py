@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,40 +28,42 @@ def _first(item):
 _S0 = struct.Struct('>i')
 
 
-@dataclass(slots=True)
-class PartitionData:
+class PartitionData(Message):
     """Raft partitions to describe."""
 
-    partition_index: int = 0  # Index of the partition.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Index of the partition.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class TopicData:
+
+class TopicData(Message):
     """Raft topics to describe (normally just __cluster_metadata)."""
 
-    topic_name: str = ''  # Topic name.
-    partitions: list[PartitionData] = field(default_factory=list)  # Raft partitions to describe.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, topic_name: str = '', partitions: list[PartitionData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name  # Topic name.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Raft partitions to describe.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeQuorumRequest:
+
+class DescribeQuorumRequest(Message):
     """Asks the KRaft leader for the replication state of the quorum."""
 
+    __slots__ = ('topics', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 55
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    topics: list[TopicData] = field(default_factory=list)  # Raft topics to describe (normally just __cluster_metadata).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, topics: list[TopicData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is DEFAULT else topics  # Raft topics to describe (normally just __cluster_metadata).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -99,6 +101,19 @@ class DescribeQuorumRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'DescribeQuorumRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> DescribeQuorumResponse:
+        """The DescribeQuorumResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import describe_quorum_response as R
+
+        code = int(code)
+
+        resp = R.DescribeQuorumResponse()
+        resp.error_code = code
+        if version >= 2:
+            resp.error_message = message
+        return resp
 
 
 PartitionData._SPEC = (('partition_index', 'int32', None),)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -36,87 +36,92 @@ _S7 = struct.Struct('>i')
 _S8 = struct.Struct('>H')
 
 
-@dataclass(slots=True)
-class ReplicaState:
+class ReplicaState(Message):
     """Replication progress of one replica as seen by the leader."""
 
-    replica_id: int = 0  # Replica id.
-    replica_directory_id: uuid.UUID = ZERO_UUID  # Directory id of the replica; zero UUID if unknown.
-    log_end_offset: int = 0  # Last log end offset reported by the replica; -1 if unknown.
-    last_fetch_timestamp: int = -1  # Leader clock time (ms) of the replica's latest fetch; -1 for the leader or if unknown.
-    last_caught_up_timestamp: int = -1  # Leader time (ms) the replica was last caught up; now for the leader, -1 if unknown.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, replica_id: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, log_end_offset: int = 0, last_fetch_timestamp: int = -1, last_caught_up_timestamp: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.replica_id = replica_id  # Replica id.
+        self.replica_directory_id = replica_directory_id  # Directory id of the replica; zero UUID if unknown.
+        self.log_end_offset = log_end_offset  # Last log end offset reported by the replica; -1 if unknown.
+        self.last_fetch_timestamp = last_fetch_timestamp  # Leader clock time (ms) of the replica's latest fetch; -1 for the leader or if unknown.
+        self.last_caught_up_timestamp = last_caught_up_timestamp  # Leader time (ms) the replica was last caught up; now for the leader, -1 if unknown.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class PartitionData:
+
+class PartitionData(Message):
     """Per-partition quorum state."""
 
-    partition_index: int = 0  # Index of the partition.
-    error_code: int = 0  # Error code for this partition; 0 on success.
-    error_message: str | None = ''  # Error detail for this partition; null on success.
-    leader_id: int = 0  # Replica id of the leader; -1 if unknown.
-    leader_epoch: int = 0  # Current leader epoch.
-    high_watermark: int = 0  # Leader's high watermark; -1 if not yet known.
-    current_voters: list[ReplicaState] = field(default_factory=list)  # Progress of each voter.
-    observers: list[ReplicaState] = field(default_factory=list)  # Progress of each observer (non-voting replica) the leader knows.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'error_code', 'error_message', 'leader_id', 'leader_epoch', 'high_watermark', 'current_voters', 'observers', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = '', leader_id: int = 0, leader_epoch: int = 0, high_watermark: int = 0, current_voters: list[ReplicaState] = DEFAULT, observers: list[ReplicaState] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Index of the partition.
+        self.error_code = error_code  # Error code for this partition; 0 on success.
+        self.error_message = error_message  # Error detail for this partition; null on success.
+        self.leader_id = leader_id  # Replica id of the leader; -1 if unknown.
+        self.leader_epoch = leader_epoch  # Current leader epoch.
+        self.high_watermark = high_watermark  # Leader's high watermark; -1 if not yet known.
+        self.current_voters = [] if current_voters is DEFAULT else current_voters  # Progress of each voter.
+        self.observers = [] if observers is DEFAULT else observers  # Progress of each observer (non-voting replica) the leader knows.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class TopicData:
+
+class TopicData(Message):
     """Results grouped by topic."""
 
-    topic_name: str = ''  # Topic name.
-    partitions: list[PartitionData] = field(default_factory=list)  # Per-partition quorum state.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, topic_name: str = '', partitions: list[PartitionData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name  # Topic name.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Per-partition quorum state.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class Listener:
+
+class Listener(Message):
     """Listeners on which the voter can be reached."""
 
-    name: str = ''  # Listener name; unique key within the list.
-    host: str = ''  # Host name or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Listener name; unique key within the list.
+        self.host = host  # Host name or IP address of the listener.
+        self.port = port  # TCP port of the listener.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class Node:
+
+class Node(Message):
     """Listener endpoints of the voters (version 2 and later)."""
 
-    node_id: int = 0  # Node id of the voter.
-    listeners: list[Listener] = field(default_factory=list)  # Listeners on which the voter can be reached.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('node_id', 'listeners', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, node_id: int = 0, listeners: list[Listener] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id  # Node id of the voter.
+        self.listeners = [] if listeners is DEFAULT else listeners  # Listeners on which the voter can be reached.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeQuorumResponse:
+
+class DescribeQuorumResponse(Message):
     """Leader, high watermark and per-replica progress of the KRaft quorum."""
 
+    __slots__ = ('error_code', 'error_message', 'topics', 'nodes', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 55
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    error_code: int = 0  # Request-level error code; 0 on success.
-    error_message: str | None = ''  # Human-readable error detail; null when there is no error.
-    topics: list[TopicData] = field(default_factory=list)  # Results grouped by topic.
-    nodes: list[Node] = field(default_factory=list)  # Listener endpoints of the voters (version 2 and later).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, error_code: int = 0, error_message: str | None = '', topics: list[TopicData] = DEFAULT, nodes: list[Node] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code  # Request-level error code; 0 on success.
+        self.error_message = error_message  # Human-readable error detail; null when there is no error.
+        self.topics = [] if topics is DEFAULT else topics  # Results grouped by topic.
+        self.nodes = [] if nodes is DEFAULT else nodes  # Listener endpoints of the voters (version 2 and later).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -27,29 +27,30 @@ def _first(item):
 
 
 
-@dataclass(slots=True)
-class UserName:
+class UserName(Message):
     """Users to describe; null or empty asks for every user with a credential."""
 
-    name: str = ''  # User name.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # User name.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeUserScramCredentialsRequest:
+
+class DescribeUserScramCredentialsRequest(Message):
     """Lists which SCRAM mechanisms (and iteration counts) users have credentials for."""
 
+    __slots__ = ('users', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 50
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    users: list[UserName] | None = field(default_factory=list)  # Users to describe; null or empty asks for every user with a credential.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, users: list[UserName] | None = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.users = [] if users is DEFAULT else users  # Users to describe; null or empty asks for every user with a credential.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -87,6 +88,19 @@ class DescribeUserScramCredentialsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'DescribeUserScramCredentialsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> DescribeUserScramCredentialsResponse:
+        """The DescribeUserScramCredentialsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import describe_user_scram_credentials_response as R
+
+        code = int(code)
+
+        resp = R.DescribeUserScramCredentialsResponse()
+        resp.error_code = code
+        resp.results = [R.DescribeUserScramCredentialsResult(error_code=code, error_message=message) for item in (self.users or ())]
+        resp.error_message = message
+        return resp
 
 
 UserName._SPEC = (('name', 'string', None),)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,46 +30,48 @@ _S1 = struct.Struct('>h')
 _S2 = struct.Struct('>bi')
 
 
-@dataclass(slots=True)
-class CredentialInfo:
+class CredentialInfo(Message):
     """The user's credentials, one per mechanism."""
 
-    mechanism: int = 0  # ScramMechanism code (1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512).
-    iterations: int = 0  # Iteration count of this credential.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('mechanism', 'iterations', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, mechanism: int = 0, iterations: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.mechanism = mechanism  # ScramMechanism code (1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512).
+        self.iterations = iterations  # Iteration count of this credential.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeUserScramCredentialsResult:
+
+class DescribeUserScramCredentialsResult(Message):
     """One entry per described user."""
 
-    user: str = ''  # User the entry is about.
-    error_code: int = 0  # Error for this user (e.g. RESOURCE_NOT_FOUND); 0 otherwise.
-    error_message: str | None = ''  # Human-readable error detail; null when there is no error.
-    credential_infos: list[CredentialInfo] = field(default_factory=list)  # The user's credentials, one per mechanism.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('user', 'error_code', 'error_message', 'credential_infos', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, user: str = '', error_code: int = 0, error_message: str | None = '', credential_infos: list[CredentialInfo] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.user = user  # User the entry is about.
+        self.error_code = error_code  # Error for this user (e.g. RESOURCE_NOT_FOUND); 0 otherwise.
+        self.error_message = error_message  # Human-readable error detail; null when there is no error.
+        self.credential_infos = [] if credential_infos is DEFAULT else credential_infos  # The user's credentials, one per mechanism.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class DescribeUserScramCredentialsResponse:
+
+class DescribeUserScramCredentialsResponse(Message):
     """Users' SCRAM mechanisms and iteration counts (never the keys themselves)."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 50
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Error for the whole request (e.g. authorization); 0 otherwise.
-    error_message: str | None = ''  # Human-readable error detail; null when there is no error.
-    results: list[DescribeUserScramCredentialsResult] = field(default_factory=list)  # One entry per described user.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', results: list[DescribeUserScramCredentialsResult] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Error for the whole request (e.g. authorization); 0 otherwise.
+        self.error_message = error_message  # Human-readable error detail; null when there is no error.
+        self.results = [] if results is DEFAULT else results  # One entry per described user.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

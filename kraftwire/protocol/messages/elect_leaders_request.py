@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,32 +30,33 @@ _S1 = struct.Struct('>b')
 _Ai = array_structs('i')
 
 
-@dataclass(slots=True)
-class TopicPartitions:
+class TopicPartitions(Message):
     """Partitions to run elections for; null means all partitions."""
 
-    topic: str = ''  # Topic name.
-    partitions: list[int] = field(default_factory=list)  # Partition indexes of the topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('topic', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, topic: str = '', partitions: list[int] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic  # Topic name.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Partition indexes of the topic.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ElectLeadersRequest:
+
+class ElectLeadersRequest(Message):
     """Triggers preferred or unclean leader election for partitions."""
 
+    __slots__ = ('election_type', 'topic_partitions', 'timeout_ms', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 43
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    election_type: int = 0  # 0 = elect the preferred replica, 1 = unclean: any live replica if the ISR is empty.
-    topic_partitions: list[TopicPartitions] | None = field(default_factory=list)  # Partitions to run elections for; null means all partitions.
-    timeout_ms: int = 60000  # Upper bound (ms) on waiting for the elections.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, election_type: int = 0, topic_partitions: list[TopicPartitions] | None = DEFAULT, timeout_ms: int = 60000, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.election_type = election_type  # 0 = elect the preferred replica, 1 = unclean: any live replica if the ISR is empty.
+        self.topic_partitions = [] if topic_partitions is DEFAULT else topic_partitions  # Partitions to run elections for; null means all partitions.
+        self.timeout_ms = timeout_ms  # Upper bound (ms) on waiting for the elections.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -93,6 +94,19 @@ class ElectLeadersRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'ElectLeadersRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> ElectLeadersResponse:
+        """The ElectLeadersResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import elect_leaders_response as R
+
+        code = int(code)
+
+        resp = R.ElectLeadersResponse()
+        if version >= 1:
+            resp.error_code = code
+        resp.replica_election_results = [R.ReplicaElectionResult(topic=item.topic, partition_result=[R.PartitionResult(partition_id=item, error_code=code, error_message=message) for item in (item.partitions or ())]) for item in (self.topic_partitions or ())]
+        return resp
 
 
 TopicPartitions._SPEC = (('topic', 'string', None), ('partitions', '[]int32', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,44 +29,46 @@ _S0 = struct.Struct('>i')
 _S1 = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
-class PartitionResult:
+class PartitionResult(Message):
     """Per-partition results."""
 
-    partition_id: int = 0  # Partition index.
-    error_code: int = 0  # Error code for this partition; 0 if a leader was elected.
-    error_message: str | None = ''  # Error detail for this partition; null on success.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_id', 'error_code', 'error_message', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_id: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_id = partition_id  # Partition index.
+        self.error_code = error_code  # Error code for this partition; 0 if a leader was elected.
+        self.error_message = error_message  # Error detail for this partition; null on success.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ReplicaElectionResult:
+
+class ReplicaElectionResult(Message):
     """Results grouped by topic; empty when all partitions were requested but the caller lacks permission."""
 
-    topic: str = ''  # Topic name.
-    partition_result: list[PartitionResult] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('topic', 'partition_result', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, topic: str = '', partition_result: list[PartitionResult] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic  # Topic name.
+        self.partition_result = [] if partition_result is DEFAULT else partition_result  # Per-partition results.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ElectLeadersResponse:
+
+class ElectLeadersResponse(Message):
     """Per-partition outcome of an ElectLeaders request."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'replica_election_results', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 43
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Request-level error code; 0 on success.
-    replica_election_results: list[ReplicaElectionResult] = field(default_factory=list)  # Results grouped by topic; empty when all partitions were requested but the caller lacks permission.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, replica_election_results: list[ReplicaElectionResult] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Request-level error code; 0 on success.
+        self.replica_election_results = [] if replica_election_results is DEFAULT else replica_election_results  # Results grouped by topic; empty when all partitions were requested but the caller lacks permission.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

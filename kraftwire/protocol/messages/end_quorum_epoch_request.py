@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -31,69 +31,73 @@ _S2 = struct.Struct('>H')
 _Ai = array_structs('i')
 
 
-@dataclass(slots=True)
-class ReplicaInfo:
+class ReplicaInfo(Message):
     """Voters ordered by election preference (version 1 and later)."""
 
-    candidate_id: int = 0  # Replica id of the candidate.
-    candidate_directory_id: uuid.UUID = ZERO_UUID  # Directory id of the candidate; zero UUID if unknown.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('candidate_id', 'candidate_directory_id', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, candidate_id: int = 0, candidate_directory_id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.candidate_id = candidate_id  # Replica id of the candidate.
+        self.candidate_directory_id = candidate_directory_id  # Directory id of the candidate; zero UUID if unknown.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class PartitionData:
+
+class PartitionData(Message):
     """Raft partitions of the topic."""
 
-    partition_index: int = 0  # Index of the partition.
-    leader_id: int = 0  # Replica id of the resigning leader.
-    leader_epoch: int = 0  # Epoch the leader is resigning from.
-    preferred_successors: list[int] = field(default_factory=list)  # Replica ids ordered by election preference (version 0).
-    preferred_candidates: list[ReplicaInfo] = field(default_factory=list)  # Voters ordered by election preference (version 1 and later).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'leader_id', 'leader_epoch', 'preferred_successors', 'preferred_candidates', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = 0, preferred_successors: list[int] = DEFAULT, preferred_candidates: list[ReplicaInfo] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Index of the partition.
+        self.leader_id = leader_id  # Replica id of the resigning leader.
+        self.leader_epoch = leader_epoch  # Epoch the leader is resigning from.
+        self.preferred_successors = [] if preferred_successors is DEFAULT else preferred_successors  # Replica ids ordered by election preference (version 0).
+        self.preferred_candidates = [] if preferred_candidates is DEFAULT else preferred_candidates  # Voters ordered by election preference (version 1 and later).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class TopicData:
+
+class TopicData(Message):
     """Raft topics (normally just __cluster_metadata)."""
 
-    topic_name: str = ''  # Topic name.
-    partitions: list[PartitionData] = field(default_factory=list)  # Raft partitions of the topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, topic_name: str = '', partitions: list[PartitionData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name  # Topic name.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Raft partitions of the topic.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class LeaderEndpoint:
+
+class LeaderEndpoint(Message):
     """Listeners on which the resigning leader can be reached."""
 
-    name: str = ''  # Listener name; unique key within the list.
-    host: str = ''  # Host name or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Listener name; unique key within the list.
+        self.host = host  # Host name or IP address of the listener.
+        self.port = port  # TCP port of the listener.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class EndQuorumEpochRequest:
+
+class EndQuorumEpochRequest(Message):
     """KRaft leader resigns and tells voters to start a new election (KIP-595)."""
 
+    __slots__ = ('cluster_id', 'topics', 'leader_endpoints', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 54
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 1
-
-    cluster_id: str | None = None  # Cluster id expected by the sender; null skips the check.
-    topics: list[TopicData] = field(default_factory=list)  # Raft topics (normally just __cluster_metadata).
-    leader_endpoints: list[LeaderEndpoint] = field(default_factory=list)  # Listeners on which the resigning leader can be reached.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, cluster_id: str | None = None, topics: list[TopicData] = DEFAULT, leader_endpoints: list[LeaderEndpoint] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.cluster_id = cluster_id  # Cluster id expected by the sender; null skips the check.
+        self.topics = [] if topics is DEFAULT else topics  # Raft topics (normally just __cluster_metadata).
+        self.leader_endpoints = [] if leader_endpoints is DEFAULT else leader_endpoints  # Listeners on which the resigning leader can be reached.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -131,6 +135,17 @@ class EndQuorumEpochRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'EndQuorumEpochRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> EndQuorumEpochResponse:
+        """The EndQuorumEpochResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import end_quorum_epoch_response as R
+
+        code = int(code)
+
+        resp = R.EndQuorumEpochResponse()
+        resp.error_code = code
+        return resp
 
 
 ReplicaInfo._SPEC = (('candidate_id', 'int32', None), ('candidate_directory_id', 'uuid', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -27,21 +27,21 @@ def _first(item):
 
 
 
-@dataclass(slots=True)
-class EnvelopeRequest:
+class EnvelopeRequest(Message):
     """Wraps a client request that a broker forwards to the controller (KIP-590)."""
 
+    __slots__ = ('request_data', 'request_principal', 'client_host_address', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 58
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    request_data: bytes = b''  # Serialized header and body of the forwarded request.
-    request_principal: bytes | None = b''  # Serialized principal of the original client; null if not available.
-    client_host_address: bytes = b''  # Raw IP address bytes of the original client.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, request_data: bytes = b'', request_principal: bytes | None = b'', client_host_address: bytes = b'', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.request_data = request_data  # Serialized header and body of the forwarded request.
+        self.request_principal = request_principal  # Serialized principal of the original client; null if not available.
+        self.client_host_address = client_host_address  # Raw IP address bytes of the original client.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -79,6 +79,17 @@ class EnvelopeRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'EnvelopeRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> EnvelopeResponse:
+        """The EnvelopeResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import envelope_response as R
+
+        code = int(code)
+
+        resp = R.EnvelopeResponse()
+        resp.error_code = code
+        return resp
 
 
 EnvelopeRequest._SPEC = (('request_data', 'bytes', None), ('request_principal', 'bytes', None), ('client_host_address', 'bytes', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,20 +28,20 @@ def _first(item):
 _S0 = struct.Struct('>h')
 
 
-@dataclass(slots=True)
-class EnvelopeResponse:
+class EnvelopeResponse(Message):
     """Controller reply wrapping the response to a forwarded request."""
 
+    __slots__ = ('response_data', 'error_code', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 58
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    response_data: bytes | None = None  # Serialized header and body of the inner response; null if the envelope failed.
-    error_code: int = 0  # Envelope-level error code; 0 if the inner request was handled.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, response_data: bytes | None = None, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.response_data = response_data  # Serialized header and body of the inner response; null if the envelope failed.
+        self.error_code = error_code  # Envelope-level error code; 0 if the inner request was handled.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

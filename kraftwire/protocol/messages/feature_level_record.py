@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,20 +28,20 @@ def _first(item):
 _S0 = struct.Struct('>h')
 
 
-@dataclass(slots=True)
-class FeatureLevelRecord:
+class FeatureLevelRecord(Message):
     """Sets the finalized level of one cluster feature."""
 
+    __slots__ = ('name', 'feature_level', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 12
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    name: str = ''  # Feature name, e.g. metadata.version.
-    feature_level: int = 0  # Finalized level for the cluster; 0 means the feature is disabled.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, name: str = '', feature_level: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Feature name, e.g. metadata.version.
+        self.feature_level = feature_level  # Finalized level for the cluster; 0 means the feature is disabled.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

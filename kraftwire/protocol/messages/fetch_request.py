@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -39,81 +39,85 @@ _S10 = struct.Struct('>iq')
 _Ai = array_structs('i')
 
 
-@dataclass(slots=True)
-class ReplicaState:
+class ReplicaState(Message):
     """Identity of a fetching follower (version 15 and later)."""
 
-    replica_id: int = -1  # Replica id of the follower; -1 for consumers.
-    replica_epoch: int = -1  # Broker epoch of the follower; -1 if not known.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('replica_id', 'replica_epoch', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, replica_id: int = -1, replica_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.replica_id = replica_id  # Replica id of the follower; -1 for consumers.
+        self.replica_epoch = replica_epoch  # Broker epoch of the follower; -1 if not known.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class FetchPartition:
+
+class FetchPartition(Message):
     """Partitions to read from."""
 
-    partition: int = 0  # Partition index.
-    current_leader_epoch: int = -1  # Leader epoch known to the fetcher, used for fencing; -1 skips the check.
-    fetch_offset: int = 0  # Offset to start reading from.
-    last_fetched_epoch: int = -1  # Epoch of the last record the fetcher holds; -1 if none.
-    log_start_offset: int = -1  # Follower's log start offset; -1 when sent by a consumer.
-    partition_max_bytes: int = 0  # Soft cap on bytes returned for this partition (KIP-74).
-    replica_directory_id: uuid.UUID = ZERO_UUID  # Log directory id of the fetching replica; zero UUID if unknown.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition: int = 0, current_leader_epoch: int = -1, fetch_offset: int = 0, last_fetched_epoch: int = -1, log_start_offset: int = -1, partition_max_bytes: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition  # Partition index.
+        self.current_leader_epoch = current_leader_epoch  # Leader epoch known to the fetcher, used for fencing; -1 skips the check.
+        self.fetch_offset = fetch_offset  # Offset to start reading from.
+        self.last_fetched_epoch = last_fetched_epoch  # Epoch of the last record the fetcher holds; -1 if none.
+        self.log_start_offset = log_start_offset  # Follower's log start offset; -1 when sent by a consumer.
+        self.partition_max_bytes = partition_max_bytes  # Soft cap on bytes returned for this partition (KIP-74).
+        self.replica_directory_id = replica_directory_id  # Log directory id of the fetching replica; zero UUID if unknown.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class FetchTopic:
+
+class FetchTopic(Message):
     """Topics to read from."""
 
-    topic: str = ''  # Topic name (up to version 12).
-    topic_id: uuid.UUID = ZERO_UUID  # Topic id (version 13 and later).
-    partitions: list[FetchPartition] = field(default_factory=list)  # Partitions to read from.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, topic: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[FetchPartition] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic  # Topic name (up to version 12).
+        self.topic_id = topic_id  # Topic id (version 13 and later).
+        self.partitions = [] if partitions is DEFAULT else partitions  # Partitions to read from.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ForgottenTopic:
+
+class ForgottenTopic(Message):
     """Partitions to drop from the incremental fetch session."""
 
-    topic: str = ''  # Topic name (versions 7-12).
-    topic_id: uuid.UUID = ZERO_UUID  # Topic id (version 13 and later).
-    partitions: list[int] = field(default_factory=list)  # Partition indexes to drop.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, topic: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic  # Topic name (versions 7-12).
+        self.topic_id = topic_id  # Topic id (version 13 and later).
+        self.partitions = [] if partitions is DEFAULT else partitions  # Partition indexes to drop.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class FetchRequest:
+
+class FetchRequest(Message):
     """Reads records from partitions; used by consumers, followers and KRaft replicas."""
 
+    __slots__ = ('cluster_id', 'replica_id', 'replica_state', 'max_wait_ms', 'min_bytes', 'max_bytes', 'isolation_level', 'session_id', 'session_epoch', 'topics', 'forgotten_topics_data', 'rack_id', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 1
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 17
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 12
-
-    cluster_id: str | None = None  # Cluster id the sender expects; null if not known or not checked.
-    replica_id: int = -1  # Broker id of a fetching follower; -1 for consumers (up to version 14).
-    replica_state: ReplicaState = field(default_factory=ReplicaState)  # Identity of a fetching follower (version 15 and later).
-    max_wait_ms: int = 0  # Longest time (ms) the server may wait for MinBytes of data.
-    min_bytes: int = 0  # Minimum amount of data to accumulate before answering.
-    max_bytes: int = 2147483647  # Soft cap on total response bytes; the first batch may exceed it (KIP-74).
-    isolation_level: int = 0  # 0 = read uncommitted, 1 = read committed (only up to the last stable offset).
-    session_id: int = 0  # Incremental fetch session id; 0 if no session is in use.
-    session_epoch: int = -1  # Sequence number within the session; 0 opens a new session, -1 means no session or close.
-    topics: list[FetchTopic] = field(default_factory=list)  # Topics to read from.
-    forgotten_topics_data: list[ForgottenTopic] = field(default_factory=list)  # Partitions to drop from the incremental fetch session.
-    rack_id: str = ''  # Rack of the consumer, for follower fetching (KIP-392); empty if unset.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, cluster_id: str | None = None, replica_id: int = -1, replica_state: ReplicaState = DEFAULT, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, isolation_level: int = 0, session_id: int = 0, session_epoch: int = -1, topics: list[FetchTopic] = DEFAULT, forgotten_topics_data: list[ForgottenTopic] = DEFAULT, rack_id: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.cluster_id = cluster_id  # Cluster id the sender expects; null if not known or not checked.
+        self.replica_id = replica_id  # Broker id of a fetching follower; -1 for consumers (up to version 14).
+        self.replica_state = ReplicaState() if replica_state is DEFAULT else replica_state  # Identity of a fetching follower (version 15 and later).
+        self.max_wait_ms = max_wait_ms  # Longest time (ms) the server may wait for MinBytes of data.
+        self.min_bytes = min_bytes  # Minimum amount of data to accumulate before answering.
+        self.max_bytes = max_bytes  # Soft cap on total response bytes; the first batch may exceed it (KIP-74).
+        self.isolation_level = isolation_level  # 0 = read uncommitted, 1 = read committed (only up to the last stable offset).
+        self.session_id = session_id  # Incremental fetch session id; 0 if no session is in use.
+        self.session_epoch = session_epoch  # Sequence number within the session; 0 opens a new session, -1 means no session or close.
+        self.topics = [] if topics is DEFAULT else topics  # Topics to read from.
+        self.forgotten_topics_data = [] if forgotten_topics_data is DEFAULT else forgotten_topics_data  # Partitions to drop from the incremental fetch session.
+        self.rack_id = rack_id  # Rack of the consumer, for follower fetching (KIP-392); empty if unset.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -151,6 +155,21 @@ class FetchRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'FetchRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> FetchResponse:
+        """The FetchResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import fetch_response as R
+
+        code = int(code)
+
+        resp = R.FetchResponse()
+        if version >= 7:
+            resp.error_code = code
+        if version >= 7:
+            resp.session_id = self.session_id
+        resp.responses = ([R.FetchableTopicResponse(topic=(item.topic) if version <= 12 else '', topic_id=(item.topic_id) if version >= 13 else ZERO_UUID, partitions=[R.PartitionData(partition_index=item.partition, error_code=code, high_watermark=-1) for item in (item.partitions or ())]) for item in (self.topics or ())] if version < 13 else [])
+        return resp
 
 
 ReplicaState._SPEC = (('replica_id', 'int32', None), ('replica_epoch', 'int64', None))

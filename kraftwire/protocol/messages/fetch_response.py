@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -37,112 +37,119 @@ _S8 = struct.Struct('>qi')
 _S9 = struct.Struct('>16s')
 
 
-@dataclass(slots=True)
-class EpochEndOffset:
+class EpochEndOffset(Message):
     """Set when the fetcher's log diverges: truncate to this epoch's end offset."""
 
-    epoch: int = -1  # Largest epoch shared with the fetcher; -1 if unset.
-    end_offset: int = -1  # End offset of that epoch in the leader's log; -1 if unset.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('epoch', 'end_offset', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, epoch: int = -1, end_offset: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.epoch = epoch  # Largest epoch shared with the fetcher; -1 if unset.
+        self.end_offset = end_offset  # End offset of that epoch in the leader's log; -1 if unset.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class LeaderIdAndEpoch:
+
+class LeaderIdAndEpoch(Message):
     """Leader as known to the responder, sent with leadership errors."""
 
-    leader_id: int = -1  # Replica id of the leader; -1 if unknown.
-    leader_epoch: int = -1  # Leader epoch; -1 if unknown.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, leader_id: int = -1, leader_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.leader_id = leader_id  # Replica id of the leader; -1 if unknown.
+        self.leader_epoch = leader_epoch  # Leader epoch; -1 if unknown.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class SnapshotId:
+
+class SnapshotId(Message):
     """Snapshot to fetch instead, set when FetchOffset is below the log start."""
 
-    end_offset: int = -1  # End offset of the snapshot; -1 if unset.
-    epoch: int = -1  # Epoch of the snapshot; -1 if unset.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('end_offset', 'epoch', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, end_offset: int = -1, epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.end_offset = end_offset  # End offset of the snapshot; -1 if unset.
+        self.epoch = epoch  # Epoch of the snapshot; -1 if unset.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class AbortedTransaction:
+
+class AbortedTransaction(Message):
     """Aborted transactions in the returned range (read committed); null if none."""
 
-    producer_id: int = 0  # Producer whose transaction was aborted.
-    first_offset: int = 0  # Offset of the aborted transaction's first record.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('producer_id', 'first_offset', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, producer_id: int = 0, first_offset: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.producer_id = producer_id  # Producer whose transaction was aborted.
+        self.first_offset = first_offset  # Offset of the aborted transaction's first record.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class PartitionData:
+
+class PartitionData(Message):
     """Per-partition results."""
 
-    partition_index: int = 0  # Partition index.
-    error_code: int = 0  # Error code for this partition; 0 on success.
-    high_watermark: int = 0  # Partition high watermark.
-    last_stable_offset: int = -1  # Offset below which all transactions are decided; -1 if unknown.
-    log_start_offset: int = -1  # Current log start offset of the partition; -1 if unknown.
-    diverging_epoch: EpochEndOffset = field(default_factory=EpochEndOffset)  # Set when the fetcher's log diverges: truncate to this epoch's end offset.
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)  # Leader as known to the responder, sent with leadership errors.
-    snapshot_id: SnapshotId = field(default_factory=SnapshotId)  # Snapshot to fetch instead, set when FetchOffset is below the log start.
-    aborted_transactions: list[AbortedTransaction] | None = field(default_factory=list)  # Aborted transactions in the returned range (read committed); null if none.
-    preferred_read_replica: int = -1  # Replica the consumer should fetch from next; -1 to keep using the leader.
-    records: bytes | memoryview | None = None  # Returned record batches; may end with a partial batch.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'error_code', 'high_watermark', 'last_stable_offset', 'log_start_offset', 'diverging_epoch', 'current_leader', 'snapshot_id', 'aborted_transactions', 'preferred_read_replica', 'records', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, high_watermark: int = 0, last_stable_offset: int = -1, log_start_offset: int = -1, diverging_epoch: EpochEndOffset = DEFAULT, current_leader: LeaderIdAndEpoch = DEFAULT, snapshot_id: SnapshotId = DEFAULT, aborted_transactions: list[AbortedTransaction] | None = DEFAULT, preferred_read_replica: int = -1, records: bytes | memoryview | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Partition index.
+        self.error_code = error_code  # Error code for this partition; 0 on success.
+        self.high_watermark = high_watermark  # Partition high watermark.
+        self.last_stable_offset = last_stable_offset  # Offset below which all transactions are decided; -1 if unknown.
+        self.log_start_offset = log_start_offset  # Current log start offset of the partition; -1 if unknown.
+        self.diverging_epoch = EpochEndOffset() if diverging_epoch is DEFAULT else diverging_epoch  # Set when the fetcher's log diverges: truncate to this epoch's end offset.
+        self.current_leader = LeaderIdAndEpoch() if current_leader is DEFAULT else current_leader  # Leader as known to the responder, sent with leadership errors.
+        self.snapshot_id = SnapshotId() if snapshot_id is DEFAULT else snapshot_id  # Snapshot to fetch instead, set when FetchOffset is below the log start.
+        self.aborted_transactions = [] if aborted_transactions is DEFAULT else aborted_transactions  # Aborted transactions in the returned range (read committed); null if none.
+        self.preferred_read_replica = preferred_read_replica  # Replica the consumer should fetch from next; -1 to keep using the leader.
+        self.records = records  # Returned record batches; may end with a partial batch.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class FetchableTopicResponse:
+
+class FetchableTopicResponse(Message):
     """Results grouped by topic."""
 
-    topic: str = ''  # Topic name (up to version 12).
-    topic_id: uuid.UUID = ZERO_UUID  # Topic id (version 13 and later).
-    partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, topic: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[PartitionData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic  # Topic name (up to version 12).
+        self.topic_id = topic_id  # Topic id (version 13 and later).
+        self.partitions = [] if partitions is DEFAULT else partitions  # Per-partition results.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class NodeEndpoint:
+
+class NodeEndpoint(Message):
     """Where to reach new leaders of partitions that failed with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH."""
 
-    node_id: int = 0  # Node id the endpoint belongs to.
-    host: str = ''  # Host name of the node.
-    port: int = 0  # Port of the node.
-    rack: str | None = None  # Rack of the node; null if none.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id  # Node id the endpoint belongs to.
+        self.host = host  # Host name of the node.
+        self.port = port  # Port of the node.
+        self.rack = rack  # Rack of the node; null if none.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class FetchResponse:
+
+class FetchResponse(Message):
     """Records and partition state returned for a Fetch request."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'session_id', 'responses', 'node_endpoints', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 1
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 17
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 12
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Request-level error code (e.g. fetch session errors); 0 on success.
-    session_id: int = 0  # Id of the incremental fetch session; 0 when no session is used.
-    responses: list[FetchableTopicResponse] = field(default_factory=list)  # Results grouped by topic.
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Where to reach new leaders of partitions that failed with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, session_id: int = 0, responses: list[FetchableTopicResponse] = DEFAULT, node_endpoints: list[NodeEndpoint] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Request-level error code (e.g. fetch session errors); 0 on success.
+        self.session_id = session_id  # Id of the incremental fetch session; 0 when no session is used.
+        self.responses = [] if responses is DEFAULT else responses  # Results grouped by topic.
+        self.node_endpoints = [] if node_endpoints is DEFAULT else node_endpoints  # Where to reach new leaders of partitions that failed with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -31,58 +31,61 @@ _S2 = struct.Struct('>q')
 _S3 = struct.Struct('>16s')
 
 
-@dataclass(slots=True)
-class SnapshotId:
+class SnapshotId(Message):
     """Identifies the snapshot to read."""
 
-    end_offset: int = 0  # End offset (exclusive) covered by the snapshot.
-    epoch: int = 0  # Epoch of the last record covered by the snapshot.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('end_offset', 'epoch', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, end_offset: int = 0, epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.end_offset = end_offset  # End offset (exclusive) covered by the snapshot.
+        self.epoch = epoch  # Epoch of the last record covered by the snapshot.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class PartitionSnapshot:
+
+class PartitionSnapshot(Message):
     """Partitions to fetch snapshots for."""
 
-    partition: int = 0  # Partition index.
-    current_leader_epoch: int = 0  # Leader epoch known to the follower; -1 if unknown.
-    snapshot_id: SnapshotId = field(default_factory=SnapshotId)  # Identifies the snapshot to read.
-    position: int = 0  # Byte position in the snapshot where this read begins.
-    replica_directory_id: uuid.UUID = ZERO_UUID  # Log directory id of the follower; zero UUID if unknown.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition', 'current_leader_epoch', 'snapshot_id', 'position', 'replica_directory_id', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition: int = 0, current_leader_epoch: int = 0, snapshot_id: SnapshotId = DEFAULT, position: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition  # Partition index.
+        self.current_leader_epoch = current_leader_epoch  # Leader epoch known to the follower; -1 if unknown.
+        self.snapshot_id = SnapshotId() if snapshot_id is DEFAULT else snapshot_id  # Identifies the snapshot to read.
+        self.position = position  # Byte position in the snapshot where this read begins.
+        self.replica_directory_id = replica_directory_id  # Log directory id of the follower; zero UUID if unknown.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class TopicSnapshot:
+
+class TopicSnapshot(Message):
     """Topics to fetch snapshots for."""
 
-    name: str = ''  # Topic name.
-    partitions: list[PartitionSnapshot] = field(default_factory=list)  # Partitions to fetch snapshots for.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', partitions: list[PartitionSnapshot] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Partitions to fetch snapshots for.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class FetchSnapshotRequest:
+
+class FetchSnapshotRequest(Message):
     """KRaft follower downloads a chunk of the leader's snapshot."""
 
+    __slots__ = ('cluster_id', 'replica_id', 'max_bytes', 'topics', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 59
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    cluster_id: str | None = None  # Cluster id the sender expects; null if not known or not checked.
-    replica_id: int = -1  # Replica id of the fetching follower; -1 if not a replica.
-    max_bytes: int = 2147483647  # Maximum bytes to return across all partitions.
-    topics: list[TopicSnapshot] = field(default_factory=list)  # Topics to fetch snapshots for.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, cluster_id: str | None = None, replica_id: int = -1, max_bytes: int = 2147483647, topics: list[TopicSnapshot] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.cluster_id = cluster_id  # Cluster id the sender expects; null if not known or not checked.
+        self.replica_id = replica_id  # Replica id of the fetching follower; -1 if not a replica.
+        self.max_bytes = max_bytes  # Maximum bytes to return across all partitions.
+        self.topics = [] if topics is DEFAULT else topics  # Topics to fetch snapshots for.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -120,6 +123,17 @@ class FetchSnapshotRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'FetchSnapshotRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> FetchSnapshotResponse:
+        """The FetchSnapshotResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import fetch_snapshot_response as R
+
+        code = int(code)
+
+        resp = R.FetchSnapshotResponse()
+        resp.error_code = code
+        return resp
 
 
 SnapshotId._SPEC = (('end_offset', 'int64', None), ('epoch', 'int32', None))

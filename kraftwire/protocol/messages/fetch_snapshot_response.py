@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -33,83 +33,88 @@ _S4 = struct.Struct('>i')
 _S5 = struct.Struct('>H')
 
 
-@dataclass(slots=True)
-class SnapshotId:
+class SnapshotId(Message):
     """Snapshot the returned bytes belong to."""
 
-    end_offset: int = 0  # End offset (exclusive) covered by the snapshot.
-    epoch: int = 0  # Epoch of the last record covered by the snapshot.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('end_offset', 'epoch', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, end_offset: int = 0, epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.end_offset = end_offset  # End offset (exclusive) covered by the snapshot.
+        self.epoch = epoch  # Epoch of the last record covered by the snapshot.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class LeaderIdAndEpoch:
+
+class LeaderIdAndEpoch(Message):
     """Leader as known to the responder."""
 
-    leader_id: int = 0  # Replica id of the leader; -1 if unknown.
-    leader_epoch: int = 0  # Leader epoch known to the responder.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, leader_id: int = 0, leader_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.leader_id = leader_id  # Replica id of the leader; -1 if unknown.
+        self.leader_epoch = leader_epoch  # Leader epoch known to the responder.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class PartitionSnapshot:
+
+class PartitionSnapshot(Message):
     """Per-partition results."""
 
-    index: int = 0  # Partition index.
-    error_code: int = 0  # Error code for this partition; 0 on success.
-    snapshot_id: SnapshotId = field(default_factory=SnapshotId)  # Snapshot the returned bytes belong to.
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)  # Leader as known to the responder.
-    size: int = 0  # Full snapshot length in bytes.
-    position: int = 0  # Byte offset within the snapshot where UnalignedRecords starts.
-    unaligned_records: bytes | memoryview | None = None  # Raw snapshot bytes; may start or end mid-batch.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('index', 'error_code', 'snapshot_id', 'current_leader', 'size', 'position', 'unaligned_records', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, index: int = 0, error_code: int = 0, snapshot_id: SnapshotId = DEFAULT, current_leader: LeaderIdAndEpoch = DEFAULT, size: int = 0, position: int = 0, unaligned_records: bytes | memoryview | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.index = index  # Partition index.
+        self.error_code = error_code  # Error code for this partition; 0 on success.
+        self.snapshot_id = SnapshotId() if snapshot_id is DEFAULT else snapshot_id  # Snapshot the returned bytes belong to.
+        self.current_leader = LeaderIdAndEpoch() if current_leader is DEFAULT else current_leader  # Leader as known to the responder.
+        self.size = size  # Full snapshot length in bytes.
+        self.position = position  # Byte offset within the snapshot where UnalignedRecords starts.
+        self.unaligned_records = unaligned_records  # Raw snapshot bytes; may start or end mid-batch.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class TopicSnapshot:
+
+class TopicSnapshot(Message):
     """Results grouped by topic."""
 
-    name: str = ''  # Topic name.
-    partitions: list[PartitionSnapshot] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', partitions: list[PartitionSnapshot] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Per-partition results.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class NodeEndpoint:
+
+class NodeEndpoint(Message):
     """Endpoints of the leaders named in the partition results."""
 
-    node_id: int = 0  # Node id the endpoint belongs to.
-    host: str = ''  # Host name or IP address of the node.
-    port: int = 0  # TCP port of the node.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('node_id', 'host', 'port', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id  # Node id the endpoint belongs to.
+        self.host = host  # Host name or IP address of the node.
+        self.port = port  # TCP port of the node.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class FetchSnapshotResponse:
+
+class FetchSnapshotResponse(Message):
     """A chunk of snapshot bytes returned by the KRaft leader."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 59
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Request-level error code; 0 on success.
-    topics: list[TopicSnapshot] = field(default_factory=list)  # Results grouped by topic.
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints of the leaders named in the partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, topics: list[TopicSnapshot] = DEFAULT, node_endpoints: list[NodeEndpoint] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Request-level error code; 0 on success.
+        self.topics = [] if topics is DEFAULT else topics  # Results grouped by topic.
+        self.node_endpoints = [] if node_endpoints is DEFAULT else node_endpoints  # Endpoints of the leaders named in the partition results.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,21 +28,21 @@ def _first(item):
 _S0 = struct.Struct('>b')
 
 
-@dataclass(slots=True)
-class FindCoordinatorRequest:
+class FindCoordinatorRequest(Message):
     """Locates the coordinator broker for a group or transactional id."""
 
+    __slots__ = ('key', 'key_type', 'coordinator_keys', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 10
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 3
-
-    key: str = ''  # Group id or transactional id to look up (up to version 3).
-    key_type: int = 0  # 0 = group coordinator, 1 = transaction coordinator.
-    coordinator_keys: list[str] = field(default_factory=list)  # Ids to look up in one batch (version 4 and later).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, key: str = '', key_type: int = 0, coordinator_keys: list[str] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.key = key  # Group id or transactional id to look up (up to version 3).
+        self.key_type = key_type  # 0 = group coordinator, 1 = transaction coordinator.
+        self.coordinator_keys = [] if coordinator_keys is DEFAULT else coordinator_keys  # Ids to look up in one batch (version 4 and later).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -80,6 +80,28 @@ class FindCoordinatorRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'FindCoordinatorRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> FindCoordinatorResponse:
+        """The FindCoordinatorResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import find_coordinator_response as R
+
+        code = int(code)
+
+        resp = R.FindCoordinatorResponse()
+        if version <= 3:
+            resp.error_code = code
+        if version <= 3:
+            resp.node_id = -1
+        if version <= 3:
+            resp.host = ''
+        if version <= 3:
+            resp.port = -1
+        if version >= 4:
+            resp.coordinators = [R.Coordinator(key=item, node_id=-1, host='', port=-1, error_code=code, error_message=message) for item in (self.coordinator_keys or ())]
+        if version >= 1 and version <= 3:
+            resp.error_message = message
+        return resp
 
 
 FindCoordinatorRequest._SPEC = (('key', 'string', None), ('key_type', 'int8', None), ('coordinator_keys', '[]string', None))

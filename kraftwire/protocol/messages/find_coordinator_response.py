@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,40 +30,41 @@ _S1 = struct.Struct('>i')
 _S2 = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
-class Coordinator:
+class Coordinator(Message):
     """One result per requested key (version 4 and later)."""
 
-    key: str = ''  # Key this result answers.
-    node_id: int = 0  # Node id of the coordinator; -1 on error.
-    host: str = ''  # Host name of the coordinator.
-    port: int = 0  # Port of the coordinator.
-    error_code: int = 0  # Error code for this key; 0 on success.
-    error_message: str | None = ''  # Error detail for this key; null on success.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, key: str = '', node_id: int = 0, host: str = '', port: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.key = key  # Key this result answers.
+        self.node_id = node_id  # Node id of the coordinator; -1 on error.
+        self.host = host  # Host name of the coordinator.
+        self.port = port  # Port of the coordinator.
+        self.error_code = error_code  # Error code for this key; 0 on success.
+        self.error_message = error_message  # Error detail for this key; null on success.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class FindCoordinatorResponse:
+
+class FindCoordinatorResponse(Message):
     """Coordinator location for each requested key."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'node_id', 'host', 'port', 'coordinators', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 10
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 3
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Error code (up to version 3); 0 on success.
-    error_message: str | None = ''  # Human-readable error detail; null when there is no error.
-    node_id: int = 0  # Node id of the coordinator (up to version 3); -1 on error.
-    host: str = ''  # Host name of the coordinator (up to version 3).
-    port: int = 0  # Port of the coordinator (up to version 3).
-    coordinators: list[Coordinator] = field(default_factory=list)  # One result per requested key (version 4 and later).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', node_id: int = 0, host: str = '', port: int = 0, coordinators: list[Coordinator] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Error code (up to version 3); 0 on success.
+        self.error_message = error_message  # Human-readable error detail; null when there is no error.
+        self.node_id = node_id  # Node id of the coordinator (up to version 3); -1 on error.
+        self.host = host  # Host name of the coordinator (up to version 3).
+        self.port = port  # Port of the coordinator (up to version 3).
+        self.coordinators = [] if coordinators is DEFAULT else coordinators  # One result per requested key (version 4 and later).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,22 +28,22 @@ def _first(item):
 _S0 = struct.Struct('>i')
 
 
-@dataclass(slots=True)
-class HeartbeatRequest:
+class HeartbeatRequest(Message):
     """Group member keep-alive sent to the group coordinator."""
 
+    __slots__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 12
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 4
-
-    group_id: str = ''  # Group id.
-    generation_id: int = 0  # Generation the member believes is current.
-    member_id: str = ''  # Member id assigned by the coordinator.
-    group_instance_id: str | None = None  # Static membership instance id; null for dynamic members.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, group_id: str = '', generation_id: int = 0, member_id: str = '', group_instance_id: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id  # Group id.
+        self.generation_id = generation_id  # Generation the member believes is current.
+        self.member_id = member_id  # Member id assigned by the coordinator.
+        self.group_instance_id = group_instance_id  # Static membership instance id; null for dynamic members.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -81,6 +81,17 @@ class HeartbeatRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'HeartbeatRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> HeartbeatResponse:
+        """The HeartbeatResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import heartbeat_response as R
+
+        code = int(code)
+
+        resp = R.HeartbeatResponse()
+        resp.error_code = code
+        return resp
 
 
 HeartbeatRequest._SPEC = (('group_id', 'string', None), ('generation_id', 'int32', None), ('member_id', 'string', None), ('group_instance_id', 'string', None))

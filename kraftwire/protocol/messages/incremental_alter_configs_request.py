@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,44 +29,46 @@ _S0 = struct.Struct('>b')
 _S1 = struct.Struct('>?')
 
 
-@dataclass(slots=True)
-class AlterableConfig:
+class AlterableConfig(Message):
     """Changes to apply to the resource."""
 
-    name: str = ''  # Configuration key.
-    config_operation: int = 0  # 0 = set, 1 = delete, 2 = append to list, 3 = subtract from list.
-    value: str | None = ''  # Operand of the operation; null for delete.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'config_operation', 'value', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', config_operation: int = 0, value: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Configuration key.
+        self.config_operation = config_operation  # 0 = set, 1 = delete, 2 = append to list, 3 = subtract from list.
+        self.value = value  # Operand of the operation; null for delete.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class AlterConfigsResource:
+
+class AlterConfigsResource(Message):
     """Resources to change."""
 
-    resource_type: int = 0  # ConfigResource type code (2 = topic, 4 = broker, 8 = broker logger).
-    resource_name: str = ''  # Resource name; empty for the cluster-wide broker default.
-    configs: list[AlterableConfig] = field(default_factory=list)  # Changes to apply to the resource.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('resource_type', 'resource_name', 'configs', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, resource_type: int = 0, resource_name: str = '', configs: list[AlterableConfig] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type = resource_type  # ConfigResource type code (2 = topic, 4 = broker, 8 = broker logger).
+        self.resource_name = resource_name  # Resource name; empty for the cluster-wide broker default.
+        self.configs = [] if configs is DEFAULT else configs  # Changes to apply to the resource.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class IncrementalAlterConfigsRequest:
+
+class IncrementalAlterConfigsRequest(Message):
     """Applies per-key config changes (set, delete, append, subtract) to resources."""
 
+    __slots__ = ('resources', 'validate_only', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 44
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 1
-
-    resources: list[AlterConfigsResource] = field(default_factory=list)  # Resources to change.
-    validate_only: bool = False  # If true, only validate the changes without applying them.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, resources: list[AlterConfigsResource] = DEFAULT, validate_only: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resources = [] if resources is DEFAULT else resources  # Resources to change.
+        self.validate_only = validate_only  # If true, only validate the changes without applying them.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -104,6 +106,17 @@ class IncrementalAlterConfigsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'IncrementalAlterConfigsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> IncrementalAlterConfigsResponse:
+        """The IncrementalAlterConfigsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import incremental_alter_configs_response as R
+
+        code = int(code)
+
+        resp = R.IncrementalAlterConfigsResponse()
+        resp.responses = [R.AlterConfigsResourceResponse(resource_name=item.resource_name, resource_type=item.resource_type, error_code=code, error_message=message) for item in (self.resources or ())]
+        return resp
 
 
 AlterableConfig._SPEC = (('name', 'string', None), ('config_operation', 'int8', None), ('value', 'string', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,33 +30,34 @@ _S1 = struct.Struct('>h')
 _S2 = struct.Struct('>b')
 
 
-@dataclass(slots=True)
-class AlterConfigsResourceResponse:
+class AlterConfigsResourceResponse(Message):
     """One result per resource in the request."""
 
-    error_code: int = 0  # Error code for this resource; 0 on success.
-    error_message: str | None = ''  # Error detail for this resource; null on success.
-    resource_type: int = 0  # ConfigResource type code of the resource.
-    resource_name: str = ''  # Name of the resource.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code  # Error code for this resource; 0 on success.
+        self.error_message = error_message  # Error detail for this resource; null on success.
+        self.resource_type = resource_type  # ConfigResource type code of the resource.
+        self.resource_name = resource_name  # Name of the resource.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class IncrementalAlterConfigsResponse:
+
+class IncrementalAlterConfigsResponse(Message):
     """Per-resource outcome of an IncrementalAlterConfigs request."""
 
+    __slots__ = ('throttle_time_ms', 'responses', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 44
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 1
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    responses: list[AlterConfigsResourceResponse] = field(default_factory=list)  # One result per resource in the request.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[AlterConfigsResourceResponse] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.responses = [] if responses is DEFAULT else responses  # One result per resource in the request.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,22 +29,22 @@ _S0 = struct.Struct('>i')
 _S1 = struct.Struct('>iqh')
 
 
-@dataclass(slots=True)
-class InitProducerIdRequest:
+class InitProducerIdRequest(Message):
     """Obtains a producer id and epoch for an idempotent or transactional producer."""
 
+    __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 22
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    transactional_id: str | None = ''  # Transactional id; null for a purely idempotent producer.
-    transaction_timeout_ms: int = 0  # Idle time (ms) after which an open transaction is aborted; transactional producers only.
-    producer_id: int = -1  # Producer id already held, to bump its epoch; -1 for a fresh producer.
-    producer_epoch: int = -1  # Epoch held with ProducerId; -1 for a fresh producer.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, transactional_id: str | None = '', transaction_timeout_ms: int = 0, producer_id: int = -1, producer_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.transactional_id = transactional_id  # Transactional id; null for a purely idempotent producer.
+        self.transaction_timeout_ms = transaction_timeout_ms  # Idle time (ms) after which an open transaction is aborted; transactional producers only.
+        self.producer_id = producer_id  # Producer id already held, to bump its epoch; -1 for a fresh producer.
+        self.producer_epoch = producer_epoch  # Epoch held with ProducerId; -1 for a fresh producer.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -82,6 +82,19 @@ class InitProducerIdRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'InitProducerIdRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> InitProducerIdResponse:
+        """The InitProducerIdResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import init_producer_id_response as R
+
+        code = int(code)
+
+        resp = R.InitProducerIdResponse()
+        resp.error_code = code
+        resp.producer_id = -1
+        resp.producer_epoch = -1
+        return resp
 
 
 InitProducerIdRequest._SPEC = (('transactional_id', 'string', None), ('transaction_timeout_ms', 'int32', None), ('producer_id', 'int64', None), ('producer_epoch', 'int16', None))

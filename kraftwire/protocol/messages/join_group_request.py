@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,37 +29,38 @@ _S0 = struct.Struct('>i')
 _S1 = struct.Struct('>ii')
 
 
-@dataclass(slots=True)
-class JoinGroupRequestProtocol:
+class JoinGroupRequestProtocol(Message):
     """Protocols (assignors) the member supports, in preference order."""
 
-    name: str = ''  # Protocol name.
-    metadata: bytes = b''  # Member metadata for this protocol (opaque to the coordinator).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'metadata', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', metadata: bytes = b'', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Protocol name.
+        self.metadata = metadata  # Member metadata for this protocol (opaque to the coordinator).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class JoinGroupRequest:
+
+class JoinGroupRequest(Message):
     """Member joins or rejoins a classic group, starting or joining a rebalance."""
 
+    __slots__ = ('group_id', 'session_timeout_ms', 'rebalance_timeout_ms', 'member_id', 'group_instance_id', 'protocol_type', 'protocols', 'reason', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 11
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 6
-
-    group_id: str = ''  # Group id.
-    session_timeout_ms: int = 0  # Time (ms) without heartbeats after which the member is evicted.
-    rebalance_timeout_ms: int = -1  # Time (ms) members get to rejoin during a rebalance; -1 uses the session timeout.
-    member_id: str = ''  # Member id from an earlier join; empty string on the first join.
-    group_instance_id: str | None = None  # Static membership instance id; null for dynamic members.
-    protocol_type: str = ''  # Protocol family the group uses, e.g. consumer.
-    protocols: list[JoinGroupRequestProtocol] = field(default_factory=list)  # Protocols (assignors) the member supports, in preference order.
-    reason: str | None = None  # Optional free-text reason for joining; null if none.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, group_id: str = '', session_timeout_ms: int = 0, rebalance_timeout_ms: int = -1, member_id: str = '', group_instance_id: str | None = None, protocol_type: str = '', protocols: list[JoinGroupRequestProtocol] = DEFAULT, reason: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id  # Group id.
+        self.session_timeout_ms = session_timeout_ms  # Time (ms) without heartbeats after which the member is evicted.
+        self.rebalance_timeout_ms = rebalance_timeout_ms  # Time (ms) members get to rejoin during a rebalance; -1 uses the session timeout.
+        self.member_id = member_id  # Member id from an earlier join; empty string on the first join.
+        self.group_instance_id = group_instance_id  # Static membership instance id; null for dynamic members.
+        self.protocol_type = protocol_type  # Protocol family the group uses, e.g. consumer.
+        self.protocols = [] if protocols is DEFAULT else protocols  # Protocols (assignors) the member supports, in preference order.
+        self.reason = reason  # Optional free-text reason for joining; null if none.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -97,6 +98,21 @@ class JoinGroupRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'JoinGroupRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> JoinGroupResponse:
+        """The JoinGroupResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import join_group_response as R
+
+        code = int(code)
+
+        resp = R.JoinGroupResponse()
+        resp.error_code = code
+        resp.generation_id = -1
+        resp.protocol_name = None if version >= 7 else ''
+        resp.leader = ''
+        resp.member_id = ''
+        return resp
 
 
 JoinGroupRequestProtocol._SPEC = (('name', 'string', None), ('metadata', 'bytes', None))

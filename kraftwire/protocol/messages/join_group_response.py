@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,39 +30,40 @@ _S1 = struct.Struct('>ihi')
 _S2 = struct.Struct('>?')
 
 
-@dataclass(slots=True)
-class JoinGroupResponseMember:
+class JoinGroupResponseMember(Message):
     """All members with their metadata; filled only in the leader's response."""
 
-    member_id: str = ''  # Member id.
-    group_instance_id: str | None = None  # Static membership instance id; null for dynamic members.
-    metadata: bytes = b''  # Member's metadata for the chosen protocol.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('member_id', 'group_instance_id', 'metadata', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, member_id: str = '', group_instance_id: str | None = None, metadata: bytes = b'', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.member_id = member_id  # Member id.
+        self.group_instance_id = group_instance_id  # Static membership instance id; null for dynamic members.
+        self.metadata = metadata  # Member's metadata for the chosen protocol.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class JoinGroupResponse:
+
+class JoinGroupResponse(Message):
     """Result of a JoinGroup, including the member list for the elected leader."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'generation_id', 'protocol_type', 'protocol_name', 'leader', 'skip_assignment', 'member_id', 'members', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 11
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 6
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Error code; 79 (MEMBER_ID_REQUIRED) asks the client to rejoin with the given id; 0 on success.
-    generation_id: int = -1  # Generation of the group after the rebalance; -1 on error.
-    protocol_type: str | None = None  # Protocol family of the group; null if not known.
-    protocol_name: str | None = ''  # Protocol chosen for the generation; null if none.
-    leader: str = ''  # Member id of the group leader.
-    skip_assignment: bool = False  # True if the leader should not compute an assignment (it is already known).
-    member_id: str = ''  # Member id the coordinator assigned to this member.
-    members: list[JoinGroupResponseMember] = field(default_factory=list)  # All members with their metadata; filled only in the leader's response.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, generation_id: int = -1, protocol_type: str | None = None, protocol_name: str | None = '', leader: str = '', skip_assignment: bool = False, member_id: str = '', members: list[JoinGroupResponseMember] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Error code; 79 (MEMBER_ID_REQUIRED) asks the client to rejoin with the given id; 0 on success.
+        self.generation_id = generation_id  # Generation of the group after the rebalance; -1 on error.
+        self.protocol_type = protocol_type  # Protocol family of the group; null if not known.
+        self.protocol_name = protocol_name  # Protocol chosen for the generation; null if none.
+        self.leader = leader  # Member id of the group leader.
+        self.skip_assignment = skip_assignment  # True if the leader should not compute an assignment (it is already known).
+        self.member_id = member_id  # Member id the coordinator assigned to this member.
+        self.members = [] if members is DEFAULT else members  # All members with their metadata; filled only in the leader's response.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

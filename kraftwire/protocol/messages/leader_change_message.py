@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,32 +30,33 @@ _S1 = struct.Struct('>i')
 _S2 = struct.Struct('>i16s')
 
 
-@dataclass(slots=True)
-class Voter:
+class Voter(Message):
     """Identifies one voter replica."""
 
-    voter_id: int = 0  # Replica id of the voter.
-    voter_directory_id: uuid.UUID = ZERO_UUID  # Log directory id of the voter; zero UUID if unknown.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('voter_id', 'voter_directory_id', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, voter_id: int = 0, voter_directory_id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.voter_id = voter_id  # Replica id of the voter.
+        self.voter_directory_id = voter_directory_id  # Log directory id of the voter; zero UUID if unknown.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class LeaderChangeMessage:
+
+class LeaderChangeMessage(Message):
     """Control record written by a newly elected leader at the start of its epoch."""
 
+    __slots__ = ('version', 'leader_id', 'voters', 'granting_voters', 'unknown_tagged_fields',)
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    version: int = 0  # Schema version of this control record body.
-    leader_id: int = 0  # Replica id of the leader that won the election.
-    voters: list[Voter] = field(default_factory=list)  # Voter set in effect for this epoch.
-    granting_voters: list[Voter] = field(default_factory=list)  # Voters whose granted votes elected this leader.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, version: int = 0, leader_id: int = 0, voters: list[Voter] = DEFAULT, granting_voters: list[Voter] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.version = version  # Schema version of this control record body.
+        self.leader_id = leader_id  # Replica id of the leader that won the election.
+        self.voters = [] if voters is DEFAULT else voters  # Voter set in effect for this epoch.
+        self.granting_voters = [] if granting_voters is DEFAULT else granting_voters  # Voters whose granted votes elected this leader.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

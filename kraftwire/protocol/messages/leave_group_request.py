@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -27,33 +27,34 @@ def _first(item):
 
 
 
-@dataclass(slots=True)
-class MemberIdentity:
+class MemberIdentity(Message):
     """Members leaving the group (version 3 and later)."""
 
-    member_id: str = ''  # Member id of the leaving member.
-    group_instance_id: str | None = None  # Static instance id of the leaving member; null if dynamic.
-    reason: str | None = None  # Optional free-text reason for leaving; null if none.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('member_id', 'group_instance_id', 'reason', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, member_id: str = '', group_instance_id: str | None = None, reason: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.member_id = member_id  # Member id of the leaving member.
+        self.group_instance_id = group_instance_id  # Static instance id of the leaving member; null if dynamic.
+        self.reason = reason  # Optional free-text reason for leaving; null if none.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class LeaveGroupRequest:
+
+class LeaveGroupRequest(Message):
     """Removes one or more members from a classic group."""
 
+    __slots__ = ('group_id', 'member_id', 'members', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 13
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 4
-
-    group_id: str = ''  # Group id.
-    member_id: str = ''  # Member id leaving the group (up to version 2).
-    members: list[MemberIdentity] = field(default_factory=list)  # Members leaving the group (version 3 and later).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, group_id: str = '', member_id: str = '', members: list[MemberIdentity] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id  # Group id.
+        self.member_id = member_id  # Member id leaving the group (up to version 2).
+        self.members = [] if members is DEFAULT else members  # Members leaving the group (version 3 and later).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -91,6 +92,17 @@ class LeaveGroupRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'LeaveGroupRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> LeaveGroupResponse:
+        """The LeaveGroupResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import leave_group_response as R
+
+        code = int(code)
+
+        resp = R.LeaveGroupResponse()
+        resp.error_code = code
+        return resp
 
 
 MemberIdentity._SPEC = (('member_id', 'string', None), ('group_instance_id', 'string', None), ('reason', 'string', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,33 +29,34 @@ _S0 = struct.Struct('>h')
 _S1 = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
-class MemberResponse:
+class MemberResponse(Message):
     """Per-member results (version 3 and later)."""
 
-    member_id: str = ''  # Member id of the leaving member.
-    group_instance_id: str | None = ''  # Static instance id of the leaving member; null if dynamic.
-    error_code: int = 0  # Error code for this member; 0 on success.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('member_id', 'group_instance_id', 'error_code', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, member_id: str = '', group_instance_id: str | None = '', error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.member_id = member_id  # Member id of the leaving member.
+        self.group_instance_id = group_instance_id  # Static instance id of the leaving member; null if dynamic.
+        self.error_code = error_code  # Error code for this member; 0 on success.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class LeaveGroupResponse:
+
+class LeaveGroupResponse(Message):
     """Outcome of a LeaveGroup request."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'members', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 13
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 4
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Request-level error code; 0 on success.
-    members: list[MemberResponse] = field(default_factory=list)  # Per-member results (version 3 and later).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, members: list[MemberResponse] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Request-level error code; 0 on success.
+        self.members = [] if members is DEFAULT else members  # Per-member results (version 3 and later).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -27,20 +27,20 @@ def _first(item):
 
 
 
-@dataclass(slots=True)
-class ListGroupsRequest:
+class ListGroupsRequest(Message):
     """Lists the groups known to a coordinator broker."""
 
+    __slots__ = ('states_filter', 'types_filter', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 16
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 3
-
-    states_filter: list[str] = field(default_factory=list)  # Only list groups in these states; empty lists all.
-    types_filter: list[str] = field(default_factory=list)  # Only list groups of these types; empty lists all.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, states_filter: list[str] = DEFAULT, types_filter: list[str] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.states_filter = [] if states_filter is DEFAULT else states_filter  # Only list groups in these states; empty lists all.
+        self.types_filter = [] if types_filter is DEFAULT else types_filter  # Only list groups of these types; empty lists all.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -78,6 +78,17 @@ class ListGroupsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'ListGroupsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> ListGroupsResponse:
+        """The ListGroupsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import list_groups_response as R
+
+        code = int(code)
+
+        resp = R.ListGroupsResponse()
+        resp.error_code = code
+        return resp
 
 
 ListGroupsRequest._SPEC = (('states_filter', '[]string', None), ('types_filter', '[]string', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,34 +29,35 @@ _S0 = struct.Struct('>h')
 _S1 = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
-class ListedGroup:
+class ListedGroup(Message):
     """Listed groups."""
 
-    group_id: str = ''  # Group id.
-    protocol_type: str = ''  # Protocol family of the group; empty if none.
-    group_state: str = ''  # Current state name of the group.
-    group_type: str = ''  # Group type name, e.g. classic or consumer.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('group_id', 'protocol_type', 'group_state', 'group_type', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, group_id: str = '', protocol_type: str = '', group_state: str = '', group_type: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id  # Group id.
+        self.protocol_type = protocol_type  # Protocol family of the group; empty if none.
+        self.group_state = group_state  # Current state name of the group.
+        self.group_type = group_type  # Group type name, e.g. classic or consumer.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ListGroupsResponse:
+
+class ListGroupsResponse(Message):
     """Groups hosted by the responding coordinator."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'groups', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 16
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 3
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Error code; 0 on success.
-    groups: list[ListedGroup] = field(default_factory=list)  # Listed groups.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, groups: list[ListedGroup] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Error code; 0 on success.
+        self.groups = [] if groups is DEFAULT else groups  # Listed groups.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -32,45 +32,47 @@ _S3 = struct.Struct('>ib')
 _S4 = struct.Struct('>iiq')
 
 
-@dataclass(slots=True)
-class ListOffsetsPartition:
+class ListOffsetsPartition(Message):
     """Partitions to query."""
 
-    partition_index: int = 0  # Partition index.
-    current_leader_epoch: int = -1  # Leader epoch known to the client, used for fencing; -1 skips the check.
-    timestamp: int = 0  # Target time (ms), or -1 = latest, -2 = earliest, -3 = max timestamp, -4 = earliest local, -5 = latest tiered.
-    max_num_offsets: int = 1  # Version 0 only: how many offsets may be returned.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'current_leader_epoch', 'timestamp', 'max_num_offsets', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, current_leader_epoch: int = -1, timestamp: int = 0, max_num_offsets: int = 1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Partition index.
+        self.current_leader_epoch = current_leader_epoch  # Leader epoch known to the client, used for fencing; -1 skips the check.
+        self.timestamp = timestamp  # Target time (ms), or -1 = latest, -2 = earliest, -3 = max timestamp, -4 = earliest local, -5 = latest tiered.
+        self.max_num_offsets = max_num_offsets  # Version 0 only: how many offsets may be returned.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ListOffsetsTopic:
+
+class ListOffsetsTopic(Message):
     """Topics to query."""
 
-    name: str = ''  # Topic name.
-    partitions: list[ListOffsetsPartition] = field(default_factory=list)  # Partitions to query.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', partitions: list[ListOffsetsPartition] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Partitions to query.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ListOffsetsRequest:
+
+class ListOffsetsRequest(Message):
     """Looks up partition offsets by timestamp or special position."""
 
+    __slots__ = ('replica_id', 'isolation_level', 'topics', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 6
-
-    replica_id: int = 0  # Broker id of a requesting replica; -1 for ordinary clients.
-    isolation_level: int = 0  # 0 = read uncommitted, 1 = read committed (latest means last stable offset).
-    topics: list[ListOffsetsTopic] = field(default_factory=list)  # Topics to query.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, replica_id: int = 0, isolation_level: int = 0, topics: list[ListOffsetsTopic] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.replica_id = replica_id  # Broker id of a requesting replica; -1 for ordinary clients.
+        self.isolation_level = isolation_level  # 0 = read uncommitted, 1 = read committed (latest means last stable offset).
+        self.topics = [] if topics is DEFAULT else topics  # Topics to query.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -108,6 +110,17 @@ class ListOffsetsRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'ListOffsetsRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> ListOffsetsResponse:
+        """The ListOffsetsResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import list_offsets_response as R
+
+        code = int(code)
+
+        resp = R.ListOffsetsResponse()
+        resp.topics = [R.ListOffsetsTopicResponse(name=item.name, partitions=[R.ListOffsetsPartitionResponse(partition_index=item.partition_index, error_code=code, offset=(-1) if version >= 1 else -1, timestamp=(-1) if version >= 1 else -1) for item in (item.partitions or ())]) for item in (self.topics or ())]
+        return resp
 
 
 ListOffsetsPartition._SPEC = (('partition_index', 'int32', None), ('current_leader_epoch', 'int32', None), ('timestamp', 'int64', None), ('max_num_offsets', 'int32', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -32,46 +32,48 @@ _S3 = struct.Struct('>ihqqi')
 _Aq = array_structs('q')
 
 
-@dataclass(slots=True)
-class ListOffsetsPartitionResponse:
+class ListOffsetsPartitionResponse(Message):
     """Per-partition results."""
 
-    partition_index: int = 0  # Partition index.
-    error_code: int = 0  # Error code for this partition; 0 on success.
-    old_style_offsets: list[int] = field(default_factory=list)  # Matching offsets (version 0 only).
-    timestamp: int = -1  # Timestamp of the record at Offset; -1 if not applicable.
-    offset: int = -1  # Offset found for the query; -1 if none.
-    leader_epoch: int = -1  # Leader epoch of the record at Offset; -1 if unknown.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'error_code', 'old_style_offsets', 'timestamp', 'offset', 'leader_epoch', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, old_style_offsets: list[int] = DEFAULT, timestamp: int = -1, offset: int = -1, leader_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Partition index.
+        self.error_code = error_code  # Error code for this partition; 0 on success.
+        self.old_style_offsets = [] if old_style_offsets is DEFAULT else old_style_offsets  # Matching offsets (version 0 only).
+        self.timestamp = timestamp  # Timestamp of the record at Offset; -1 if not applicable.
+        self.offset = offset  # Offset found for the query; -1 if none.
+        self.leader_epoch = leader_epoch  # Leader epoch of the record at Offset; -1 if unknown.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ListOffsetsTopicResponse:
+
+class ListOffsetsTopicResponse(Message):
     """Results grouped by topic."""
 
-    name: str = ''  # Topic name.
-    partitions: list[ListOffsetsPartitionResponse] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', partitions: list[ListOffsetsPartitionResponse] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Per-partition results.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ListOffsetsResponse:
+
+class ListOffsetsResponse(Message):
     """Offsets found for each ListOffsets query."""
 
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 6
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    topics: list[ListOffsetsTopicResponse] = field(default_factory=list)  # Results grouped by topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[ListOffsetsTopicResponse] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.topics = [] if topics is DEFAULT else topics  # Results grouped by topic.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

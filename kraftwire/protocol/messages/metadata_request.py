@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -31,33 +31,34 @@ _S2 = struct.Struct('>16s')
 _S3 = struct.Struct('>??')
 
 
-@dataclass(slots=True)
-class MetadataRequestTopic:
+class MetadataRequestTopic(Message):
     """Topics to describe; null means all topics, empty means none."""
 
-    topic_id: uuid.UUID = ZERO_UUID  # Topic id to look up; zero UUID when looking up by name.
-    name: str | None = ''  # Topic name to look up; null when looking up by id.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('topic_id', 'name', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, name: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id  # Topic id to look up; zero UUID when looking up by name.
+        self.name = name  # Topic name to look up; null when looking up by id.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class MetadataRequest:
+
+class MetadataRequest(Message):
     """Asks for brokers, controller and topic/partition leadership."""
 
+    __slots__ = ('topics', 'allow_auto_topic_creation', 'include_cluster_authorized_operations', 'include_topic_authorized_operations', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 3
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 12
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 9
-
-    topics: list[MetadataRequestTopic] | None = field(default_factory=list)  # Topics to describe; null means all topics, empty means none.
-    allow_auto_topic_creation: bool = True  # If true, missing topics may be auto-created when the broker allows it.
-    include_cluster_authorized_operations: bool = False  # If true, return the caller's authorized cluster operations (versions 8-10).
-    include_topic_authorized_operations: bool = False  # If true, return the caller's authorized operations per topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, topics: list[MetadataRequestTopic] | None = DEFAULT, allow_auto_topic_creation: bool = True, include_cluster_authorized_operations: bool = False, include_topic_authorized_operations: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is DEFAULT else topics  # Topics to describe; null means all topics, empty means none.
+        self.allow_auto_topic_creation = allow_auto_topic_creation  # If true, missing topics may be auto-created when the broker allows it.
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations  # If true, return the caller's authorized cluster operations (versions 8-10).
+        self.include_topic_authorized_operations = include_topic_authorized_operations  # If true, return the caller's authorized operations per topic.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -95,6 +96,17 @@ class MetadataRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'MetadataRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> MetadataResponse:
+        """The MetadataResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import metadata_response as R
+
+        code = int(code)
+
+        resp = R.MetadataResponse()
+        resp.topics = [R.MetadataResponseTopic(name='' if item.name is None else item.name, topic_id=(item.topic_id) if version >= 10 else ZERO_UUID, error_code=code, is_internal=(False) if version >= 1 else False) for item in (self.topics or ())]
+        return resp
 
 
 MetadataRequestTopic._SPEC = (('topic_id', 'uuid', None), ('name', 'string', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -34,68 +34,71 @@ _S5 = struct.Struct('>16s?')
 _Ai = array_structs('i')
 
 
-@dataclass(slots=True)
-class MetadataResponseBroker:
+class MetadataResponseBroker(Message):
     """Live brokers in the cluster."""
 
-    node_id: int = 0  # Broker id.
-    host: str = ''  # Host name of the broker.
-    port: int = 0  # Port of the broker.
-    rack: str | None = None  # Rack of the broker; null if none.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id  # Broker id.
+        self.host = host  # Host name of the broker.
+        self.port = port  # Port of the broker.
+        self.rack = rack  # Rack of the broker; null if none.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class MetadataResponsePartition:
+
+class MetadataResponsePartition(Message):
     """Per-partition metadata."""
 
-    error_code: int = 0  # Error code for this partition (e.g. LEADER_NOT_AVAILABLE); 0 if fine.
-    partition_index: int = 0  # Partition index.
-    leader_id: int = 0  # Broker id of the leader; -1 if there is none.
-    leader_epoch: int = -1  # Current leader epoch; -1 if unknown.
-    replica_nodes: list[int] = field(default_factory=list)  # Broker ids of all assigned replicas.
-    isr_nodes: list[int] = field(default_factory=list)  # Broker ids of the in-sync replicas.
-    offline_replicas: list[int] = field(default_factory=list)  # Assigned replicas whose log is offline.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'offline_replicas', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] = DEFAULT, isr_nodes: list[int] = DEFAULT, offline_replicas: list[int] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code  # Error code for this partition (e.g. LEADER_NOT_AVAILABLE); 0 if fine.
+        self.partition_index = partition_index  # Partition index.
+        self.leader_id = leader_id  # Broker id of the leader; -1 if there is none.
+        self.leader_epoch = leader_epoch  # Current leader epoch; -1 if unknown.
+        self.replica_nodes = [] if replica_nodes is DEFAULT else replica_nodes  # Broker ids of all assigned replicas.
+        self.isr_nodes = [] if isr_nodes is DEFAULT else isr_nodes  # Broker ids of the in-sync replicas.
+        self.offline_replicas = [] if offline_replicas is DEFAULT else offline_replicas  # Assigned replicas whose log is offline.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class MetadataResponseTopic:
+
+class MetadataResponseTopic(Message):
     """Per-topic metadata."""
 
-    error_code: int = 0  # Error code for this topic; 0 on success.
-    name: str | None = ''  # Topic name; null only for an unknown topic requested by id.
-    topic_id: uuid.UUID = ZERO_UUID  # Topic id; zero UUID only for an unknown topic requested by name.
-    is_internal: bool = False  # True for internal topics such as __consumer_offsets.
-    partitions: list[MetadataResponsePartition] = field(default_factory=list)  # Per-partition metadata.
-    topic_authorized_operations: int = -2147483648  # Bit set of authorized AclOperations on the topic; INT32_MIN if not requested.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, error_code: int = 0, name: str | None = '', topic_id: uuid.UUID = ZERO_UUID, is_internal: bool = False, partitions: list[MetadataResponsePartition] = DEFAULT, topic_authorized_operations: int = -2147483648, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code  # Error code for this topic; 0 on success.
+        self.name = name  # Topic name; null only for an unknown topic requested by id.
+        self.topic_id = topic_id  # Topic id; zero UUID only for an unknown topic requested by name.
+        self.is_internal = is_internal  # True for internal topics such as __consumer_offsets.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Per-partition metadata.
+        self.topic_authorized_operations = topic_authorized_operations  # Bit set of authorized AclOperations on the topic; INT32_MIN if not requested.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class MetadataResponse:
+
+class MetadataResponse(Message):
     """Cluster nodes and per-partition leader, replica and ISR information."""
 
+    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 3
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 12
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 9
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    brokers: list[MetadataResponseBroker] = field(default_factory=list)  # Live brokers in the cluster.
-    cluster_id: str | None = None  # Id of the cluster; null if unknown.
-    controller_id: int = -1  # Id of the controller as seen by clients; -1 if unknown.
-    topics: list[MetadataResponseTopic] = field(default_factory=list)  # Per-topic metadata.
-    cluster_authorized_operations: int = -2147483648  # Bit set of authorized AclOperations on the cluster; INT32_MIN if not requested.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, brokers: list[MetadataResponseBroker] = DEFAULT, cluster_id: str | None = None, controller_id: int = -1, topics: list[MetadataResponseTopic] = DEFAULT, cluster_authorized_operations: int = -2147483648, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.brokers = [] if brokers is DEFAULT else brokers  # Live brokers in the cluster.
+        self.cluster_id = cluster_id  # Id of the cluster; null if unknown.
+        self.controller_id = controller_id  # Id of the controller as seen by clients; -1 if unknown.
+        self.topics = [] if topics is DEFAULT else topics  # Per-topic metadata.
+        self.cluster_authorized_operations = cluster_authorized_operations  # Bit set of authorized AclOperations on the cluster; INT32_MIN if not requested.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

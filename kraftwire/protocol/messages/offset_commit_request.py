@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -32,49 +32,51 @@ _S3 = struct.Struct('>q')
 _S4 = struct.Struct('>iqi')
 
 
-@dataclass(slots=True)
-class OffsetCommitRequestPartition:
+class OffsetCommitRequestPartition(Message):
     """Per-partition offsets to store."""
 
-    partition_index: int = 0  # Partition index.
-    committed_offset: int = 0  # Next offset the consumer will read.
-    committed_leader_epoch: int = -1  # Leader epoch of the last consumed record; -1 if unknown.
-    commit_timestamp: int = -1  # Commit time (ms) in version 1; -1 uses the broker's current time.
-    committed_metadata: str | None = ''  # Opaque client string stored with the offset; may be null.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'commit_timestamp', 'committed_metadata', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, commit_timestamp: int = -1, committed_metadata: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Partition index.
+        self.committed_offset = committed_offset  # Next offset the consumer will read.
+        self.committed_leader_epoch = committed_leader_epoch  # Leader epoch of the last consumed record; -1 if unknown.
+        self.commit_timestamp = commit_timestamp  # Commit time (ms) in version 1; -1 uses the broker's current time.
+        self.committed_metadata = committed_metadata  # Opaque client string stored with the offset; may be null.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class OffsetCommitRequestTopic:
+
+class OffsetCommitRequestTopic(Message):
     """Offsets to store, grouped by topic."""
 
-    name: str = ''  # Topic name.
-    partitions: list[OffsetCommitRequestPartition] = field(default_factory=list)  # Per-partition offsets to store.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', partitions: list[OffsetCommitRequestPartition] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Per-partition offsets to store.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class OffsetCommitRequest:
+
+class OffsetCommitRequest(Message):
     """Stores consumed offsets for a group."""
 
+    __slots__ = ('group_id', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'retention_time_ms', 'topics', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 8
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 8
-
-    group_id: str = ''  # Group id.
-    generation_id_or_member_epoch: int = -1  # Classic group generation or consumer-protocol member epoch; -1 for commits outside a group generation.
-    member_id: str = ''  # Member id of the committer; empty for standalone commits.
-    group_instance_id: str | None = None  # Static membership instance id; null for dynamic members.
-    retention_time_ms: int = -1  # How long (ms) to keep the offsets; -1 uses the broker default (versions 2-4).
-    topics: list[OffsetCommitRequestTopic] = field(default_factory=list)  # Offsets to store, grouped by topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, group_id: str = '', generation_id_or_member_epoch: int = -1, member_id: str = '', group_instance_id: str | None = None, retention_time_ms: int = -1, topics: list[OffsetCommitRequestTopic] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id  # Group id.
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch  # Classic group generation or consumer-protocol member epoch; -1 for commits outside a group generation.
+        self.member_id = member_id  # Member id of the committer; empty for standalone commits.
+        self.group_instance_id = group_instance_id  # Static membership instance id; null for dynamic members.
+        self.retention_time_ms = retention_time_ms  # How long (ms) to keep the offsets; -1 uses the broker default (versions 2-4).
+        self.topics = [] if topics is DEFAULT else topics  # Offsets to store, grouped by topic.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -112,6 +114,17 @@ class OffsetCommitRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'OffsetCommitRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> OffsetCommitResponse:
+        """The OffsetCommitResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import offset_commit_response as R
+
+        code = int(code)
+
+        resp = R.OffsetCommitResponse()
+        resp.topics = [R.OffsetCommitResponseTopic(name=item.name, partitions=[R.OffsetCommitResponsePartition(partition_index=item.partition_index, error_code=code) for item in (item.partitions or ())]) for item in (self.topics or ())]
+        return resp
 
 
 OffsetCommitRequestPartition._SPEC = (('partition_index', 'int32', None), ('committed_offset', 'int64', None), ('committed_leader_epoch', 'int32', None), ('commit_timestamp', 'int64', None), ('committed_metadata', 'string', None))

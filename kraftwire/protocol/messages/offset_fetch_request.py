@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,57 +30,60 @@ _S1 = struct.Struct('>i')
 _Ai = array_structs('i')
 
 
-@dataclass(slots=True)
-class OffsetFetchRequestTopic:
+class OffsetFetchRequestTopic(Message):
     """Topics to read (up to version 7); null means all topics."""
 
-    name: str = ''  # Topic name.
-    partition_indexes: list[int] = field(default_factory=list)  # Partition indexes to read.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', partition_indexes: list[int] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.partition_indexes = [] if partition_indexes is DEFAULT else partition_indexes  # Partition indexes to read.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class OffsetFetchRequestTopics:
+
+class OffsetFetchRequestTopics(Message):
     """Topics to read for this group; null means all topics."""
 
-    name: str = ''  # Topic name.
-    partition_indexes: list[int] = field(default_factory=list)  # Partition indexes to read.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', partition_indexes: list[int] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.partition_indexes = [] if partition_indexes is DEFAULT else partition_indexes  # Partition indexes to read.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class OffsetFetchRequestGroup:
+
+class OffsetFetchRequestGroup(Message):
     """Groups to read (version 8 and later)."""
 
-    group_id: str = ''  # Group id.
-    member_id: str | None = None  # Member id under the consumer protocol (KIP-848); null otherwise.
-    member_epoch: int = -1  # Member epoch under the consumer protocol (KIP-848); -1 otherwise.
-    topics: list[OffsetFetchRequestTopics] | None = field(default_factory=list)  # Topics to read for this group; null means all topics.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('group_id', 'member_id', 'member_epoch', 'topics', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, group_id: str = '', member_id: str | None = None, member_epoch: int = -1, topics: list[OffsetFetchRequestTopics] | None = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id  # Group id.
+        self.member_id = member_id  # Member id under the consumer protocol (KIP-848); null otherwise.
+        self.member_epoch = member_epoch  # Member epoch under the consumer protocol (KIP-848); -1 otherwise.
+        self.topics = [] if topics is DEFAULT else topics  # Topics to read for this group; null means all topics.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class OffsetFetchRequest:
+
+class OffsetFetchRequest(Message):
     """Reads committed offsets of one or more groups."""
 
+    __slots__ = ('group_id', 'topics', 'groups', 'require_stable', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 6
-
-    group_id: str = ''  # Group id (up to version 7).
-    topics: list[OffsetFetchRequestTopic] | None = field(default_factory=list)  # Topics to read (up to version 7); null means all topics.
-    groups: list[OffsetFetchRequestGroup] = field(default_factory=list)  # Groups to read (version 8 and later).
-    require_stable: bool = False  # If true, partitions with pending transactional commits return a retriable error instead.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, group_id: str = '', topics: list[OffsetFetchRequestTopic] | None = DEFAULT, groups: list[OffsetFetchRequestGroup] = DEFAULT, require_stable: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id  # Group id (up to version 7).
+        self.topics = [] if topics is DEFAULT else topics  # Topics to read (up to version 7); null means all topics.
+        self.groups = [] if groups is DEFAULT else groups  # Groups to read (version 8 and later).
+        self.require_stable = require_stable  # If true, partitions with pending transactional commits return a retriable error instead.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -118,6 +121,22 @@ class OffsetFetchRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'OffsetFetchRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> OffsetFetchResponse:
+        """The OffsetFetchResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import offset_fetch_response as R
+
+        code = int(code)
+
+        resp = R.OffsetFetchResponse()
+        if version <= 7:
+            resp.topics = ([R.OffsetFetchResponseTopic(name=item.name, partitions=[R.OffsetFetchResponsePartition(partition_index=item, committed_offset=-1, metadata='', error_code=code) for item in (item.partition_indexes or ())]) for item in (self.topics or ())] if version < 2 else [])
+        if version >= 2 and version <= 7:
+            resp.error_code = code
+        if version >= 8:
+            resp.groups = [R.OffsetFetchResponseGroup(group_id=item.group_id, error_code=code) for item in (self.groups or ())]
+        return resp
 
 
 OffsetFetchRequestTopic._SPEC = (('name', 'string', None), ('partition_indexes', '[]int32', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -31,84 +31,89 @@ _S2 = struct.Struct('>i')
 _S3 = struct.Struct('>iqi')
 
 
-@dataclass(slots=True)
-class OffsetFetchResponsePartition:
+class OffsetFetchResponsePartition(Message):
     """Per-partition results."""
 
-    partition_index: int = 0  # Partition index.
-    committed_offset: int = 0  # Committed offset; -1 if none is stored.
-    committed_leader_epoch: int = -1  # Leader epoch stored with the offset; -1 if unknown.
-    metadata: str | None = ''  # Client metadata stored with the offset; may be null.
-    error_code: int = 0  # Error code for this partition; 0 on success.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = '', error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Partition index.
+        self.committed_offset = committed_offset  # Committed offset; -1 if none is stored.
+        self.committed_leader_epoch = committed_leader_epoch  # Leader epoch stored with the offset; -1 if unknown.
+        self.metadata = metadata  # Client metadata stored with the offset; may be null.
+        self.error_code = error_code  # Error code for this partition; 0 on success.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class OffsetFetchResponseTopic:
+
+class OffsetFetchResponseTopic(Message):
     """Results grouped by topic (up to version 7)."""
 
-    name: str = ''  # Topic name.
-    partitions: list[OffsetFetchResponsePartition] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', partitions: list[OffsetFetchResponsePartition] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Per-partition results.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class OffsetFetchResponsePartitions:
+
+class OffsetFetchResponsePartitions(Message):
     """Per-partition results."""
 
-    partition_index: int = 0  # Partition index.
-    committed_offset: int = 0  # Committed offset; -1 if none is stored.
-    committed_leader_epoch: int = -1  # Leader epoch stored with the offset; -1 if unknown.
-    metadata: str | None = ''  # Client metadata stored with the offset; may be null.
-    error_code: int = 0  # Error code for this partition; 0 on success.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = '', error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Partition index.
+        self.committed_offset = committed_offset  # Committed offset; -1 if none is stored.
+        self.committed_leader_epoch = committed_leader_epoch  # Leader epoch stored with the offset; -1 if unknown.
+        self.metadata = metadata  # Client metadata stored with the offset; may be null.
+        self.error_code = error_code  # Error code for this partition; 0 on success.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class OffsetFetchResponseTopics:
+
+class OffsetFetchResponseTopics(Message):
     """Results grouped by topic."""
 
-    name: str = ''  # Topic name.
-    partitions: list[OffsetFetchResponsePartitions] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', partitions: list[OffsetFetchResponsePartitions] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Per-partition results.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class OffsetFetchResponseGroup:
+
+class OffsetFetchResponseGroup(Message):
     """Results per group (version 8 and later)."""
 
-    group_id: str = ''  # Group id.
-    topics: list[OffsetFetchResponseTopics] = field(default_factory=list)  # Results grouped by topic.
-    error_code: int = 0  # Error code for the whole group; 0 on success.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('group_id', 'topics', 'error_code', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, group_id: str = '', topics: list[OffsetFetchResponseTopics] = DEFAULT, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id  # Group id.
+        self.topics = [] if topics is DEFAULT else topics  # Results grouped by topic.
+        self.error_code = error_code  # Error code for the whole group; 0 on success.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class OffsetFetchResponse:
+
+class OffsetFetchResponse(Message):
     """Committed offsets of the requested groups."""
 
+    __slots__ = ('throttle_time_ms', 'topics', 'error_code', 'groups', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 6
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    topics: list[OffsetFetchResponseTopic] = field(default_factory=list)  # Results grouped by topic (up to version 7).
-    error_code: int = 0  # Request-level error code (versions 2-7); 0 on success.
-    groups: list[OffsetFetchResponseGroup] = field(default_factory=list)  # Results per group (version 8 and later).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetFetchResponseTopic] = DEFAULT, error_code: int = 0, groups: list[OffsetFetchResponseGroup] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.topics = [] if topics is DEFAULT else topics  # Results grouped by topic (up to version 7).
+        self.error_code = error_code  # Request-level error code (versions 2-7); 0 on success.
+        self.groups = [] if groups is DEFAULT else groups  # Results per group (version 8 and later).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -31,29 +31,29 @@ _S2 = struct.Struct('>b')
 _Ai = array_structs('i')
 
 
-@dataclass(slots=True)
-class PartitionChangeRecord:
+class PartitionChangeRecord(Message):
     """Delta to an existing partition; unset tagged fields mean no change."""
 
+    __slots__ = ('partition_id', 'topic_id', 'isr', 'leader', 'replicas', 'removing_replicas', 'adding_replicas', 'leader_recovery_state', 'directories', 'eligible_leader_replicas', 'last_known_elr', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 5
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    partition_id: int = -1  # Index of the partition within its topic.
-    topic_id: uuid.UUID = ZERO_UUID  # Id of the topic owning the partition.
-    isr: list[int] | None = None  # New in-sync replica set; null when unchanged.
-    leader: int = -2  # New leader id; -1 = no leader, -2 = unchanged.
-    replicas: list[int] | None = None  # New replica assignment; null when unchanged.
-    removing_replicas: list[int] | None = None  # New set of replicas being removed by reassignment; null when unchanged.
-    adding_replicas: list[int] | None = None  # New set of replicas being added by reassignment; null when unchanged.
-    leader_recovery_state: int = -1  # -1 = unchanged, 0 = leader recovered, 1 = unclean leader still recovering.
-    directories: list[uuid.UUID] | None = None  # New log directory id per replica, aligned with Replicas; null when unchanged.
-    eligible_leader_replicas: list[int] | None = None  # New eligible leader replica (ELR) set; null when unchanged.
-    last_known_elr: list[int] | None = None  # New last-known ELR set; null when unchanged.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, partition_id: int = -1, topic_id: uuid.UUID = ZERO_UUID, isr: list[int] | None = None, leader: int = -2, replicas: list[int] | None = None, removing_replicas: list[int] | None = None, adding_replicas: list[int] | None = None, leader_recovery_state: int = -1, directories: list[uuid.UUID] | None = None, eligible_leader_replicas: list[int] | None = None, last_known_elr: list[int] | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_id = partition_id  # Index of the partition within its topic.
+        self.topic_id = topic_id  # Id of the topic owning the partition.
+        self.isr = isr  # New in-sync replica set; null when unchanged.
+        self.leader = leader  # New leader id; -1 = no leader, -2 = unchanged.
+        self.replicas = replicas  # New replica assignment; null when unchanged.
+        self.removing_replicas = removing_replicas  # New set of replicas being removed by reassignment; null when unchanged.
+        self.adding_replicas = adding_replicas  # New set of replicas being added by reassignment; null when unchanged.
+        self.leader_recovery_state = leader_recovery_state  # -1 = unchanged, 0 = leader recovered, 1 = unclean leader still recovering.
+        self.directories = directories  # New log directory id per replica, aligned with Replicas; null when unchanged.
+        self.eligible_leader_replicas = eligible_leader_replicas  # New eligible leader replica (ELR) set; null when unchanged.
+        self.last_known_elr = last_known_elr  # New last-known ELR set; null when unchanged.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

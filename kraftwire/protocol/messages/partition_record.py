@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -31,31 +31,31 @@ _S2 = struct.Struct('>b')
 _Ai = array_structs('i')
 
 
-@dataclass(slots=True)
-class PartitionRecord:
+class PartitionRecord(Message):
     """Full state of one partition, written on creation or in snapshots."""
 
+    __slots__ = ('partition_id', 'topic_id', 'replicas', 'isr', 'removing_replicas', 'adding_replicas', 'leader', 'leader_recovery_state', 'leader_epoch', 'partition_epoch', 'directories', 'eligible_leader_replicas', 'last_known_elr', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 3
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    partition_id: int = -1  # Index of the partition within its topic.
-    topic_id: uuid.UUID = ZERO_UUID  # Id of the topic owning the partition.
-    replicas: list[int] = field(default_factory=list)  # Assigned replica broker ids, preferred leader first.
-    isr: list[int] = field(default_factory=list)  # Broker ids currently in the in-sync replica set.
-    removing_replicas: list[int] = field(default_factory=list)  # Replicas that an ongoing reassignment will drop.
-    adding_replicas: list[int] = field(default_factory=list)  # Replicas that an ongoing reassignment is adding.
-    leader: int = -1  # Broker id of the current leader; -1 if leaderless.
-    leader_recovery_state: int = 0  # 0 = leader recovered, 1 = unclean leader still recovering.
-    leader_epoch: int = -1  # Leader epoch, bumped on every leader change.
-    partition_epoch: int = -1  # Version counter bumped on any change to the partition.
-    directories: list[uuid.UUID] = field(default_factory=list)  # Per-replica log directory id, index-aligned with Replicas.
-    eligible_leader_replicas: list[int] | None = None  # Replicas eligible for clean leadership outside the ISR (KIP-966); null if unset.
-    last_known_elr: list[int] | None = None  # Last ELR members remembered when the ELR became empty; null if unset.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, partition_id: int = -1, topic_id: uuid.UUID = ZERO_UUID, replicas: list[int] = DEFAULT, isr: list[int] = DEFAULT, removing_replicas: list[int] = DEFAULT, adding_replicas: list[int] = DEFAULT, leader: int = -1, leader_recovery_state: int = 0, leader_epoch: int = -1, partition_epoch: int = -1, directories: list[uuid.UUID] = DEFAULT, eligible_leader_replicas: list[int] | None = None, last_known_elr: list[int] | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_id = partition_id  # Index of the partition within its topic.
+        self.topic_id = topic_id  # Id of the topic owning the partition.
+        self.replicas = [] if replicas is DEFAULT else replicas  # Assigned replica broker ids, preferred leader first.
+        self.isr = [] if isr is DEFAULT else isr  # Broker ids currently in the in-sync replica set.
+        self.removing_replicas = [] if removing_replicas is DEFAULT else removing_replicas  # Replicas that an ongoing reassignment will drop.
+        self.adding_replicas = [] if adding_replicas is DEFAULT else adding_replicas  # Replicas that an ongoing reassignment is adding.
+        self.leader = leader  # Broker id of the current leader; -1 if leaderless.
+        self.leader_recovery_state = leader_recovery_state  # 0 = leader recovered, 1 = unclean leader still recovering.
+        self.leader_epoch = leader_epoch  # Leader epoch, bumped on every leader change.
+        self.partition_epoch = partition_epoch  # Version counter bumped on any change to the partition.
+        self.directories = [] if directories is DEFAULT else directories  # Per-replica log directory id, index-aligned with Replicas.
+        self.eligible_leader_replicas = eligible_leader_replicas  # Replicas eligible for clean leadership outside the ISR (KIP-966); null if unset.
+        self.last_known_elr = last_known_elr  # Last ELR members remembered when the ELR became empty; null if unset.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

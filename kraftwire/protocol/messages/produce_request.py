@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,44 +29,46 @@ _S0 = struct.Struct('>hi')
 _S1 = struct.Struct('>i')
 
 
-@dataclass(slots=True)
-class PartitionProduceData:
+class PartitionProduceData(Message):
     """Data to append, per partition."""
 
-    index: int = 0  # Partition index.
-    records: bytes | memoryview | None = None  # Record batches to append.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('index', 'records', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, index: int = 0, records: bytes | memoryview | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.index = index  # Partition index.
+        self.records = records  # Record batches to append.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class TopicProduceData:
+
+class TopicProduceData(Message):
     """Data to append, grouped by topic."""
 
-    name: str = ''  # Topic name.
-    partition_data: list[PartitionProduceData] = field(default_factory=list)  # Data to append, per partition.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'partition_data', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', partition_data: list[PartitionProduceData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.partition_data = [] if partition_data is DEFAULT else partition_data  # Data to append, per partition.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ProduceRequest:
+
+class ProduceRequest(Message):
     """Appends record batches to partition leaders."""
 
+    __slots__ = ('transactional_id', 'acks', 'timeout_ms', 'topic_data', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 0
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 11
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 9
-
-    transactional_id: str | None = None  # Transactional id; null for idempotent or non-transactional producers.
-    acks: int = 0  # Required acknowledgements: 0 = none, 1 = leader only, -1 = all in-sync replicas.
-    timeout_ms: int = 0  # How long (ms) the leader may wait for the required acknowledgements.
-    topic_data: list[TopicProduceData] = field(default_factory=list)  # Data to append, grouped by topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, transactional_id: str | None = None, acks: int = 0, timeout_ms: int = 0, topic_data: list[TopicProduceData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.transactional_id = transactional_id  # Transactional id; null for idempotent or non-transactional producers.
+        self.acks = acks  # Required acknowledgements: 0 = none, 1 = leader only, -1 = all in-sync replicas.
+        self.timeout_ms = timeout_ms  # How long (ms) the leader may wait for the required acknowledgements.
+        self.topic_data = [] if topic_data is DEFAULT else topic_data  # Data to append, grouped by topic.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -104,6 +106,19 @@ class ProduceRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'ProduceRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> ProduceResponse | None:
+        """The ProduceResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import produce_response as R
+
+        code = int(code)
+
+        if self.acks == 0:
+            return None
+        resp = R.ProduceResponse()
+        resp.responses = [R.TopicProduceResponse(name=item.name, partition_responses=[R.PartitionProduceResponse(index=item.index, error_code=code, base_offset=-1, log_append_time_ms=(-1) if version >= 2 else -1, log_start_offset=(-1) if version >= 5 else -1, error_message=(message) if version >= 8 else None) for item in (item.partition_data or ())]) for item in (self.topic_data or ())]
+        return resp
 
 
 PartitionProduceData._SPEC = (('index', 'int32', None), ('records', 'records', None))

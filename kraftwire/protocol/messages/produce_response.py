@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -32,84 +32,89 @@ _S3 = struct.Struct('>ihqqq')
 _S4 = struct.Struct('>ii')
 
 
-@dataclass(slots=True)
-class BatchIndexAndErrorMessage:
+class BatchIndexAndErrorMessage(Message):
     """Records within the batch that made the broker reject it."""
 
-    batch_index: int = 0  # Position of the offending record within its batch.
-    batch_index_error_message: str | None = None  # Why that record was rejected; null if not given.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('batch_index', 'batch_index_error_message', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, batch_index: int = 0, batch_index_error_message: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.batch_index = batch_index  # Position of the offending record within its batch.
+        self.batch_index_error_message = batch_index_error_message  # Why that record was rejected; null if not given.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class LeaderIdAndEpoch:
+
+class LeaderIdAndEpoch(Message):
     """New leader, sent with NOT_LEADER_OR_FOLLOWER errors."""
 
-    leader_id: int = -1  # Broker id of the leader; -1 if unknown.
-    leader_epoch: int = -1  # Leader epoch; -1 if unknown.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, leader_id: int = -1, leader_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.leader_id = leader_id  # Broker id of the leader; -1 if unknown.
+        self.leader_epoch = leader_epoch  # Leader epoch; -1 if unknown.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class PartitionProduceResponse:
+
+class PartitionProduceResponse(Message):
     """Per-partition results."""
 
-    index: int = 0  # Partition index.
-    error_code: int = 0  # Error code for this partition; 0 if the append succeeded.
-    base_offset: int = 0  # Offset given to the first appended record; -1 on error.
-    log_append_time_ms: int = -1  # Broker append time (ms) for LogAppendTime topics; -1 for CreateTime topics.
-    log_start_offset: int = -1  # Log start offset of the partition; -1 if unknown.
-    record_errors: list[BatchIndexAndErrorMessage] = field(default_factory=list)  # Records within the batch that made the broker reject it.
-    error_message: str | None = None  # Summary of why the batch was rejected; null if none.
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)  # New leader, sent with NOT_LEADER_OR_FOLLOWER errors.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('index', 'error_code', 'base_offset', 'log_append_time_ms', 'log_start_offset', 'record_errors', 'error_message', 'current_leader', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, index: int = 0, error_code: int = 0, base_offset: int = 0, log_append_time_ms: int = -1, log_start_offset: int = -1, record_errors: list[BatchIndexAndErrorMessage] = DEFAULT, error_message: str | None = None, current_leader: LeaderIdAndEpoch = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.index = index  # Partition index.
+        self.error_code = error_code  # Error code for this partition; 0 if the append succeeded.
+        self.base_offset = base_offset  # Offset given to the first appended record; -1 on error.
+        self.log_append_time_ms = log_append_time_ms  # Broker append time (ms) for LogAppendTime topics; -1 for CreateTime topics.
+        self.log_start_offset = log_start_offset  # Log start offset of the partition; -1 if unknown.
+        self.record_errors = [] if record_errors is DEFAULT else record_errors  # Records within the batch that made the broker reject it.
+        self.error_message = error_message  # Summary of why the batch was rejected; null if none.
+        self.current_leader = LeaderIdAndEpoch() if current_leader is DEFAULT else current_leader  # New leader, sent with NOT_LEADER_OR_FOLLOWER errors.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class TopicProduceResponse:
+
+class TopicProduceResponse(Message):
     """Results grouped by topic."""
 
-    name: str = ''  # Topic name.
-    partition_responses: list[PartitionProduceResponse] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'partition_responses', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', partition_responses: list[PartitionProduceResponse] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Topic name.
+        self.partition_responses = [] if partition_responses is DEFAULT else partition_responses  # Per-partition results.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class NodeEndpoint:
+
+class NodeEndpoint(Message):
     """Endpoints of the leaders named in CurrentLeader fields."""
 
-    node_id: int = 0  # Node id the endpoint belongs to.
-    host: str = ''  # Host name of the node.
-    port: int = 0  # Port of the node.
-    rack: str | None = None  # Rack of the node; null if none.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id  # Node id the endpoint belongs to.
+        self.host = host  # Host name of the node.
+        self.port = port  # Port of the node.
+        self.rack = rack  # Rack of the node; null if none.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class ProduceResponse:
+
+class ProduceResponse(Message):
     """Per-partition outcome of a Produce request."""
 
+    __slots__ = ('responses', 'throttle_time_ms', 'node_endpoints', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 0
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 11
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 9
-
-    responses: list[TopicProduceResponse] = field(default_factory=list)  # Results grouped by topic.
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints of the leaders named in CurrentLeader fields.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, responses: list[TopicProduceResponse] = DEFAULT, throttle_time_ms: int = 0, node_endpoints: list[NodeEndpoint] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.responses = [] if responses is DEFAULT else responses  # Results grouped by topic.
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.node_endpoints = [] if node_endpoints is DEFAULT else node_endpoints  # Endpoints of the leaders named in CurrentLeader fields.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,21 +28,21 @@ def _first(item):
 _S0 = struct.Struct('>iqq')
 
 
-@dataclass(slots=True)
-class ProducerIdsRecord:
+class ProducerIdsRecord(Message):
     """Records that a block of producer ids has been handed out."""
 
+    __slots__ = ('broker_id', 'broker_epoch', 'next_producer_id', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 15
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    broker_id: int = 0  # Broker that received the block.
-    broker_epoch: int = -1  # Epoch of the broker that received the block; -1 if unknown.
-    next_producer_id: int = 0  # First producer id not yet allocated, i.e. the start of the next block.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, next_producer_id: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id  # Broker that received the block.
+        self.broker_epoch = broker_epoch  # Epoch of the broker that received the block; -1 if unknown.
+        self.next_producer_id = next_producer_id  # First producer id not yet allocated, i.e. the start of the next block.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

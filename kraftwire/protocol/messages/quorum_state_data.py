@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -30,34 +30,35 @@ _S1 = struct.Struct('>i')
 _S2 = struct.Struct('>iii16s')
 
 
-@dataclass(slots=True)
-class Voter:
+class Voter(Message):
     """Static voter set in version 0 files; null if not recorded."""
 
-    voter_id: int = 0  # Replica id of one voter.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('voter_id', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, voter_id: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.voter_id = voter_id  # Replica id of one voter.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class QuorumStateData:
+
+class QuorumStateData(Message):
     """Persisted election state of a KRaft replica (the quorum-state file)."""
 
+    __slots__ = ('cluster_id', 'leader_id', 'leader_epoch', 'voted_id', 'voted_directory_id', 'applied_offset', 'current_voters', 'unknown_tagged_fields',)
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    cluster_id: str = ''  # Cluster identifier recorded by version 0 files only.
-    leader_id: int = -1  # Replica id of the known leader for LeaderEpoch; -1 when no leader is known.
-    leader_epoch: int = -1  # Highest epoch this replica has observed; -1 before any election.
-    voted_id: int = -1  # Candidate this replica granted its vote to in LeaderEpoch; -1 if it has not voted.
-    voted_directory_id: uuid.UUID = ZERO_UUID  # Directory id of the voted-for candidate; zero UUID when unknown or no vote.
-    applied_offset: int = 0  # Offset of the last applied record; only stored by version 0.
-    current_voters: list[Voter] | None = field(default_factory=list)  # Static voter set in version 0 files; null if not recorded.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, cluster_id: str = '', leader_id: int = -1, leader_epoch: int = -1, voted_id: int = -1, voted_directory_id: uuid.UUID = ZERO_UUID, applied_offset: int = 0, current_voters: list[Voter] | None = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.cluster_id = cluster_id  # Cluster identifier recorded by version 0 files only.
+        self.leader_id = leader_id  # Replica id of the known leader for LeaderEpoch; -1 when no leader is known.
+        self.leader_epoch = leader_epoch  # Highest epoch this replica has observed; -1 before any election.
+        self.voted_id = voted_id  # Candidate this replica granted its vote to in LeaderEpoch; -1 if it has not voted.
+        self.voted_directory_id = voted_directory_id  # Directory id of the voted-for candidate; zero UUID when unknown or no vote.
+        self.applied_offset = applied_offset  # Offset of the last applied record; only stored by version 0.
+        self.current_voters = [] if current_voters is DEFAULT else current_voters  # Static voter set in version 0 files; null if not recorded.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

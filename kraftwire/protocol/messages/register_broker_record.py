@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -33,53 +33,55 @@ _S4 = struct.Struct('>??')
 _S5 = struct.Struct('>i?16sq')
 
 
-@dataclass(slots=True)
-class BrokerEndpoint:
+class BrokerEndpoint(Message):
     """Listeners on which clients and peers can reach the broker."""
 
-    name: str = ''  # Listener name; unique key within the list.
-    host: str = ''  # Host name or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    security_protocol: int = 0  # SecurityProtocol id (0 = PLAINTEXT, 1 = SSL, 2 = SASL_PLAINTEXT, 3 = SASL_SSL).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', host: str = '', port: int = 0, security_protocol: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Listener name; unique key within the list.
+        self.host = host  # Host name or IP address of the listener.
+        self.port = port  # TCP port of the listener.
+        self.security_protocol = security_protocol  # SecurityProtocol id (0 = PLAINTEXT, 1 = SSL, 2 = SASL_PLAINTEXT, 3 = SASL_SSL).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class BrokerFeature:
+
+class BrokerFeature(Message):
     """Feature version ranges the broker supports."""
 
-    name: str = ''  # Feature name; unique key within the list.
-    min_supported_version: int = 0  # Lowest level of the feature the broker supports.
-    max_supported_version: int = 0  # Highest level of the feature the broker supports.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', min_supported_version: int = 0, max_supported_version: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Feature name; unique key within the list.
+        self.min_supported_version = min_supported_version  # Lowest level of the feature the broker supports.
+        self.max_supported_version = max_supported_version  # Highest level of the feature the broker supports.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class RegisterBrokerRecord:
+
+class RegisterBrokerRecord(Message):
     """Registers a broker, or replaces its previous registration."""
 
+    __slots__ = ('broker_id', 'is_migrating_zk_broker', 'incarnation_id', 'broker_epoch', 'end_points', 'features', 'rack', 'fenced', 'in_controlled_shutdown', 'log_dirs', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 0
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    broker_id: int = 0  # Id of the registering broker.
-    is_migrating_zk_broker: bool = False  # True for a ZooKeeper-mode broker taking part in a ZK-to-KRaft migration.
-    incarnation_id: uuid.UUID = ZERO_UUID  # Random id generated each time the broker process starts.
-    broker_epoch: int = 0  # Epoch the controller assigned to this registration.
-    end_points: list[BrokerEndpoint] = field(default_factory=list)  # Listeners on which clients and peers can reach the broker.
-    features: list[BrokerFeature] = field(default_factory=list)  # Feature version ranges the broker supports.
-    rack: str | None = ''  # Rack identifier of the broker; null if not configured.
-    fenced: bool = True  # Fencing state: true means the broker may not lead or join ISRs.
-    in_controlled_shutdown: bool = False  # Set while the broker is going through a controlled shutdown.
-    log_dirs: list[uuid.UUID] = field(default_factory=list)  # Ids of the broker's online log directories.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, broker_id: int = 0, is_migrating_zk_broker: bool = False, incarnation_id: uuid.UUID = ZERO_UUID, broker_epoch: int = 0, end_points: list[BrokerEndpoint] = DEFAULT, features: list[BrokerFeature] = DEFAULT, rack: str | None = '', fenced: bool = True, in_controlled_shutdown: bool = False, log_dirs: list[uuid.UUID] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id  # Id of the registering broker.
+        self.is_migrating_zk_broker = is_migrating_zk_broker  # True for a ZooKeeper-mode broker taking part in a ZK-to-KRaft migration.
+        self.incarnation_id = incarnation_id  # Random id generated each time the broker process starts.
+        self.broker_epoch = broker_epoch  # Epoch the controller assigned to this registration.
+        self.end_points = [] if end_points is DEFAULT else end_points  # Listeners on which clients and peers can reach the broker.
+        self.features = [] if features is DEFAULT else features  # Feature version ranges the broker supports.
+        self.rack = rack  # Rack identifier of the broker; null if not configured.
+        self.fenced = fenced  # Fencing state: true means the broker may not lead or join ISRs.
+        self.in_controlled_shutdown = in_controlled_shutdown  # Set while the broker is going through a controlled shutdown.
+        self.log_dirs = [] if log_dirs is DEFAULT else log_dirs  # Ids of the broker's online log directories.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

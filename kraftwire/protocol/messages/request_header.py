@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,21 +28,21 @@ def _first(item):
 _S0 = struct.Struct('>hhi')
 
 
-@dataclass(slots=True)
-class RequestHeader:
+class RequestHeader(Message):
     """Header preceding every request body."""
 
+    __slots__ = ('request_api_key', 'request_api_version', 'correlation_id', 'client_id', 'unknown_tagged_fields',)
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    request_api_key: int = 0  # API key identifying the request type.
-    request_api_version: int = 0  # Version of the request schema used for the body.
-    correlation_id: int = 0  # Client-chosen id echoed in the matching response.
-    client_id: str | None = ''  # Free-form client identifier; may be null.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, request_api_key: int = 0, request_api_version: int = 0, correlation_id: int = 0, client_id: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.request_api_key = request_api_key  # API key identifying the request type.
+        self.request_api_version = request_api_version  # Version of the request schema used for the body.
+        self.correlation_id = correlation_id  # Client-chosen id echoed in the matching response.
+        self.client_id = client_id  # Free-form client identifier; may be null.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

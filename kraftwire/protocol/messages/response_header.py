@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,18 +28,18 @@ def _first(item):
 _S0 = struct.Struct('>i')
 
 
-@dataclass(slots=True)
-class ResponseHeader:
+class ResponseHeader(Message):
     """Header preceding every response body."""
 
+    __slots__ = ('correlation_id', 'unknown_tagged_fields',)
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 1
-
-    correlation_id: int = 0  # Correlation id copied from the request being answered.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, correlation_id: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.correlation_id = correlation_id  # Correlation id copied from the request being answered.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -27,19 +27,19 @@ def _first(item):
 
 
 
-@dataclass(slots=True)
-class SaslAuthenticateRequest:
+class SaslAuthenticateRequest(Message):
     """Carries one SASL token from client to server."""
 
+    __slots__ = ('auth_bytes', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 36
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    auth_bytes: bytes = b''  # Mechanism-specific SASL token sent by the client.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, auth_bytes: bytes = b'', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.auth_bytes = auth_bytes  # Mechanism-specific SASL token sent by the client.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -77,6 +77,18 @@ class SaslAuthenticateRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'SaslAuthenticateRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> SaslAuthenticateResponse:
+        """The SaslAuthenticateResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import sasl_authenticate_response as R
+
+        code = int(code)
+
+        resp = R.SaslAuthenticateResponse()
+        resp.error_code = code
+        resp.error_message = message
+        return resp
 
 
 SaslAuthenticateRequest._SPEC = (('auth_bytes', 'bytes', None),)

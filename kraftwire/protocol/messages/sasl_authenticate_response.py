@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,22 +29,22 @@ _S0 = struct.Struct('>h')
 _S1 = struct.Struct('>q')
 
 
-@dataclass(slots=True)
-class SaslAuthenticateResponse:
+class SaslAuthenticateResponse(Message):
     """Carries one SASL token from server to client."""
 
+    __slots__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 36
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
-
-    error_code: int = 0  # Error code; 0 if this step succeeded.
-    error_message: str | None = ''  # Human-readable error detail; null when there is no error.
-    auth_bytes: bytes = b''  # Mechanism-specific SASL token sent by the server.
-    session_lifetime_ms: int = 0  # Time (ms) until the client must re-authenticate; 0 if no limit.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, error_code: int = 0, error_message: str | None = '', auth_bytes: bytes = b'', session_lifetime_ms: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code  # Error code; 0 if this step succeeded.
+        self.error_message = error_message  # Human-readable error detail; null when there is no error.
+        self.auth_bytes = auth_bytes  # Mechanism-specific SASL token sent by the server.
+        self.session_lifetime_ms = session_lifetime_ms  # Time (ms) until the client must re-authenticate; 0 if no limit.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -27,19 +27,19 @@ def _first(item):
 
 
 
-@dataclass(slots=True)
-class SaslHandshakeRequest:
+class SaslHandshakeRequest(Message):
     """Client selects a SASL mechanism before authenticating."""
 
+    __slots__ = ('mechanism', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 17
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = -1
-
-    mechanism: str = ''  # SASL mechanism requested, e.g. PLAIN or SCRAM-SHA-256.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, mechanism: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.mechanism = mechanism  # SASL mechanism requested, e.g. PLAIN or SCRAM-SHA-256.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -77,6 +77,17 @@ class SaslHandshakeRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'SaslHandshakeRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> SaslHandshakeResponse:
+        """The SaslHandshakeResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import sasl_handshake_response as R
+
+        code = int(code)
+
+        resp = R.SaslHandshakeResponse()
+        resp.error_code = code
+        return resp
 
 
 SaslHandshakeRequest._SPEC = (('mechanism', 'string', None),)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,20 +28,20 @@ def _first(item):
 _S0 = struct.Struct('>h')
 
 
-@dataclass(slots=True)
-class SaslHandshakeResponse:
+class SaslHandshakeResponse(Message):
     """Server reply listing its enabled SASL mechanisms."""
 
+    __slots__ = ('error_code', 'mechanisms', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 17
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = -1
-
-    error_code: int = 0  # Error code; 0 if the requested mechanism is enabled.
-    mechanisms: list[str] = field(default_factory=list)  # Names of the SASL mechanisms the server accepts.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, error_code: int = 0, mechanisms: list[str] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code  # Error code; 0 if the requested mechanism is enabled.
+        self.mechanisms = [] if mechanisms is DEFAULT else mechanisms  # Names of the SASL mechanisms the server accepts.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

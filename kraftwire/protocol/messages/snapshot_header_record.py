@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,19 +28,19 @@ def _first(item):
 _S0 = struct.Struct('>hq')
 
 
-@dataclass(slots=True)
-class SnapshotHeaderRecord:
+class SnapshotHeaderRecord(Message):
     """Control record that opens a KRaft snapshot."""
 
+    __slots__ = ('version', 'last_contained_log_timestamp', 'unknown_tagged_fields',)
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    version: int = 0  # Schema version of this control record body.
-    last_contained_log_timestamp: int = 0  # Append timestamp (ms) of the newest log record covered by the snapshot.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, version: int = 0, last_contained_log_timestamp: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.version = version  # Schema version of this control record body.
+        self.last_contained_log_timestamp = last_contained_log_timestamp  # Append timestamp (ms) of the newest log record covered by the snapshot.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,36 +28,37 @@ def _first(item):
 _S0 = struct.Struct('>i')
 
 
-@dataclass(slots=True)
-class SyncGroupRequestAssignment:
+class SyncGroupRequestAssignment(Message):
     """Assignments for every member; only the leader fills this in."""
 
-    member_id: str = ''  # Member receiving the assignment.
-    assignment: bytes = b''  # Opaque assignment bytes for that member.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('member_id', 'assignment', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, member_id: str = '', assignment: bytes = b'', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.member_id = member_id  # Member receiving the assignment.
+        self.assignment = assignment  # Opaque assignment bytes for that member.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class SyncGroupRequest:
+
+class SyncGroupRequest(Message):
     """Completes a classic rebalance; the leader supplies member assignments."""
 
+    __slots__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'protocol_type', 'protocol_name', 'assignments', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 14
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 4
-
-    group_id: str = ''  # Group id.
-    generation_id: int = 0  # Generation returned by JoinGroup.
-    member_id: str = ''  # Member id of the sender.
-    group_instance_id: str | None = None  # Static membership instance id; null for dynamic members.
-    protocol_type: str | None = None  # Protocol family the member expects; null skips the check.
-    protocol_name: str | None = None  # Protocol the member expects was chosen; null skips the check.
-    assignments: list[SyncGroupRequestAssignment] = field(default_factory=list)  # Assignments for every member; only the leader fills this in.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, group_id: str = '', generation_id: int = 0, member_id: str = '', group_instance_id: str | None = None, protocol_type: str | None = None, protocol_name: str | None = None, assignments: list[SyncGroupRequestAssignment] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id  # Group id.
+        self.generation_id = generation_id  # Generation returned by JoinGroup.
+        self.member_id = member_id  # Member id of the sender.
+        self.group_instance_id = group_instance_id  # Static membership instance id; null for dynamic members.
+        self.protocol_type = protocol_type  # Protocol family the member expects; null skips the check.
+        self.protocol_name = protocol_name  # Protocol the member expects was chosen; null skips the check.
+        self.assignments = [] if assignments is DEFAULT else assignments  # Assignments for every member; only the leader fills this in.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -95,6 +96,17 @@ class SyncGroupRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'SyncGroupRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> SyncGroupResponse:
+        """The SyncGroupResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import sync_group_response as R
+
+        code = int(code)
+
+        resp = R.SyncGroupResponse()
+        resp.error_code = code
+        return resp
 
 
 SyncGroupRequestAssignment._SPEC = (('member_id', 'string', None), ('assignment', 'bytes', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,20 +28,20 @@ def _first(item):
 _S0 = struct.Struct('>iq')
 
 
-@dataclass(slots=True)
-class UnfenceBrokerRecord:
+class UnfenceBrokerRecord(Message):
     """Unfences a broker so it can lead and join ISRs again."""
 
+    __slots__ = ('id_', 'epoch', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 8
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    id_: int = 0  # Broker that is now unfenced.
-    epoch: int = 0  # Registration epoch the unfencing applies to.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, id_: int = 0, epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.id_ = id_  # Broker that is now unfenced.
+        self.epoch = epoch  # Registration epoch the unfencing applies to.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,19 +28,19 @@ def _first(item):
 _S0 = struct.Struct('>i')
 
 
-@dataclass(slots=True)
-class UnregisterBrokerRequest:
+class UnregisterBrokerRequest(Message):
     """Administratively removes a broker's registration."""
 
+    __slots__ = ('broker_id', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 64
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    broker_id: int = 0  # Id of the broker to remove.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, broker_id: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id  # Id of the broker to remove.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -78,6 +78,18 @@ class UnregisterBrokerRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'UnregisterBrokerRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> UnregisterBrokerResponse:
+        """The UnregisterBrokerResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import unregister_broker_response as R
+
+        code = int(code)
+
+        resp = R.UnregisterBrokerResponse()
+        resp.error_code = code
+        resp.error_message = message
+        return resp
 
 
 UnregisterBrokerRequest._SPEC = (('broker_id', 'int32', None),)

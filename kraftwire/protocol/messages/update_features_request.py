@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -31,34 +31,35 @@ _S2 = struct.Struct('>hb')
 _S3 = struct.Struct('>?')
 
 
-@dataclass(slots=True)
-class FeatureUpdateKey:
+class FeatureUpdateKey(Message):
     """Feature changes to apply."""
 
-    feature: str = ''  # Name of the feature to change.
-    max_version_level: int = 0  # New finalized level; a value below 1 removes the feature.
-    allow_downgrade: bool = False  # Version 0 only: true permits lowering or removing the level.
-    upgrade_type: int = 1  # 1 = upgrade only, 2 = safe (lossless) downgrade, 3 = unsafe (lossy) downgrade.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('feature', 'max_version_level', 'allow_downgrade', 'upgrade_type', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, feature: str = '', max_version_level: int = 0, allow_downgrade: bool = False, upgrade_type: int = 1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.feature = feature  # Name of the feature to change.
+        self.max_version_level = max_version_level  # New finalized level; a value below 1 removes the feature.
+        self.allow_downgrade = allow_downgrade  # Version 0 only: true permits lowering or removing the level.
+        self.upgrade_type = upgrade_type  # 1 = upgrade only, 2 = safe (lossless) downgrade, 3 = unsafe (lossy) downgrade.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class UpdateFeaturesRequest:
+
+class UpdateFeaturesRequest(Message):
     """Upgrades or downgrades finalized cluster feature levels."""
 
+    __slots__ = ('timeout_ms', 'feature_updates', 'validate_only', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 57
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    timeout_ms: int = 60000  # How long (ms) to wait for the update to finish.
-    feature_updates: list[FeatureUpdateKey] = field(default_factory=list)  # Feature changes to apply.
-    validate_only: bool = False  # If true, only validate the updates without applying them.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, timeout_ms: int = 60000, feature_updates: list[FeatureUpdateKey] = DEFAULT, validate_only: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.timeout_ms = timeout_ms  # How long (ms) to wait for the update to finish.
+        self.feature_updates = [] if feature_updates is DEFAULT else feature_updates  # Feature changes to apply.
+        self.validate_only = validate_only  # If true, only validate the updates without applying them.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -96,6 +97,18 @@ class UpdateFeaturesRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'UpdateFeaturesRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> UpdateFeaturesResponse:
+        """The UpdateFeaturesResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import update_features_response as R
+
+        code = int(code)
+
+        resp = R.UpdateFeaturesResponse()
+        resp.error_code = code
+        resp.error_message = message
+        return resp
 
 
 FeatureUpdateKey._SPEC = (('feature', 'string', None), ('max_version_level', 'int16', None), ('allow_downgrade', 'bool', None), ('upgrade_type', 'int8', None))

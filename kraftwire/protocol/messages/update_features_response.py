@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,34 +29,35 @@ _S0 = struct.Struct('>ih')
 _S1 = struct.Struct('>h')
 
 
-@dataclass(slots=True)
-class UpdatableFeatureResult:
+class UpdatableFeatureResult(Message):
     """One result per requested feature."""
 
-    feature: str = ''  # Feature name.
-    error_code: int = 0  # Error code for this feature; 0 if the update succeeded.
-    error_message: str | None = ''  # Error detail for this feature; null on success.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('feature', 'error_code', 'error_message', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, feature: str = '', error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.feature = feature  # Feature name.
+        self.error_code = error_code  # Error code for this feature; 0 if the update succeeded.
+        self.error_message = error_message  # Error detail for this feature; null on success.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class UpdateFeaturesResponse:
+
+class UpdateFeaturesResponse(Message):
     """Per-feature outcome of an UpdateFeatures request."""
 
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 57
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    throttle_time_ms: int = 0  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
-    error_code: int = 0  # Request-level error code; 0 on success.
-    error_message: str | None = ''  # Request-level error detail; null on success.
-    results: list[UpdatableFeatureResult] = field(default_factory=list)  # One result per requested feature.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', results: list[UpdatableFeatureResult] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
+        self.error_code = error_code  # Request-level error code; 0 on success.
+        self.error_message = error_message  # Request-level error detail; null on success.
+        self.results = [] if results is DEFAULT else results  # One result per requested feature.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

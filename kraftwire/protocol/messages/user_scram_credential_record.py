@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -29,24 +29,24 @@ _S0 = struct.Struct('>b')
 _S1 = struct.Struct('>i')
 
 
-@dataclass(slots=True)
-class UserScramCredentialRecord:
+class UserScramCredentialRecord(Message):
     """Creates or replaces a user's SCRAM credential for one mechanism."""
 
+    __slots__ = ('name', 'mechanism', 'salt', 'stored_key', 'server_key', 'iterations', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 11
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    name: str = ''  # User the credential belongs to.
-    mechanism: int = 0  # ScramMechanism code (1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512).
-    salt: bytes = b''  # Random salt chosen when the credential was created.
-    stored_key: bytes = b''  # StoredKey (RFC 5802) the server checks client proofs against.
-    server_key: bytes = b''  # ServerKey (RFC 5802) used to produce the server signature.
-    iterations: int = 0  # PBKDF2 iteration count used to derive the keys.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, name: str = '', mechanism: int = 0, salt: bytes = b'', stored_key: bytes = b'', server_key: bytes = b'', iterations: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # User the credential belongs to.
+        self.mechanism = mechanism  # ScramMechanism code (1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512).
+        self.salt = salt  # Random salt chosen when the credential was created.
+        self.stored_key = stored_key  # StoredKey (RFC 5802) the server checks client proofs against.
+        self.server_key = server_key  # ServerKey (RFC 5802) used to produce the server signature.
+        self.iterations = iterations  # PBKDF2 iteration count used to derive the keys.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -31,49 +31,51 @@ _S2 = struct.Struct('>iii16s16siq')
 _S3 = struct.Struct('>iii16s16siq?')
 
 
-@dataclass(slots=True)
-class PartitionData:
+class PartitionData(Message):
     """Raft partitions of the topic."""
 
-    partition_index: int = 0  # Index of the partition.
-    candidate_epoch: int = 0  # Epoch the candidate is standing in (its last epoch plus one).
-    candidate_id: int = 0  # Replica id of the candidate.
-    candidate_directory_id: uuid.UUID = ZERO_UUID  # Directory id of the candidate; zero UUID if unknown.
-    voter_directory_id: uuid.UUID = ZERO_UUID  # Directory id of the voter being asked; zero UUID if unknown.
-    last_offset_epoch: int = 0  # Epoch of the candidate's last log record.
-    last_offset: int = 0  # End offset of the candidate's log.
-    pre_vote: bool = False  # True if this is a pre-vote (KIP-996): nothing is persisted and no epoch changes.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'candidate_epoch', 'candidate_id', 'candidate_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', 'pre_vote', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, candidate_epoch: int = 0, candidate_id: int = 0, candidate_directory_id: uuid.UUID = ZERO_UUID, voter_directory_id: uuid.UUID = ZERO_UUID, last_offset_epoch: int = 0, last_offset: int = 0, pre_vote: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Index of the partition.
+        self.candidate_epoch = candidate_epoch  # Epoch the candidate is standing in (its last epoch plus one).
+        self.candidate_id = candidate_id  # Replica id of the candidate.
+        self.candidate_directory_id = candidate_directory_id  # Directory id of the candidate; zero UUID if unknown.
+        self.voter_directory_id = voter_directory_id  # Directory id of the voter being asked; zero UUID if unknown.
+        self.last_offset_epoch = last_offset_epoch  # Epoch of the candidate's last log record.
+        self.last_offset = last_offset  # End offset of the candidate's log.
+        self.pre_vote = pre_vote  # True if this is a pre-vote (KIP-996): nothing is persisted and no epoch changes.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class TopicData:
+
+class TopicData(Message):
     """Raft topics (normally just __cluster_metadata)."""
 
-    topic_name: str = ''  # Topic name.
-    partitions: list[PartitionData] = field(default_factory=list)  # Raft partitions of the topic.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, topic_name: str = '', partitions: list[PartitionData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name  # Topic name.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Raft partitions of the topic.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class VoteRequest:
+
+class VoteRequest(Message):
     """KRaft candidate asks a voter for its vote (KIP-595); v1 adds voter key and directory ids (KIP-853), v2 adds PreVote (KIP-996)."""
 
+    __slots__ = ('cluster_id', 'voter_id', 'topics', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 52
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    cluster_id: str | None = None  # Cluster id expected by the sender; null skips the check.
-    voter_id: int = -1  # Replica id of the voter being asked; -1 if not set.
-    topics: list[TopicData] = field(default_factory=list)  # Raft topics (normally just __cluster_metadata).
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, cluster_id: str | None = None, voter_id: int = -1, topics: list[TopicData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.cluster_id = cluster_id  # Cluster id expected by the sender; null skips the check.
+        self.voter_id = voter_id  # Replica id of the voter being asked; -1 if not set.
+        self.topics = [] if topics is DEFAULT else topics  # Raft topics (normally just __cluster_metadata).
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
@@ -111,6 +113,17 @@ class VoteRequest:
             raise
         except (pack_error, IndexError, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
             raise DecodeError(f'VoteRequest v{version}: {e}') from e
+
+    def error_response(self, version: int, code: int, message: str | None = None) -> VoteResponse:
+        """The VoteResponse to this request failing as a whole with error ``code`` at ``version``,
+        the error placed where Kafka's getErrorResponse puts it (codegen/errors.py)."""
+        from kraftwire.protocol.messages import vote_response as R
+
+        code = int(code)
+
+        resp = R.VoteResponse()
+        resp.error_code = code
+        return resp
 
 
 PartitionData._SPEC = (('partition_index', 'int32', None), ('candidate_epoch', 'int32', None), ('candidate_id', 'int32', None), ('candidate_directory_id', 'uuid', None), ('voter_directory_id', 'uuid', None), ('last_offset_epoch', 'int32', None), ('last_offset', 'int64', None), ('pre_vote', 'bool', None))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -31,58 +31,61 @@ _S2 = struct.Struct('>i')
 _S3 = struct.Struct('>H')
 
 
-@dataclass(slots=True)
-class PartitionData:
+class PartitionData(Message):
     """Per-partition results."""
 
-    partition_index: int = 0  # Index of the partition.
-    error_code: int = 0  # Error code for this partition; 0 on success.
-    leader_id: int = 0  # Leader known to the voter; -1 if unknown.
-    leader_epoch: int = 0  # Latest epoch known to the voter.
-    vote_granted: bool = False  # True if the voter granted its vote to the candidate.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'vote_granted', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, vote_granted: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index  # Index of the partition.
+        self.error_code = error_code  # Error code for this partition; 0 on success.
+        self.leader_id = leader_id  # Leader known to the voter; -1 if unknown.
+        self.leader_epoch = leader_epoch  # Latest epoch known to the voter.
+        self.vote_granted = vote_granted  # True if the voter granted its vote to the candidate.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class TopicData:
+
+class TopicData(Message):
     """Results grouped by topic."""
 
-    topic_name: str = ''  # Topic name.
-    partitions: list[PartitionData] = field(default_factory=list)  # Per-partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, topic_name: str = '', partitions: list[PartitionData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name  # Topic name.
+        self.partitions = [] if partitions is DEFAULT else partitions  # Per-partition results.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class NodeEndpoint:
+
+class NodeEndpoint(Message):
     """Endpoints of the leaders named in the partition results."""
 
-    node_id: int = 0  # Node id the endpoint belongs to.
-    host: str = ''  # Host name or IP address of the node.
-    port: int = 0  # TCP port of the node.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('node_id', 'host', 'port', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id  # Node id the endpoint belongs to.
+        self.host = host  # Host name or IP address of the node.
+        self.port = port  # TCP port of the node.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class VoteResponse:
+
+class VoteResponse(Message):
     """Voter's answer to a Vote request."""
 
+    __slots__ = ('error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 52
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    error_code: int = 0  # Request-level error code; 0 on success.
-    topics: list[TopicData] = field(default_factory=list)  # Results grouped by topic.
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)  # Endpoints of the leaders named in the partition results.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, error_code: int = 0, topics: list[TopicData] = DEFAULT, node_endpoints: list[NodeEndpoint] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code  # Request-level error code; 0 on success.
+        self.topics = [] if topics is DEFAULT else topics  # Results grouped by topic.
+        self.node_endpoints = [] if node_endpoints is DEFAULT else node_endpoints  # Endpoints of the leaders named in the partition results.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

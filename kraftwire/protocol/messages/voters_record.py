@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -31,55 +31,58 @@ _S2 = struct.Struct('>H')
 _S3 = struct.Struct('>hh')
 
 
-@dataclass(slots=True)
-class Endpoint:
+class Endpoint(Message):
     """Listeners on which other replicas can reach this voter."""
 
-    name: str = ''  # Listener name; unique key within the list.
-    host: str = ''  # Host name or IP address of the listener.
-    port: int = 0  # TCP port of the listener.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, name: str = '', host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name  # Listener name; unique key within the list.
+        self.host = host  # Host name or IP address of the listener.
+        self.port = port  # TCP port of the listener.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class KRaftVersionFeature:
+
+class KRaftVersionFeature(Message):
     """kraft.version range the voter can run."""
 
-    min_supported_version: int = 0  # Lowest kraft.version the voter supports.
-    max_supported_version: int = 0  # Highest kraft.version the voter supports.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('min_supported_version', 'max_supported_version', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, min_supported_version: int = 0, max_supported_version: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.min_supported_version = min_supported_version  # Lowest kraft.version the voter supports.
+        self.max_supported_version = max_supported_version  # Highest kraft.version the voter supports.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class Voter:
+
+class Voter(Message):
     """Every voter in the set."""
 
-    voter_id: int = 0  # Replica id of the voter.
-    voter_directory_id: uuid.UUID = ZERO_UUID  # Log directory id that, with the replica id, uniquely names the voter.
-    endpoints: list[Endpoint] = field(default_factory=list)  # Listeners on which other replicas can reach this voter.
-    k_raft_version_feature: KRaftVersionFeature = field(default_factory=KRaftVersionFeature)  # kraft.version range the voter can run.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
+    __slots__ = ('voter_id', 'voter_directory_id', 'endpoints', 'k_raft_version_feature', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
+    def __init__(self, voter_id: int = 0, voter_directory_id: uuid.UUID = ZERO_UUID, endpoints: list[Endpoint] = DEFAULT, k_raft_version_feature: KRaftVersionFeature = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.voter_id = voter_id  # Replica id of the voter.
+        self.voter_directory_id = voter_directory_id  # Log directory id that, with the replica id, uniquely names the voter.
+        self.endpoints = [] if endpoints is DEFAULT else endpoints  # Listeners on which other replicas can reach this voter.
+        self.k_raft_version_feature = KRaftVersionFeature() if k_raft_version_feature is DEFAULT else k_raft_version_feature  # kraft.version range the voter can run.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
-@dataclass(slots=True)
-class VotersRecord:
+
+class VotersRecord(Message):
     """Control record holding the complete voter set, effective from its offset onward."""
 
+    __slots__ = ('version', 'voters', 'unknown_tagged_fields',)
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    version: int = 0  # Schema version of this control record body.
-    voters: list[Voter] = field(default_factory=list)  # Every voter in the set.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, version: int = 0, voters: list[Voter] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.version = version  # Schema version of this control record body.
+        self.voters = [] if voters is DEFAULT else voters  # Every voter in the set.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import struct
 import uuid  # noqa: F401
-from dataclasses import dataclass, field  # noqa: F401
 from typing import ClassVar
 
 from kraftwire.protocol.runtime import (  # noqa: F401
-    BIG_BLOB, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, UnsupportedVersionError,
+    BIG_BLOB, DEFAULT, SMALL_ARRAY, ZERO_UUID, Chunked, DecodeError, EncodeError, Message,
+    UnsupportedVersionError,
     array_structs, bad_length, make_uuid,
     not_in_version, not_nullable, pack_error, read_uvarint, truncated, uvarint, write_tags,
 )
@@ -28,19 +28,19 @@ def _first(item):
 _S0 = struct.Struct('>b')
 
 
-@dataclass(slots=True)
-class ZkMigrationStateRecord:
+class ZkMigrationStateRecord(Message):
     """Records the current ZooKeeper-to-KRaft migration state."""
 
+    __slots__ = ('zk_migration_state', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 21
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
-
-    zk_migration_state: int = 0  # Migration state code: 0 = none, 1 = migration, 2 = pre-migration, 3 = post-migration, 4 = ZK.
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = None
-
     _SPEC: ClassVar[tuple] = ()
+
+    def __init__(self, zk_migration_state: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.zk_migration_state = zk_migration_state  # Migration state code: 0 = none, 1 = migration, 2 = pre-migration, 3 = post-migration, 4 = ZK.
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
         """The body of this message in ``version`` (no size prefix, no header)."""
