@@ -68,12 +68,12 @@ def _error_codes(obj: Any) -> list[int]:
     if isinstance(obj, list):
         for x in obj:
             out += _error_codes(x)
-    elif hasattr(obj, "__dict__") or hasattr(obj, "__slots__"):
-        for name in getattr(obj, "__slots__", ()) or vars(obj):
-            value = getattr(obj, name, None)
+    elif hasattr(type(obj), "_SPEC"):  # a generated message or struct (not a UUID, str ...)
+        for name in type(obj).__slots__:
+            value = getattr(obj, name)
             if name == "error_code":
                 out.append(value)
-            elif isinstance(value, list) or hasattr(value, "__slots__") or hasattr(value, "__dict__"):
+            elif isinstance(value, list) or hasattr(type(value), "_SPEC"):
                 out += _error_codes(value)
     return out
 
