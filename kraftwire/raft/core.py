@@ -128,6 +128,7 @@ class RaftCore:
         self._busy: dict[int, int] = {}       # dest -> request id in flight
         self._backoff: dict[int, int] = {}    # dest -> no request before this time
         self._out: list[m.Output] = []
+        self._persist_inflight: int | None = None   # end offset of the PersistLog the shell is running
         self._persisted: ElectionState | None = store.read()
         self._reported_leader: tuple[int | None, int] | None = None
         self._rejoin: _Rejoin | None = None
@@ -302,9 +303,28 @@ class RaftCore:
 
     # ------------------------------------------------------------------------------ plumbing
     def _drain(self) -> list[m.Output]:
-        self._flush()
+        if self.config.defer_leader_flush and isinstance(self.state, Leader):
+            self._request_persist()
+        else:
+            self._flush()
         out, self._out = self._out, []
         return out
+
+    def _request_persist(self) -> None:
+        """One PersistLog in flight at a time, covering the log end when it was asked for."""
+        end = self.log.end_offset
+        if self._persist_inflight is None and self.log.flushed_offset < end:
+            self._persist_inflight = end
+            self._out.append(m.PersistLog(end))
+
+    def handle_persisted(self, now: int, end_offset: int) -> list[m.Output]:
+        """The shell finished the ``PersistLog(end_offset)`` fsync: the leader's own copy counts now."""
+        self._persist_inflight = None
+        self.log.mark_flushed(end_offset)
+        st = self.state
+        if isinstance(st, Leader):
+            self._leader_progress(now, st)
+        return self._drain()
 
     def _flush(self) -> None:
         if self.log.flushed_offset < self.log.end_offset:
@@ -506,7 +526,8 @@ class RaftCore:
                            or len(st.pending) >= self.config.max_batch_records):
             records, st.pending, st.linger_deadline = st.pending, [], None
             self.log.append_as_leader(records, st.epoch, timestamp_ms=now)
-            self._flush()
+            if not self.config.defer_leader_flush:
+                self._flush()
             self._leader_progress(now, st)
         if st.unendorsed and now >= st.bqe_next_ms:
             for v in sorted(st.unendorsed):
@@ -893,7 +914,9 @@ class RaftCore:
         if "observer_counts_for_hw" in self._bugs:
             offsets += [p.end_offset if p.end_offset is not None else -1 for p in st.observers.values()]
         offsets.sort(reverse=True)
-        candidate = offsets[len(self.voters) // 2]
+        # A majority's durable copies commit an offset; like Kafka's leader, ours also waits for its own
+        # (with defer_leader_flush that fsync overlaps replication instead of preceding it).
+        candidate = min(offsets[len(self.voters) // 2], own.end_offset)
         if candidate <= 0:
             return
         if candidate <= st.epoch_start_offset and "no_own_epoch_hw_rule" not in self._bugs:

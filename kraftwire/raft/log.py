@@ -77,6 +77,13 @@ class ReplicatedLog(Protocol):
     def flush(self) -> None:
         """Make everything appended so far durable (``flushed_offset`` becomes ``end_offset``)."""
 
+    def sync(self) -> None:
+        """Make what was appended before the call durable without recording it; may run in another
+        thread than every other method (the shell then reports it with ``mark_flushed``)."""
+
+    def mark_flushed(self, offset: int) -> None:
+        """A ``sync`` that began when the log ended at ``offset`` has completed."""
+
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         """Largest epoch <= ``epoch`` held here and the offset where it ends (Kafka's semantics).
 

@@ -125,6 +125,12 @@ class MemoryLog:
         self.flush_count += 1
         self._flushed = self._end
 
+    def sync(self) -> None:
+        """Durability in the simulator is ``mark_flushed``'s, after a simulated fsync latency."""
+
+    def mark_flushed(self, offset: int) -> None:
+        self._flushed = max(self._flushed, min(offset, self._end))
+
     # -- epochs -----------------------------------------------------------------------------
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         # Largest cached epoch <= ``epoch``; it ends where the next one starts, or at the LEO.

@@ -225,4 +225,13 @@ class SendResponse:
     msg: Response
 
 
-Output = SendRequest | SendResponse
+@dataclass(frozen=True, slots=True)
+class PersistLog:
+    """Make the log durable up to ``end_offset`` off the critical path, then call
+    ``RaftCore.handle_persisted(now, end_offset)`` (a leader with ``defer_leader_flush``: its own
+    durability only moves the high watermark, so its sends need not wait for the fsync)."""
+
+    end_offset: int
+
+
+Output = SendRequest | SendResponse | PersistLog

@@ -27,7 +27,7 @@ from kraftwire.raft.snapshot import data_batches, frame
 from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.invariants import GENESIS, InvariantChecker, Violation, chain_digest
 
-DELIVER_REQ, DELIVER_RESP, REQ_TIMEOUT, TICK, RESTART, APPEND, FAULT, HEAL, END, UNDO = range(10)
+DELIVER_REQ, DELIVER_RESP, REQ_TIMEOUT, TICK, RESTART, APPEND, FAULT, HEAL, END, UNDO, PERSISTED = range(11)
 
 
 DIGEST_KEY = b"digest"
@@ -257,7 +257,13 @@ class Simulation:
     def _route(self, node: SimNode, outputs: list[m.Output]) -> None:
         src = node.node_id
         for out in outputs:
-            if isinstance(out, m.SendRequest):
+            if isinstance(out, m.PersistLog):
+                # The leader's fsync completes after a disk latency of its own, unless the node crashes
+                # first (then the data it covered was never durable: MemoryLog.crash drops it).
+                lo, hi = self.cfg.fsync_latency_ms
+                self.schedule(self.now + self.rng.randint(lo, hi) + node.slow_extra, PERSISTED,
+                              (src, node.incarnation, out.end_offset))
+            elif isinstance(out, m.SendRequest):
                 node.pending.add(out.request_id)
                 self.schedule(self.now + self.raft.request_timeout_ms, REQ_TIMEOUT,
                               (src, node.incarnation, out.request_id))
@@ -327,6 +333,13 @@ class Simulation:
             node = self.nodes[nid]
             if node.core is None and node.incarnation == inc:
                 self._start(nid, rejoining=node.rejoining)
+            return node
+        if kind == PERSISTED:
+            nid, inc, end = payload
+            node = self.nodes[nid]
+            if node.core is None or node.incarnation != inc:
+                return None
+            self._run_core(node, lambda c: c.handle_persisted(now, end))
             return node
         if kind == APPEND:
             return self._append()

@@ -16,7 +16,7 @@ EXTRA_FAULTS = ("isolate",)
 # fewer simulated events per failover, so hundreds of seeds run in CI time.
 FAST_RAFT = RaftConfig(election_timeout_ms=200, fetch_timeout_ms=400, election_backoff_max_ms=200,
                        request_timeout_ms=400, retry_backoff_ms=20, append_linger_ms=5, fetch_max_wait_ms=100,
-                       fetch_max_bytes=200, fetch_snapshot_max_bytes=64)
+                       fetch_max_bytes=200, fetch_snapshot_max_bytes=64, defer_leader_flush=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +36,7 @@ class SimConfig:
 
     voters: int = 3
     observers: int = 1
+    fsync_latency_ms: tuple[int, int] = (0, 6)   # a leader's PersistLog completes after this long
     faults: frozenset[str] = frozenset(ALL_FAULTS)
     duration_ms: int = 6000
     fault_until_ms: int | None = None

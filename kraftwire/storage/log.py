@@ -337,6 +337,14 @@ class FileLog:
                 seg.dirty = False
         self._flushed = self._end
 
+    def sync(self) -> None:
+        """fsync the active segment (rolled segments were synced when they rolled); thread-safe
+        against appends on the event loop, and it leaves the dirty flags to ``flush``."""
+        os.fsync(self._segments[-1].fd)
+
+    def mark_flushed(self, offset: int) -> None:
+        self._flushed = max(self._flushed, min(offset, self._end))
+
     def truncate_to(self, offset: int) -> None:
         if offset >= self._end:
             return
