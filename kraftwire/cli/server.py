@@ -37,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    configure(args.log_level, fmt=args.log_format)
+    quiet_check = args.check and args.log_level.upper() == "INFO"   # --check prints its verdict, not INFO logs
+    configure("WARN" if quiet_check else args.log_level, fmt=args.log_format)
     cfg = read_config(args.config, args.override)
     if cfg.unknown:
         log.warning("unknown configuration keys (ignored): %s", ", ".join(cfg.unknown))
