@@ -32,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     common = argparse.ArgumentParser(add_help=False)
     src = common.add_mutually_exclusive_group(required=True)
     src.add_argument("--log-dir", metavar="DIR", help="metadata log directory (or its __cluster_metadata-0)")
-    src.add_argument("--bootstrap", metavar="HOST:PORT", help="read the committed log of a running node")
+    src.add_argument("--bootstrap", metavar="HOST:PORT[,...]",
+                     help="read the committed log of a running node (the first of the list that answers)")
     common.add_argument("--out", required=True, metavar="DIR", help="output directory")
     common.add_argument("--master", metavar="URL", help="Spark master URL (default local[*])")
     common.add_argument("--top", type=int, default=10, metavar="N", help="partitions in the ISR churn top list")
@@ -61,6 +62,23 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _first_reachable(text: str) -> str:
+    """The first address of a ``--bootstrap`` list that accepts a connection (Kafka's bootstrap habit);
+    the Spark source then reads from that node."""
+    import socket
+
+    from kraftwire.cli.bootstrap import parse_bootstrap
+
+    addresses = parse_bootstrap(text, "--bootstrap")
+    for host, port in addresses:
+        try:
+            socket.create_connection((host, port), timeout=2).close()
+            return f"{host}:{port}"
+        except OSError:
+            continue
+    return f"{addresses[0][0]}:{addresses[0][1]}"   # none answered: the source reports the first's failure
+
+
 def _cause(e: BaseException) -> str:
     """The innermost meaningful line of a (possibly Spark-wrapped) error."""
     lines = [ln.strip(" |\t") for ln in str(e).splitlines() if ln.strip(" |\t")]
@@ -86,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
     from kraftwire.cli.progress import Steps
 
     names = list(JOBS) if args.job == "all" else [args.job]
+    if args.bootstrap:
+        args.bootstrap = _first_reachable(args.bootstrap)
     started = time.monotonic()
     steps = Steps(["start Spark", "load the log", *names], "analytics")
     steps.advance("start Spark")
