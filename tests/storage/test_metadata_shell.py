@@ -259,3 +259,45 @@ def test_follow_a_live_log_directory(cluster, tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0].startswith("--- ls /topics at offset ")
     assert "orders" in proc.stdout and proc.stdout.count("---") == 2   # unchanged output printed once
+
+
+def test_terminal_session_completes_with_tab_and_keeps_history(cluster, tmp_path) -> None:
+    """A real terminal (pty): Tab completes a path, Enter runs it, the history file keeps the line."""
+    import os
+    import select
+    import time
+
+    sid = cluster.snapshot()
+    path = cluster.log.dir / snapshot_name(sid)
+    master, slave = os.openpty()
+    env = dict(os.environ, HOME=str(tmp_path), TERM="dumb")
+    proc = subprocess.Popen([sys.executable, "-m", "kraftwire", "metadata-shell", "--snapshot", str(path)],
+                            stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    seen = b""
+
+    def read_until(needle: bytes, timeout: float = 60) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while needle not in seen and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    seen += os.read(master, 4096)
+                except OSError:
+                    return
+        assert needle in seen, seen[-500:]
+
+    try:
+        read_until(b">> ")
+        os.write(master, b"cat /feat\t")        # completes to /features/
+        os.write(master, b"metadata.version\r")
+        read_until(b"21\r\n")
+        os.write(master, b"exit\r")
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    history = (tmp_path / ".kraftwire_metadata_shell_history").read_text()
+    assert "cat /features/metadata.version" in history
