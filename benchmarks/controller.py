@@ -15,15 +15,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kraftwire.controller import ControllerConfig, QuorumController, bootstrap_records  # noqa: E402
-from kraftwire.metadata import EMPTY_IMAGE
-from kraftwire.metadata.snapshot import image_to_records
+from kraftwire.controller import ControllerConfig, QuorumController  # noqa: E402
+from kraftwire.metadata import EMPTY_IMAGE, bootstrap_records
+from kraftwire.metadata.snapshot import image_from_snapshot, image_to_records, snapshot_batches
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.protocol.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kraftwire.protocol.messages.partition_record import PartitionRecord
 from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRecord
 from kraftwire.protocol.messages.topic_record import TopicRecord
+from kraftwire.protocol.metadata import decode_record, encode_record
+from kraftwire.protocol.records import Record, RecordBatch, decode_batches, encode_batch, use_record_codec
+from kraftwire.raft.log import SnapshotId
+from kraftwire.raft.snapshot import encode as encode_snapshot
+from kraftwire.raft.snapshot import parse as parse_snapshot
 
 
 class Driver:
@@ -140,6 +145,34 @@ def bench_image(partitions: int) -> None:
     print(f"image, {partitions:,} partitions ({len(recs):,} records): replay {t1 - t0:.2f} s, "
           f"image->records {t2 - t1:.2f} s, records->image {t3 - t2:.2f} s, "
           f"standby record-by-record replay {t5 - t4:.2f} s")
+    bench_from_bytes(img, recs)
+
+
+def bench_from_bytes(img, recs: list) -> None:
+    """What a node does at start: a snapshot file's bytes -> image, and log bytes -> image (batches of
+    1,000 framed records, as the active controller writes them), with each record-batch reader."""
+    snapshot = encode_snapshot(snapshot_batches(img, SnapshotId(len(recs), 1)))
+    values = [Record(value=encode_record(r)) for r in recs]
+    log = b"".join(encode_batch(RecordBatch(i, 1, tuple(values[i:i + 1000]))) for i in range(0, len(values), 1000))
+    for codec in ("python", "aiokafka"):
+        try:
+            use_record_codec(codec)
+        except ImportError:
+            print(f"  {codec}: not installed")
+            continue
+        t0 = time.perf_counter()
+        batches = parse_snapshot(snapshot)
+        t1 = time.perf_counter()
+        loaded = image_from_snapshot(batches)
+        t2 = time.perf_counter()
+        log_batches = decode_batches(log)
+        t3 = time.perf_counter()
+        replayed = EMPTY_IMAGE.replay_all(decode_record(r.value).message for b in log_batches for r in b.records)
+        t4 = time.perf_counter()
+        assert loaded == img and replayed == img
+        print(f"  record batches read by {codec:8}: snapshot load {t2 - t0:.2f} s (batches {t1 - t0:.2f} s), "
+              f"log replay {t4 - t2:.2f} s (batches {t3 - t2:.2f} s)")
+    use_record_codec("auto")
 
 
 def main() -> None:

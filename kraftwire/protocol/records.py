@@ -48,8 +48,10 @@ class RecordBatch:
 # v2 encoding (Kafka's DefaultRecordBatch / DefaultRecord layouts)
 
 import gzip as _gzip  # noqa: E402
+import os  # noqa: E402
 import struct as _struct  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
+from typing import Any  # noqa: E402
 
 from crc32c import crc32c as _crc32c  # noqa: E402
 
@@ -325,6 +327,18 @@ def decode_batch(data: bytes | memoryview, *, verify_crc: bool = True) -> Record
         pos = 0
     else:
         body, pos = raw, HEADER_SIZE  # read in place: bytes index and slice faster than a memoryview
+    if count >= _c_min_records:
+        c_batch = _c_codec()
+        if c_batch is not None:
+            recs = _decode_records_c(c_batch, raw, body if codec else None, base_ts)
+            return RecordBatch(base_offset, epoch, recs, bool(attrs & _CONTROL_BIT), base_ts, pid, pepoch,
+                               base_seq, bool(attrs & _TRANSACTIONAL_BIT), codec, raw)
+    return RecordBatch(base_offset, epoch, _decode_records_py(body, pos, count), bool(attrs & _CONTROL_BIT),
+                       base_ts, pid, pepoch, base_seq, bool(attrs & _TRANSACTIONAL_BIT), codec, raw)
+
+
+def _decode_records_py(body: bytes, pos: int, count: int) -> tuple[Record, ...]:
+    """The ``count`` records of a batch body starting at ``pos`` (kraftwire's own pure-Python reader)."""
     records = []
     end = len(body)
     read = _read_varint
@@ -383,5 +397,67 @@ def decode_batch(data: bytes | memoryview, *, verify_crc: bool = True) -> Record
         records.append(make(blobs[1], blobs[0], headers, ts_delta))
     if pos != end:
         raise CorruptRecordError("record batch has trailing bytes after its records")
-    return RecordBatch(base_offset, epoch, tuple(records), bool(attrs & _CONTROL_BIT), base_ts, pid, pepoch,
-                       base_seq, bool(attrs & _TRANSACTIONAL_BIT), codec, raw)
+    return tuple(records)
+
+
+# ---------------------------------------------------------------------------------------------
+# aiokafka's C record reader (its Cython DefaultRecordBatch), used when it is installed.
+#
+# kraftwire checks the batch header, length, record count and CRC itself and decompresses with
+# its own bounded inflaters (decompression bombs are refused before aiokafka sees anything); the C
+# reader then walks the records of the uncompressed body. Importing aiokafka costs a few tenths of a
+# second, so it is loaded on the first batch of at least ``C_MIN_RECORDS`` records (snapshots, long
+# logs, analytics) and a small log never imports it. ``KRAFTWIRE_RECORD_CODEC=python`` turns it off.
+
+C_MIN_RECORDS = 64
+_c_min_records = C_MIN_RECORDS
+_c_state: list = []  # [DefaultRecordBatch class or None] once looked up
+
+
+def _c_codec() -> Any:
+    if not _c_state:
+        cls = None
+        if os.environ.get("KRAFTWIRE_RECORD_CODEC", "auto") != "python":
+            try:
+                from aiokafka.record._crecords import DefaultRecordBatch as cls  # noqa: N813
+            except ImportError:
+                cls = None
+        _c_state.append(cls)
+    return _c_state[0]
+
+
+def record_codec() -> str:
+    """Which reader decodes big batches: ``"aiokafka"`` (C) or ``"python"``."""
+    return "aiokafka" if _c_codec() is not None else "python"
+
+
+def use_record_codec(name: str) -> None:
+    """Force a reader for every batch (tests run the same suite against both): "aiokafka", "python",
+    or "auto" (aiokafka for batches of at least C_MIN_RECORDS records when installed)."""
+    global _c_min_records
+    _c_state.clear()
+    if name == "python":
+        _c_state.append(None)
+        return
+    _c_min_records = 0 if name == "aiokafka" else C_MIN_RECORDS
+    if name == "aiokafka" and _c_codec() is None:
+        raise ImportError("aiokafka's C record codec is not installed")
+
+
+def _decode_records_c(c_batch: Any, raw: bytes, body: bytes | None, base_ts: int) -> tuple[Record, ...]:
+    """The records of a checked batch, read by aiokafka's C reader. ``body`` is the decompressed
+    records of a compressed batch; the reader gets a header with the codec and timestamp-type bits
+    cleared, so it neither inflates anything nor substitutes LogAppendTime for the record deltas."""
+    header = bytearray(raw[:HEADER_SIZE])
+    header[22] &= 0xF0
+    data = bytes(header) + (raw[HEADER_SIZE:] if body is None else body)
+    make = _make_record
+    try:
+        return tuple([make(r.value, r.key, tuple(r.headers) if r.headers else (), r.timestamp - base_ts)
+                      for r in c_batch(data)])
+    except (ValueError, UnicodeDecodeError, OverflowError, MemoryError) as e:
+        raise CorruptRecordError(f"corrupt records: {e}") from e
+    except Exception as e:  # aiokafka's CorruptRecordException
+        if type(e).__name__ == "CorruptRecordException":
+            raise CorruptRecordError(str(e)) from e
+        raise

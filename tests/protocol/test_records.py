@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 import tracemalloc
 
@@ -14,6 +15,19 @@ from hypothesis import strategies as st
 from kraftwire.protocol import records
 from kraftwire.protocol.errors import CorruptRecordError, KafkaProtocolError
 from kraftwire.protocol.records import Record, RecordBatch, decode_batch, decode_batches, encode_batch
+
+
+@pytest.fixture(autouse=True, scope="module", params=["python", "aiokafka"])
+def record_codec(request):
+    """Every test here runs against both record readers: kraftwire's own and aiokafka's C reader."""
+    try:
+        records.use_record_codec(request.param)
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip("aiokafka's C record codec is not installed (pip install aiokafka)")
+    yield request.param
+    records.use_record_codec("auto")
 
 CODECS = [records.COMPRESSION_NONE, records.COMPRESSION_GZIP, records.COMPRESSION_SNAPPY,
           records.COMPRESSION_LZ4, records.COMPRESSION_ZSTD]
@@ -156,3 +170,33 @@ def test_garbage_batches(data) -> None:
         decode_batches(data, verify_crc=False)
     except KafkaProtocolError:
         pass
+
+
+@QUICK
+@given(st.lists(batch_st, min_size=1, max_size=3))
+def test_both_readers_decode_the_same_records(record_codec, batches) -> None:
+    wire = b"".join(encode_batch(b) for b in batches)
+    records.use_record_codec("python")
+    try:
+        own = decode_batches(wire)
+        records.use_record_codec("aiokafka")
+        c = decode_batches(wire)
+    finally:
+        records.use_record_codec(record_codec)
+    assert own == c == [RecordBatch(b.base_offset, b.leader_epoch, b.records, b.control, b.base_timestamp,
+                                    b.producer_id, b.producer_epoch, b.base_sequence, b.transactional,
+                                    b.compression) for b in batches]
+
+
+def test_auto_uses_the_c_reader_only_for_big_batches(record_codec, monkeypatch) -> None:
+    calls = []
+    real = records._decode_records_c
+    monkeypatch.setattr(records, "_decode_records_c", lambda *a: calls.append(1) or real(*a))
+    records.use_record_codec("auto")
+    try:
+        small = RecordBatch(0, 1, tuple(Record(b"v%d" % i) for i in range(3)))
+        big = RecordBatch(3, 1, tuple(Record(b"v%d" % i) for i in range(records.C_MIN_RECORDS)))
+        assert decode_batches(encode_batch(small) + encode_batch(big)) == [small, big]
+        assert len(calls) == (1 if records.record_codec() == "aiokafka" else 0)
+    finally:
+        records.use_record_codec(record_codec)
