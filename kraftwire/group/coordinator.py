@@ -855,7 +855,7 @@ class GroupCoordinator:
             for g in req.groups:
                 wanted = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
                 topics = [
-                    OffsetFetchResponseTopics(name, [
+                    OffsetFetchResponseTopics(name=name, partitions=[
                         OffsetFetchResponsePartitions(p, off, epoch, meta, 0) for p, off, epoch, meta in parts])
                     for name, parts in self._fetch_offsets(g.group_id, wanted)]
                 groups.append(OffsetFetchResponseGroup(group_id=g.group_id, topics=topics, error_code=0))

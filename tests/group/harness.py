@@ -186,7 +186,8 @@ class Harness:
               ) -> dict[tuple[str, int], tuple[int, int, str | None, int]]:
         """(topic, partition) -> (offset, leader epoch, metadata, error)."""
         if version >= 8:
-            topics = None if partitions is None else [OffsetFetchRequestTopics(t, ps) for t, ps in partitions.items()]
+            topics = None if partitions is None else [OffsetFetchRequestTopics(name=t, partition_indexes=ps)
+                                                      for t, ps in partitions.items()]
             req = OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=group, topics=topics)])
             resp = self.done(9, req, version)
             (g,) = resp.groups

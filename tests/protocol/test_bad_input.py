@@ -150,7 +150,7 @@ def test_invalid_varint_in_a_tagged_field_section() -> None:
         VoteRequest.decode(good[:-1] + b"\x01\x05\x7f", 0)
 
 
-@pytest.mark.parametrize("version", [-1, 2, 99, 32767])
+@pytest.mark.parametrize("version", [-1, 3, 99, 32767])
 def test_unknown_versions(version) -> None:
     with pytest.raises(UnsupportedVersionError):
         VoteRequest.decode(b"", version)

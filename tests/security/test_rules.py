@@ -135,10 +135,10 @@ async def test_list_offsets_needs_describe_and_produce_needs_write():
     assert {t.name: t.partitions[0].error_code for t in resp.topics} == {"orders": 0, "secret": TOPIC_DENIED}
 
     run = Run(image(allow(TOPIC, "orders", WRITE)), lambda b: pr.ProduceResponse(responses=[
-        pr.TopicProduceResponse(t.name, [pr.PartitionProduceResponse(0, int(Errors.INVALID_TOPIC_EXCEPTION))])
+        pr.TopicProduceResponse(name=t.name, partition_responses=[pr.PartitionProduceResponse(0, int(Errors.INVALID_TOPIC_EXCEPTION))])
         for t in b.topic_data]))
-    body = pq.ProduceRequest(acks=-1, topic_data=[pq.TopicProduceData("orders", [pq.PartitionProduceData(0)]),
-                                                  pq.TopicProduceData("secret", [pq.PartitionProduceData(0)])])
+    body = pq.ProduceRequest(acks=-1, topic_data=[pq.TopicProduceData(name="orders", partition_data=[pq.PartitionProduceData(0)]),
+                                                  pq.TopicProduceData(name="secret", partition_data=[pq.PartitionProduceData(0)])])
     resp = await run(0, 9, body)
     assert {t.name: t.partition_responses[0].error_code for t in resp.responses} == {
         "orders": Errors.INVALID_TOPIC_EXCEPTION, "secret": TOPIC_DENIED}
@@ -185,13 +185,13 @@ async def test_group_membership_apis_need_group_read():
 
 async def test_offset_commit_needs_group_read_and_topic_read():
     def respond(b):
-        return ocr.OffsetCommitResponse(topics=[ocr.OffsetCommitResponseTopic(t.name, [
+        return ocr.OffsetCommitResponse(topics=[ocr.OffsetCommitResponseTopic(name=t.name, partitions=[
             ocr.OffsetCommitResponsePartition(p.partition_index, 0) for p in t.partitions]) for t in b.topics])
 
     run = Run(image(allow(GROUP, "g", READ), allow(TOPIC, "orders", READ)), respond)
     parts = [ocq.OffsetCommitRequestPartition(0, 5)]
-    body = ocq.OffsetCommitRequest(group_id="g", topics=[ocq.OffsetCommitRequestTopic("orders", parts),
-                                                         ocq.OffsetCommitRequestTopic("secret", parts)])
+    body = ocq.OffsetCommitRequest(group_id="g", topics=[ocq.OffsetCommitRequestTopic(name="orders", partitions=parts),
+                                                         ocq.OffsetCommitRequestTopic(name="secret", partitions=parts)])
     resp = await run(8, 8, body)
     assert {t.name: t.partitions[0].error_code for t in resp.topics} == {"orders": 0, "secret": TOPIC_DENIED}
     body.group_id = "other"
@@ -215,14 +215,14 @@ async def test_offset_fetch_single_group_and_batched():
 
     def respond8(b):
         return ofr.OffsetFetchResponse(groups=[ofr.OffsetFetchResponseGroup(g.group_id, [
-            ofr.OffsetFetchResponseTopics(n, [ofr.OffsetFetchResponsePartitions(0, 3, -1, "", 0)])
+            ofr.OffsetFetchResponseTopics(name=n, partitions=[ofr.OffsetFetchResponsePartitions(0, 3, -1, "", 0)])
             for n in ([t.name for t in g.topics] if g.topics is not None else ["orders", "secret"])], 0)
             for g in b.groups])
 
     run8 = Run(image(allow(GROUP, "g", DESCRIBE), allow(TOPIC, "orders", DESCRIBE)), respond8)
     body = ofq.OffsetFetchRequest(groups=[
-        ofq.OffsetFetchRequestGroup("g", topics=[ofq.OffsetFetchRequestTopics("orders", [0]),
-                                                 ofq.OffsetFetchRequestTopics("secret", [0])]),
+        ofq.OffsetFetchRequestGroup("g", topics=[ofq.OffsetFetchRequestTopics(name="orders", partition_indexes=[0]),
+                                                 ofq.OffsetFetchRequestTopics(name="secret", partition_indexes=[0])]),
         ofq.OffsetFetchRequestGroup("x", topics=None)])
     resp = await run8(9, 9, body)
     by = {g.group_id: g for g in resp.groups}

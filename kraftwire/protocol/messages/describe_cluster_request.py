@@ -27,21 +27,23 @@ def _first(item):
 
 _S0 = struct.Struct('>?')
 _S1 = struct.Struct('>?b')
+_S2 = struct.Struct('>?b?')
 
 
 class DescribeClusterRequest(Message):
     """Asks for the cluster id, controller and broker (or controller) endpoints."""
 
-    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'unknown_tagged_fields',)
+    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 60
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1, include_fenced_brokers: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.include_cluster_authorized_operations = include_cluster_authorized_operations  # If true, return the caller's authorized cluster operations.
         self.endpoint_type = endpoint_type  # Which nodes to list: 1 = brokers, 2 = controllers.
+        self.include_fenced_brokers = include_fenced_brokers  # If true, fenced brokers are listed too (with IsFenced set).
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
@@ -94,13 +96,14 @@ class DescribeClusterRequest(Message):
         return resp
 
 
-DescribeClusterRequest._SPEC = (('include_cluster_authorized_operations', 'bool', None), ('endpoint_type', 'int8', None))
+DescribeClusterRequest._SPEC = (('include_cluster_authorized_operations', 'bool', None), ('endpoint_type', 'int8', None), ('include_fenced_brokers', 'bool', None))
 
 
 def _d_DescribeClusterRequest_v0(buf, pos, blen):
     v_include_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 1
     v_endpoint_type = 1
+    v_include_fenced_brokers = False
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -118,11 +121,13 @@ def _d_DescribeClusterRequest_v0(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return DescribeClusterRequest(v_include_cluster_authorized_operations, v_endpoint_type, unknown), pos
+    return DescribeClusterRequest(v_include_cluster_authorized_operations, v_endpoint_type, v_include_fenced_brokers, unknown), pos
 
 def _e_DescribeClusterRequest_v0(o, out):
     if o.endpoint_type != 1:
         raise not_in_version('DescribeClusterRequest.EndpointType', 0)
+    if o.include_fenced_brokers != False:
+        raise not_in_version('DescribeClusterRequest.IncludeFencedBrokers', 0)
     out += _S0.pack(o.include_cluster_authorized_operations)
     unknown = o.unknown_tagged_fields
     if unknown:
@@ -133,6 +138,7 @@ def _e_DescribeClusterRequest_v0(o, out):
 def _d_DescribeClusterRequest_v1(buf, pos, blen):
     v_include_cluster_authorized_operations, v_endpoint_type = _S1.unpack_from(buf, pos)
     pos += 2
+    v_include_fenced_brokers = False
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -150,9 +156,11 @@ def _d_DescribeClusterRequest_v1(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return DescribeClusterRequest(v_include_cluster_authorized_operations, v_endpoint_type, unknown), pos
+    return DescribeClusterRequest(v_include_cluster_authorized_operations, v_endpoint_type, v_include_fenced_brokers, unknown), pos
 
 def _e_DescribeClusterRequest_v1(o, out):
+    if o.include_fenced_brokers != False:
+        raise not_in_version('DescribeClusterRequest.IncludeFencedBrokers', 1)
     out += _S1.pack(o.include_cluster_authorized_operations, o.endpoint_type)
     unknown = o.unknown_tagged_fields
     if unknown:
@@ -160,5 +168,35 @@ def _e_DescribeClusterRequest_v1(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_DescribeClusterRequest_v0, 1: _d_DescribeClusterRequest_v1}
-_ENCODERS = {0: _e_DescribeClusterRequest_v0, 1: _e_DescribeClusterRequest_v1}
+def _d_DescribeClusterRequest_v2(buf, pos, blen):
+    v_include_cluster_authorized_operations, v_endpoint_type, v_include_fenced_brokers = _S2.unpack_from(buf, pos)
+    pos += 3
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return DescribeClusterRequest(v_include_cluster_authorized_operations, v_endpoint_type, v_include_fenced_brokers, unknown), pos
+
+def _e_DescribeClusterRequest_v2(o, out):
+    out += _S2.pack(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_DescribeClusterRequest_v0, 1: _d_DescribeClusterRequest_v1, 2: _d_DescribeClusterRequest_v2}
+_ENCODERS = {0: _e_DescribeClusterRequest_v0, 1: _e_DescribeClusterRequest_v1, 2: _e_DescribeClusterRequest_v2}

@@ -28,19 +28,21 @@ def _first(item):
 _S0 = struct.Struct('>ih')
 _S1 = struct.Struct('>i')
 _S2 = struct.Struct('>b')
+_S3 = struct.Struct('>?')
 
 
 class DescribeClusterBroker(Message):
     """Listed nodes."""
 
-    __slots__ = ('broker_id', 'host', 'port', 'rack', 'unknown_tagged_fields',)
+    __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, broker_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, broker_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, is_fenced: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.broker_id = broker_id  # Node id.
         self.host = host  # Host name of the node.
         self.port = port  # Port of the node.
         self.rack = rack  # Rack of the node; null if none.
+        self.is_fenced = is_fenced  # True if the broker is fenced (listed only when the request asked for fenced brokers).
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -50,7 +52,7 @@ class DescribeClusterResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 60
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
     _SPEC: ClassVar[tuple] = ()
 
@@ -103,7 +105,7 @@ class DescribeClusterResponse(Message):
             raise DecodeError(f'DescribeClusterResponse v{version}: {e}') from e
 
 
-DescribeClusterBroker._SPEC = (('broker_id', 'int32', None), ('host', 'string', None), ('port', 'int32', None), ('rack', 'string', None))
+DescribeClusterBroker._SPEC = (('broker_id', 'int32', None), ('host', 'string', None), ('port', 'int32', None), ('rack', 'string', None), ('is_fenced', 'bool', None))
 DescribeClusterResponse._SPEC = (('throttle_time_ms', 'int32', None), ('error_code', 'int16', None), ('error_message', 'string', None), ('endpoint_type', 'int8', None), ('cluster_id', 'string', None), ('controller_id', 'int32', None), ('brokers', '[]struct', DescribeClusterBroker), ('cluster_authorized_operations', 'int32', None))
 
 
@@ -142,6 +144,7 @@ def _d_DescribeClusterBroker_v0(buf, pos, blen):
             raise truncated('DescribeClusterResponse.Rack')
         v_rack = str(buf[pos:end], 'utf-8')
         pos = end
+    v_is_fenced = False
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -159,7 +162,7 @@ def _d_DescribeClusterBroker_v0(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return DescribeClusterBroker(v_broker_id, v_host, v_port, v_rack, unknown), pos
+    return DescribeClusterBroker(v_broker_id, v_host, v_port, v_rack, v_is_fenced, unknown), pos
 
 def _d_DescribeClusterResponse_v0(buf, pos, blen):
     v_throttle_time_ms, v_error_code = _S0.unpack_from(buf, pos)
@@ -235,6 +238,8 @@ def _d_DescribeClusterResponse_v0(buf, pos, blen):
     return DescribeClusterResponse(v_throttle_time_ms, v_error_code, v_error_message, v_endpoint_type, v_cluster_id, v_controller_id, v_brokers, v_cluster_authorized_operations, unknown), pos
 
 def _e_DescribeClusterBroker_v0(o, out):
+    if o.is_fenced != False:
+        raise not_in_version('DescribeClusterBroker.IsFenced', 0)
     out += _S1.pack(o.broker_id)
     b1 = o.host
     if b1 is None:
@@ -382,6 +387,8 @@ def _d_DescribeClusterResponse_v1(buf, pos, blen):
     return DescribeClusterResponse(v_throttle_time_ms, v_error_code, v_error_message, v_endpoint_type, v_cluster_id, v_controller_id, v_brokers, v_cluster_authorized_operations, unknown), pos
 
 def _e_DescribeClusterBroker_v1(o, out):
+    if o.is_fenced != False:
+        raise not_in_version('DescribeClusterBroker.IsFenced', 1)
     out += _S1.pack(o.broker_id)
     b1 = o.host
     if b1 is None:
@@ -451,5 +458,206 @@ def _e_DescribeClusterResponse_v1(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_DescribeClusterResponse_v0, 1: _d_DescribeClusterResponse_v1}
-_ENCODERS = {0: _e_DescribeClusterResponse_v0, 1: _e_DescribeClusterResponse_v1}
+def _d_DescribeClusterBroker_v2(buf, pos, blen):
+    v_broker_id, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('DescribeClusterResponse.Host', n1)
+    else:
+        end = pos + n1
+        if end > blen:
+            raise truncated('DescribeClusterResponse.Host')
+        v_host = str(buf[pos:end], 'utf-8')
+        pos = end
+    v_port, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        if n2 != -1:
+            raise bad_length('DescribeClusterResponse.Rack', n2)
+        v_rack = None
+    else:
+        end = pos + n2
+        if end > blen:
+            raise truncated('DescribeClusterResponse.Rack')
+        v_rack = str(buf[pos:end], 'utf-8')
+        pos = end
+    v_is_fenced, = _S3.unpack_from(buf, pos)
+    pos += 1
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return DescribeClusterBroker(v_broker_id, v_host, v_port, v_rack, v_is_fenced, unknown), pos
+
+def _d_DescribeClusterResponse_v2(buf, pos, blen):
+    v_throttle_time_ms, v_error_code = _S0.unpack_from(buf, pos)
+    pos += 6
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise bad_length('DescribeClusterResponse.ErrorMessage', n1)
+        v_error_message = None
+    else:
+        end = pos + n1
+        if end > blen:
+            raise truncated('DescribeClusterResponse.ErrorMessage')
+        v_error_message = str(buf[pos:end], 'utf-8')
+        pos = end
+    v_endpoint_type, = _S2.unpack_from(buf, pos)
+    pos += 1
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise bad_length('DescribeClusterResponse.ClusterId', n2)
+    else:
+        end = pos + n2
+        if end > blen:
+            raise truncated('DescribeClusterResponse.ClusterId')
+        v_cluster_id = str(buf[pos:end], 'utf-8')
+        pos = end
+    v_controller_id, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise bad_length('DescribeClusterResponse.Brokers', n3)
+    elif n3 > (blen - pos) // 12:
+        raise bad_length('DescribeClusterResponse.Brokers', n3)
+    else:
+        v_brokers = []
+        app = v_brokers.append
+        for _ in range(n3):
+            item4, pos = _d_DescribeClusterBroker_v2(buf, pos, blen)
+            app(item4)
+    v_cluster_authorized_operations, = _S1.unpack_from(buf, pos)
+    pos += 4
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return DescribeClusterResponse(v_throttle_time_ms, v_error_code, v_error_message, v_endpoint_type, v_cluster_id, v_controller_id, v_brokers, v_cluster_authorized_operations, unknown), pos
+
+def _e_DescribeClusterBroker_v2(o, out):
+    out += _S1.pack(o.broker_id)
+    b1 = o.host
+    if b1 is None:
+        raise not_nullable('DescribeClusterResponse.Host', 2)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S1.pack(o.port)
+    b2 = o.rack
+    if b2 is None:
+        out.append(0)
+    else:
+        b2 = b2.encode()
+        if len(b2) < 127:
+            out.append(len(b2) + 1)
+        else:
+            out += uvarint(len(b2) + 1)
+        out += b2
+    out += _S3.pack(o.is_fenced)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_DescribeClusterResponse_v2(o, out):
+    out += _S0.pack(o.throttle_time_ms, o.error_code)
+    b1 = o.error_message
+    if b1 is None:
+        out.append(0)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S2.pack(o.endpoint_type)
+    b2 = o.cluster_id
+    if b2 is None:
+        raise not_nullable('DescribeClusterResponse.ClusterId', 2)
+    else:
+        b2 = b2.encode()
+        if len(b2) < 127:
+            out.append(len(b2) + 1)
+        else:
+            out += uvarint(len(b2) + 1)
+        out += b2
+    out += _S1.pack(o.controller_id)
+    a3 = o.brokers
+    if a3 is None:
+        raise not_nullable('DescribeClusterResponse.Brokers', 2)
+    else:
+        if len(a3) < 127:
+            out.append(len(a3) + 1)
+        else:
+            out += uvarint(len(a3) + 1)
+        for e in a3:
+            _e_DescribeClusterBroker_v2(e, out)
+    out += _S1.pack(o.cluster_authorized_operations)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_DescribeClusterResponse_v0, 1: _d_DescribeClusterResponse_v1, 2: _d_DescribeClusterResponse_v2}
+_ENCODERS = {0: _e_DescribeClusterResponse_v0, 1: _e_DescribeClusterResponse_v1, 2: _e_DescribeClusterResponse_v2}

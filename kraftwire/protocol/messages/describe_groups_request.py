@@ -34,7 +34,7 @@ class DescribeGroupsRequest(Message):
     __slots__ = ('groups', 'include_authorized_operations', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 15
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
+    MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 5
     _SPEC: ClassVar[tuple] = ()
 
@@ -88,7 +88,7 @@ class DescribeGroupsRequest(Message):
         code = int(code)
 
         resp = R.DescribeGroupsResponse()
-        resp.groups = [R.DescribedGroup(group_id=item, error_code=code, group_state='', protocol_type='', protocol_data='', authorized_operations=(-2147483648) if version >= 3 else -2147483648) for item in (self.groups or ())]
+        resp.groups = [R.DescribedGroup(group_id=item, error_code=code, group_state='', protocol_type='', protocol_data='', authorized_operations=(-2147483648) if version >= 3 else -2147483648, error_message=(message) if version >= 6 else None) for item in (self.groups or ())]
         return resp
 
 
@@ -313,5 +313,34 @@ def _e_DescribeGroupsRequest_v5(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_DescribeGroupsRequest_v0, 1: _d_DescribeGroupsRequest_v0, 2: _d_DescribeGroupsRequest_v0, 3: _d_DescribeGroupsRequest_v3, 4: _d_DescribeGroupsRequest_v3, 5: _d_DescribeGroupsRequest_v5}
-_ENCODERS = {0: _e_DescribeGroupsRequest_v0, 1: _e_DescribeGroupsRequest_v1, 2: _e_DescribeGroupsRequest_v2, 3: _e_DescribeGroupsRequest_v3, 4: _e_DescribeGroupsRequest_v4, 5: _e_DescribeGroupsRequest_v5}
+_d_DescribeGroupsRequest_v6 = _d_DescribeGroupsRequest_v5
+
+def _e_DescribeGroupsRequest_v6(o, out):
+    a1 = o.groups
+    if a1 is None:
+        raise not_nullable('DescribeGroupsRequest.Groups', 6)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e2 in a1:
+            b3 = e2
+            if b3 is None:
+                raise not_nullable('DescribeGroupsRequest.Groups', 6)
+            else:
+                b3 = b3.encode()
+                if len(b3) < 127:
+                    out.append(len(b3) + 1)
+                else:
+                    out += uvarint(len(b3) + 1)
+                out += b3
+    out += _S0.pack(o.include_authorized_operations)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_DescribeGroupsRequest_v0, 1: _d_DescribeGroupsRequest_v0, 2: _d_DescribeGroupsRequest_v0, 3: _d_DescribeGroupsRequest_v3, 4: _d_DescribeGroupsRequest_v3, 5: _d_DescribeGroupsRequest_v5, 6: _d_DescribeGroupsRequest_v5}
+_ENCODERS = {0: _e_DescribeGroupsRequest_v0, 1: _e_DescribeGroupsRequest_v1, 2: _e_DescribeGroupsRequest_v2, 3: _e_DescribeGroupsRequest_v3, 4: _e_DescribeGroupsRequest_v4, 5: _e_DescribeGroupsRequest_v5, 6: _e_DescribeGroupsRequest_v6}

@@ -48,11 +48,12 @@ class DescribedGroupMember(Message):
 class DescribedGroup(Message):
     """One entry per requested group."""
 
-    __slots__ = ('error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations', 'unknown_tagged_fields',)
+    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, error_code: int = 0, group_id: str = '', group_state: str = '', protocol_type: str = '', protocol_data: str = '', members: list[DescribedGroupMember] = DEFAULT, authorized_operations: int = -2147483648, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = '', group_state: str = '', protocol_type: str = '', protocol_data: str = '', members: list[DescribedGroupMember] = DEFAULT, authorized_operations: int = -2147483648, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.error_code = error_code  # Error code for this group; 0 on success.
+        self.error_message = error_message  # Text explaining the group's error code, or null.
         self.group_id = group_id  # Group id.
         self.group_state = group_state  # Group state name, e.g. Stable or Empty; empty string on error.
         self.protocol_type = protocol_type  # Protocol type, e.g. consumer; empty if none.
@@ -68,7 +69,7 @@ class DescribeGroupsResponse(Message):
     __slots__ = ('throttle_time_ms', 'groups', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 15
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
+    MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 5
     _SPEC: ClassVar[tuple] = ()
 
@@ -116,7 +117,7 @@ class DescribeGroupsResponse(Message):
 
 
 DescribedGroupMember._SPEC = (('member_id', 'string', None), ('group_instance_id', 'string', None), ('client_id', 'string', None), ('client_host', 'string', None), ('member_metadata', 'bytes', None), ('member_assignment', 'bytes', None))
-DescribedGroup._SPEC = (('error_code', 'int16', None), ('group_id', 'string', None), ('group_state', 'string', None), ('protocol_type', 'string', None), ('protocol_data', 'string', None), ('members', '[]struct', DescribedGroupMember), ('authorized_operations', 'int32', None))
+DescribedGroup._SPEC = (('error_code', 'int16', None), ('error_message', 'string', None), ('group_id', 'string', None), ('group_state', 'string', None), ('protocol_type', 'string', None), ('protocol_data', 'string', None), ('members', '[]struct', DescribedGroupMember), ('authorized_operations', 'int32', None))
 DescribeGroupsResponse._SPEC = (('throttle_time_ms', 'int32', None), ('groups', '[]struct', DescribedGroup))
 
 
@@ -229,8 +230,9 @@ def _d_DescribedGroup_v0(buf, pos, blen):
         for _ in range(n5):
             item6, pos = _d_DescribedGroupMember_v0(buf, pos, blen)
             app(item6)
+    v_error_message = None
     v_authorized_operations = -2147483648
-    return DescribedGroup(v_error_code, v_group_id, v_group_state, v_protocol_type, v_protocol_data, v_members, v_authorized_operations, None), pos
+    return DescribedGroup(v_error_code, v_error_message, v_group_id, v_group_state, v_protocol_type, v_protocol_data, v_members, v_authorized_operations, None), pos
 
 def _d_DescribeGroupsResponse_v0(buf, pos, blen):
     n1, = _I32.unpack_from(buf, pos)
@@ -284,6 +286,8 @@ def _e_DescribedGroupMember_v0(o, out):
         out += b5
 
 def _e_DescribedGroup_v0(o, out):
+    if o.error_message is not None:
+        raise not_in_version('DescribedGroup.ErrorMessage', 0)
     if o.authorized_operations != -2147483648:
         raise not_in_version('DescribedGroup.AuthorizedOperations', 0)
     out += _S0.pack(o.error_code)
@@ -389,6 +393,8 @@ def _e_DescribedGroupMember_v1(o, out):
         out += b5
 
 def _e_DescribedGroup_v1(o, out):
+    if o.error_message is not None:
+        raise not_in_version('DescribedGroup.ErrorMessage', 1)
     if o.authorized_operations != -2147483648:
         raise not_in_version('DescribedGroup.AuthorizedOperations', 1)
     out += _S0.pack(o.error_code)
@@ -480,6 +486,8 @@ def _e_DescribedGroupMember_v2(o, out):
         out += b5
 
 def _e_DescribedGroup_v2(o, out):
+    if o.error_message is not None:
+        raise not_in_version('DescribedGroup.ErrorMessage', 2)
     if o.authorized_operations != -2147483648:
         raise not_in_version('DescribedGroup.AuthorizedOperations', 2)
     out += _S0.pack(o.error_code)
@@ -588,7 +596,8 @@ def _d_DescribedGroup_v3(buf, pos, blen):
             app(item6)
     v_authorized_operations, = _S1.unpack_from(buf, pos)
     pos += 4
-    return DescribedGroup(v_error_code, v_group_id, v_group_state, v_protocol_type, v_protocol_data, v_members, v_authorized_operations, None), pos
+    v_error_message = None
+    return DescribedGroup(v_error_code, v_error_message, v_group_id, v_group_state, v_protocol_type, v_protocol_data, v_members, v_authorized_operations, None), pos
 
 def _d_DescribeGroupsResponse_v3(buf, pos, blen):
     v_throttle_time_ms, = _S1.unpack_from(buf, pos)
@@ -643,6 +652,8 @@ def _e_DescribedGroupMember_v3(o, out):
         out += b5
 
 def _e_DescribedGroup_v3(o, out):
+    if o.error_message is not None:
+        raise not_in_version('DescribedGroup.ErrorMessage', 3)
     out += _S0.pack(o.error_code)
     b1 = o.group_id
     if b1 is None:
@@ -813,7 +824,8 @@ def _d_DescribedGroup_v4(buf, pos, blen):
             app(item6)
     v_authorized_operations, = _S1.unpack_from(buf, pos)
     pos += 4
-    return DescribedGroup(v_error_code, v_group_id, v_group_state, v_protocol_type, v_protocol_data, v_members, v_authorized_operations, None), pos
+    v_error_message = None
+    return DescribedGroup(v_error_code, v_error_message, v_group_id, v_group_state, v_protocol_type, v_protocol_data, v_members, v_authorized_operations, None), pos
 
 def _d_DescribeGroupsResponse_v4(buf, pos, blen):
     v_throttle_time_ms, = _S1.unpack_from(buf, pos)
@@ -875,6 +887,8 @@ def _e_DescribedGroupMember_v4(o, out):
         out += b6
 
 def _e_DescribedGroup_v4(o, out):
+    if o.error_message is not None:
+        raise not_in_version('DescribedGroup.ErrorMessage', 4)
     out += _S0.pack(o.error_code)
     b1 = o.group_id
     if b1 is None:
@@ -1106,6 +1120,7 @@ def _d_DescribedGroup_v5(buf, pos, blen):
             app(item6)
     v_authorized_operations, = _S1.unpack_from(buf, pos)
     pos += 4
+    v_error_message = None
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -1123,7 +1138,7 @@ def _d_DescribedGroup_v5(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return DescribedGroup(v_error_code, v_group_id, v_group_state, v_protocol_type, v_protocol_data, v_members, v_authorized_operations, unknown), pos
+    return DescribedGroup(v_error_code, v_error_message, v_group_id, v_group_state, v_protocol_type, v_protocol_data, v_members, v_authorized_operations, unknown), pos
 
 def _d_DescribeGroupsResponse_v5(buf, pos, blen):
     v_throttle_time_ms, = _S1.unpack_from(buf, pos)
@@ -1229,6 +1244,8 @@ def _e_DescribedGroupMember_v5(o, out):
         out.append(0)
 
 def _e_DescribedGroup_v5(o, out):
+    if o.error_message is not None:
+        raise not_in_version('DescribedGroup.ErrorMessage', 5)
     out += _S0.pack(o.error_code)
     b1 = o.group_id
     if b1 is None:
@@ -1305,5 +1322,309 @@ def _e_DescribeGroupsResponse_v5(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_DescribeGroupsResponse_v0, 1: _d_DescribeGroupsResponse_v1, 2: _d_DescribeGroupsResponse_v1, 3: _d_DescribeGroupsResponse_v3, 4: _d_DescribeGroupsResponse_v4, 5: _d_DescribeGroupsResponse_v5}
-_ENCODERS = {0: _e_DescribeGroupsResponse_v0, 1: _e_DescribeGroupsResponse_v1, 2: _e_DescribeGroupsResponse_v2, 3: _e_DescribeGroupsResponse_v3, 4: _e_DescribeGroupsResponse_v4, 5: _e_DescribeGroupsResponse_v5}
+_d_DescribedGroupMember_v6 = _d_DescribedGroupMember_v5
+
+def _d_DescribedGroup_v6(buf, pos, blen):
+    v_error_code, = _S0.unpack_from(buf, pos)
+    pos += 2
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise bad_length('DescribeGroupsResponse.ErrorMessage', n1)
+        v_error_message = None
+    else:
+        end = pos + n1
+        if end > blen:
+            raise truncated('DescribeGroupsResponse.ErrorMessage')
+        v_error_message = str(buf[pos:end], 'utf-8')
+        pos = end
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise bad_length('DescribeGroupsResponse.GroupId', n2)
+    else:
+        end = pos + n2
+        if end > blen:
+            raise truncated('DescribeGroupsResponse.GroupId')
+        v_group_id = str(buf[pos:end], 'utf-8')
+        pos = end
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise bad_length('DescribeGroupsResponse.GroupState', n3)
+    else:
+        end = pos + n3
+        if end > blen:
+            raise truncated('DescribeGroupsResponse.GroupState')
+        v_group_state = str(buf[pos:end], 'utf-8')
+        pos = end
+    n4 = buf[pos]
+    if n4 < 128:
+        pos += 1
+    else:
+        n4, pos = read_uvarint(buf, pos)
+    n4 -= 1
+    if n4 < 0:
+        raise bad_length('DescribeGroupsResponse.ProtocolType', n4)
+    else:
+        end = pos + n4
+        if end > blen:
+            raise truncated('DescribeGroupsResponse.ProtocolType')
+        v_protocol_type = str(buf[pos:end], 'utf-8')
+        pos = end
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise bad_length('DescribeGroupsResponse.ProtocolData', n5)
+    else:
+        end = pos + n5
+        if end > blen:
+            raise truncated('DescribeGroupsResponse.ProtocolData')
+        v_protocol_data = str(buf[pos:end], 'utf-8')
+        pos = end
+    n6 = buf[pos]
+    if n6 < 128:
+        pos += 1
+    else:
+        n6, pos = read_uvarint(buf, pos)
+    n6 -= 1
+    if n6 < 0:
+        raise bad_length('DescribeGroupsResponse.Members', n6)
+    elif n6 > (blen - pos) // 7:
+        raise bad_length('DescribeGroupsResponse.Members', n6)
+    else:
+        v_members = []
+        app = v_members.append
+        for _ in range(n6):
+            item7, pos = _d_DescribedGroupMember_v5(buf, pos, blen)
+            app(item7)
+    v_authorized_operations, = _S1.unpack_from(buf, pos)
+    pos += 4
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return DescribedGroup(v_error_code, v_error_message, v_group_id, v_group_state, v_protocol_type, v_protocol_data, v_members, v_authorized_operations, unknown), pos
+
+def _d_DescribeGroupsResponse_v6(buf, pos, blen):
+    v_throttle_time_ms, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('DescribeGroupsResponse.Groups', n1)
+    elif n1 > (blen - pos) // 13:
+        raise bad_length('DescribeGroupsResponse.Groups', n1)
+    else:
+        v_groups = []
+        app = v_groups.append
+        for _ in range(n1):
+            item2, pos = _d_DescribedGroup_v6(buf, pos, blen)
+            app(item2)
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return DescribeGroupsResponse(v_throttle_time_ms, v_groups, unknown), pos
+
+def _e_DescribedGroupMember_v6(o, out):
+    b1 = o.member_id
+    if b1 is None:
+        raise not_nullable('DescribeGroupsResponse.MemberId', 6)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    b2 = o.group_instance_id
+    if b2 is None:
+        out.append(0)
+    else:
+        b2 = b2.encode()
+        if len(b2) < 127:
+            out.append(len(b2) + 1)
+        else:
+            out += uvarint(len(b2) + 1)
+        out += b2
+    b3 = o.client_id
+    if b3 is None:
+        raise not_nullable('DescribeGroupsResponse.ClientId', 6)
+    else:
+        b3 = b3.encode()
+        if len(b3) < 127:
+            out.append(len(b3) + 1)
+        else:
+            out += uvarint(len(b3) + 1)
+        out += b3
+    b4 = o.client_host
+    if b4 is None:
+        raise not_nullable('DescribeGroupsResponse.ClientHost', 6)
+    else:
+        b4 = b4.encode()
+        if len(b4) < 127:
+            out.append(len(b4) + 1)
+        else:
+            out += uvarint(len(b4) + 1)
+        out += b4
+    b5 = o.member_metadata
+    if b5 is None:
+        raise not_nullable('DescribeGroupsResponse.MemberMetadata', 6)
+    else:
+        if len(b5) < 127:
+            out.append(len(b5) + 1)
+        else:
+            out += uvarint(len(b5) + 1)
+        out += b5
+    b6 = o.member_assignment
+    if b6 is None:
+        raise not_nullable('DescribeGroupsResponse.MemberAssignment', 6)
+    else:
+        if len(b6) < 127:
+            out.append(len(b6) + 1)
+        else:
+            out += uvarint(len(b6) + 1)
+        out += b6
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_DescribedGroup_v6(o, out):
+    out += _S0.pack(o.error_code)
+    b1 = o.error_message
+    if b1 is None:
+        out.append(0)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    b2 = o.group_id
+    if b2 is None:
+        raise not_nullable('DescribeGroupsResponse.GroupId', 6)
+    else:
+        b2 = b2.encode()
+        if len(b2) < 127:
+            out.append(len(b2) + 1)
+        else:
+            out += uvarint(len(b2) + 1)
+        out += b2
+    b3 = o.group_state
+    if b3 is None:
+        raise not_nullable('DescribeGroupsResponse.GroupState', 6)
+    else:
+        b3 = b3.encode()
+        if len(b3) < 127:
+            out.append(len(b3) + 1)
+        else:
+            out += uvarint(len(b3) + 1)
+        out += b3
+    b4 = o.protocol_type
+    if b4 is None:
+        raise not_nullable('DescribeGroupsResponse.ProtocolType', 6)
+    else:
+        b4 = b4.encode()
+        if len(b4) < 127:
+            out.append(len(b4) + 1)
+        else:
+            out += uvarint(len(b4) + 1)
+        out += b4
+    b5 = o.protocol_data
+    if b5 is None:
+        raise not_nullable('DescribeGroupsResponse.ProtocolData', 6)
+    else:
+        b5 = b5.encode()
+        if len(b5) < 127:
+            out.append(len(b5) + 1)
+        else:
+            out += uvarint(len(b5) + 1)
+        out += b5
+    a6 = o.members
+    if a6 is None:
+        raise not_nullable('DescribeGroupsResponse.Members', 6)
+    else:
+        if len(a6) < 127:
+            out.append(len(a6) + 1)
+        else:
+            out += uvarint(len(a6) + 1)
+        for e in a6:
+            _e_DescribedGroupMember_v6(e, out)
+    out += _S1.pack(o.authorized_operations)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_DescribeGroupsResponse_v6(o, out):
+    out += _S1.pack(o.throttle_time_ms)
+    a1 = o.groups
+    if a1 is None:
+        raise not_nullable('DescribeGroupsResponse.Groups', 6)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_DescribedGroup_v6(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_DescribeGroupsResponse_v0, 1: _d_DescribeGroupsResponse_v1, 2: _d_DescribeGroupsResponse_v1, 3: _d_DescribeGroupsResponse_v3, 4: _d_DescribeGroupsResponse_v4, 5: _d_DescribeGroupsResponse_v5, 6: _d_DescribeGroupsResponse_v6}
+_ENCODERS = {0: _e_DescribeGroupsResponse_v0, 1: _e_DescribeGroupsResponse_v1, 2: _e_DescribeGroupsResponse_v2, 3: _e_DescribeGroupsResponse_v3, 4: _e_DescribeGroupsResponse_v4, 5: _e_DescribeGroupsResponse_v5, 6: _e_DescribeGroupsResponse_v6}

@@ -36,6 +36,7 @@ _S7 = struct.Struct('>iiqiqi')
 _S8 = struct.Struct('>16s')
 _S9 = struct.Struct('>iiibii')
 _S10 = struct.Struct('>iq')
+_S11 = struct.Struct('>q')
 _Ai = array_structs('i')
 
 
@@ -54,10 +55,10 @@ class ReplicaState(Message):
 class FetchPartition(Message):
     """Partitions to read from."""
 
-    __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'unknown_tagged_fields',)
+    __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'high_watermark', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, partition: int = 0, current_leader_epoch: int = -1, fetch_offset: int = 0, last_fetched_epoch: int = -1, log_start_offset: int = -1, partition_max_bytes: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, partition: int = 0, current_leader_epoch: int = -1, fetch_offset: int = 0, last_fetched_epoch: int = -1, log_start_offset: int = -1, partition_max_bytes: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, high_watermark: int = 9223372036854775807, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.partition = partition  # Partition index.
         self.current_leader_epoch = current_leader_epoch  # Leader epoch known to the fetcher, used for fencing; -1 skips the check.
         self.fetch_offset = fetch_offset  # Offset to start reading from.
@@ -65,6 +66,7 @@ class FetchPartition(Message):
         self.log_start_offset = log_start_offset  # Follower's log start offset; -1 when sent by a consumer.
         self.partition_max_bytes = partition_max_bytes  # Soft cap on bytes returned for this partition (KIP-74).
         self.replica_directory_id = replica_directory_id  # Log directory id of the fetching replica; zero UUID if unknown.
+        self.high_watermark = high_watermark  # The fetching replica's high watermark (a raft follower's), or Long.MAX_VALUE when it does not know it.
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -100,7 +102,7 @@ class FetchRequest(Message):
     __slots__ = ('cluster_id', 'replica_id', 'replica_state', 'max_wait_ms', 'min_bytes', 'max_bytes', 'isolation_level', 'session_id', 'session_epoch', 'topics', 'forgotten_topics_data', 'rack_id', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 1
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 17
+    MAX_VERSION: ClassVar[int] = 18
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 12
     _SPEC: ClassVar[tuple] = ()
 
@@ -173,7 +175,7 @@ class FetchRequest(Message):
 
 
 ReplicaState._SPEC = (('replica_id', 'int32', None), ('replica_epoch', 'int64', None))
-FetchPartition._SPEC = (('partition', 'int32', None), ('current_leader_epoch', 'int32', None), ('fetch_offset', 'int64', None), ('last_fetched_epoch', 'int32', None), ('log_start_offset', 'int64', None), ('partition_max_bytes', 'int32', None), ('replica_directory_id', 'uuid', None))
+FetchPartition._SPEC = (('partition', 'int32', None), ('current_leader_epoch', 'int32', None), ('fetch_offset', 'int64', None), ('last_fetched_epoch', 'int32', None), ('log_start_offset', 'int64', None), ('partition_max_bytes', 'int32', None), ('replica_directory_id', 'uuid', None), ('high_watermark', 'int64', None))
 FetchTopic._SPEC = (('topic', 'string', None), ('topic_id', 'uuid', None), ('partitions', '[]struct', FetchPartition))
 ForgottenTopic._SPEC = (('topic', 'string', None), ('topic_id', 'uuid', None), ('partitions', '[]int32', None))
 FetchRequest._SPEC = (('cluster_id', 'string', None), ('replica_id', 'int32', None), ('replica_state', 'struct', ReplicaState), ('max_wait_ms', 'int32', None), ('min_bytes', 'int32', None), ('max_bytes', 'int32', None), ('isolation_level', 'int8', None), ('session_id', 'int32', None), ('session_epoch', 'int32', None), ('topics', '[]struct', FetchTopic), ('forgotten_topics_data', '[]struct', ForgottenTopic), ('rack_id', 'string', None))
@@ -186,7 +188,8 @@ def _d_FetchPartition_v0(buf, pos, blen):
     v_last_fetched_epoch = -1
     v_log_start_offset = -1
     v_replica_directory_id = ZERO_UUID
-    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, None), pos
+    v_high_watermark = 9223372036854775807
+    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, v_high_watermark, None), pos
 
 def _d_FetchTopic_v0(buf, pos, blen):
     n1, = _I16.unpack_from(buf, pos)
@@ -487,7 +490,8 @@ def _d_FetchPartition_v5(buf, pos, blen):
     v_current_leader_epoch = -1
     v_last_fetched_epoch = -1
     v_replica_directory_id = ZERO_UUID
-    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, None), pos
+    v_high_watermark = 9223372036854775807
+    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, v_high_watermark, None), pos
 
 def _d_FetchTopic_v5(buf, pos, blen):
     n1, = _I16.unpack_from(buf, pos)
@@ -805,7 +809,8 @@ def _d_FetchPartition_v9(buf, pos, blen):
     pos += 28
     v_last_fetched_epoch = -1
     v_replica_directory_id = ZERO_UUID
-    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, None), pos
+    v_high_watermark = 9223372036854775807
+    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, v_high_watermark, None), pos
 
 def _d_FetchTopic_v9(buf, pos, blen):
     n1, = _I16.unpack_from(buf, pos)
@@ -1107,6 +1112,7 @@ def _d_FetchPartition_v12(buf, pos, blen):
     v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S7.unpack_from(buf, pos)
     pos += 32
     v_replica_directory_id = ZERO_UUID
+    v_high_watermark = 9223372036854775807
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -1124,7 +1130,7 @@ def _d_FetchPartition_v12(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, unknown), pos
+    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, v_high_watermark, unknown), pos
 
 def _d_FetchTopic_v12(buf, pos, blen):
     n1 = buf[pos]
@@ -2154,6 +2160,7 @@ def _d_FetchPartition_v17(buf, pos, blen):
     v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S7.unpack_from(buf, pos)
     pos += 32
     v_replica_directory_id = ZERO_UUID
+    v_high_watermark = 9223372036854775807
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -2177,7 +2184,7 @@ def _d_FetchPartition_v17(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, unknown), pos
+    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, v_high_watermark, unknown), pos
 
 def _d_FetchTopic_v17(buf, pos, blen):
     v_topic_id, = _S8.unpack_from(buf, pos)
@@ -2432,5 +2439,297 @@ def _e_FetchRequest_v17(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_FetchRequest_v0, 1: _d_FetchRequest_v0, 2: _d_FetchRequest_v0, 3: _d_FetchRequest_v3, 4: _d_FetchRequest_v4, 5: _d_FetchRequest_v5, 6: _d_FetchRequest_v5, 7: _d_FetchRequest_v7, 8: _d_FetchRequest_v7, 9: _d_FetchRequest_v9, 10: _d_FetchRequest_v9, 11: _d_FetchRequest_v11, 12: _d_FetchRequest_v12, 13: _d_FetchRequest_v13, 14: _d_FetchRequest_v13, 15: _d_FetchRequest_v15, 16: _d_FetchRequest_v15, 17: _d_FetchRequest_v17}
-_ENCODERS = {0: _e_FetchRequest_v0, 1: _e_FetchRequest_v1, 2: _e_FetchRequest_v2, 3: _e_FetchRequest_v3, 4: _e_FetchRequest_v4, 5: _e_FetchRequest_v5, 6: _e_FetchRequest_v6, 7: _e_FetchRequest_v7, 8: _e_FetchRequest_v8, 9: _e_FetchRequest_v9, 10: _e_FetchRequest_v10, 11: _e_FetchRequest_v11, 12: _e_FetchRequest_v12, 13: _e_FetchRequest_v13, 14: _e_FetchRequest_v14, 15: _e_FetchRequest_v15, 16: _e_FetchRequest_v16, 17: _e_FetchRequest_v17}
+def _d_FetchPartition_v18(buf, pos, blen):
+    v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes = _S7.unpack_from(buf, pos)
+    pos += 32
+    v_replica_directory_id = ZERO_UUID
+    v_high_watermark = 9223372036854775807
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if tag == 0:
+            v_replica_directory_id, = _S8.unpack_from(buf, pos)
+            pos += 16
+            v_replica_directory_id = make_uuid(v_replica_directory_id)
+            if pos != tend:
+                raise DecodeError('tagged field FetchRequest.ReplicaDirectoryId does not fill its size')
+        elif tag == 1:
+            v_high_watermark, = _S11.unpack_from(buf, pos)
+            pos += 8
+            if pos != tend:
+                raise DecodeError('tagged field FetchRequest.HighWatermark does not fill its size')
+        else:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return FetchPartition(v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes, v_replica_directory_id, v_high_watermark, unknown), pos
+
+def _d_FetchTopic_v18(buf, pos, blen):
+    v_topic_id, = _S8.unpack_from(buf, pos)
+    pos += 16
+    v_topic_id = make_uuid(v_topic_id)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('FetchRequest.Partitions', n1)
+    elif n1 > (blen - pos) // 33:
+        raise bad_length('FetchRequest.Partitions', n1)
+    else:
+        v_partitions = []
+        app = v_partitions.append
+        for _ in range(n1):
+            item2, pos = _d_FetchPartition_v18(buf, pos, blen)
+            app(item2)
+    v_topic = ''
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return FetchTopic(v_topic, v_topic_id, v_partitions, unknown), pos
+
+_d_ForgottenTopic_v18 = _d_ForgottenTopic_v13
+
+_d_ReplicaState_v18 = _d_ReplicaState_v15
+
+def _d_FetchRequest_v18(buf, pos, blen):
+    v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch = _S9.unpack_from(buf, pos)
+    pos += 21
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('FetchRequest.Topics', n1)
+    elif n1 > (blen - pos) // 18:
+        raise bad_length('FetchRequest.Topics', n1)
+    else:
+        v_topics = []
+        app = v_topics.append
+        for _ in range(n1):
+            item2, pos = _d_FetchTopic_v18(buf, pos, blen)
+            app(item2)
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise bad_length('FetchRequest.ForgottenTopicsData', n3)
+    elif n3 > (blen - pos) // 18:
+        raise bad_length('FetchRequest.ForgottenTopicsData', n3)
+    else:
+        v_forgotten_topics_data = []
+        app = v_forgotten_topics_data.append
+        for _ in range(n3):
+            item4, pos = _d_ForgottenTopic_v13(buf, pos, blen)
+            app(item4)
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise bad_length('FetchRequest.RackId', n5)
+    else:
+        end = pos + n5
+        if end > blen:
+            raise truncated('FetchRequest.RackId')
+        v_rack_id = str(buf[pos:end], 'utf-8')
+        pos = end
+    v_cluster_id = None
+    v_replica_id = -1
+    v_replica_state = ReplicaState()
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if tag == 0:
+            n6 = buf[pos]
+            if n6 < 128:
+                pos += 1
+            else:
+                n6, pos = read_uvarint(buf, pos)
+            n6 -= 1
+            if n6 < 0:
+                if n6 != -1:
+                    raise bad_length('FetchRequest.ClusterId', n6)
+                v_cluster_id = None
+            else:
+                end = pos + n6
+                if end > tend:
+                    raise truncated('FetchRequest.ClusterId')
+                v_cluster_id = str(buf[pos:end], 'utf-8')
+                pos = end
+            if pos != tend:
+                raise DecodeError('tagged field FetchRequest.ClusterId does not fill its size')
+        elif tag == 1:
+            v_replica_state, pos = _d_ReplicaState_v15(buf, pos, tend)
+            if pos != tend:
+                raise DecodeError('tagged field FetchRequest.ReplicaState does not fill its size')
+        else:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return FetchRequest(v_cluster_id, v_replica_id, v_replica_state, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch, v_topics, v_forgotten_topics_data, v_rack_id, unknown), pos
+
+def _e_FetchPartition_v18(o, out):
+    out += _S7.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    tagged = []
+    if o.replica_directory_id != ZERO_UUID:
+        t = bytearray()
+        t += _S8.pack(o.replica_directory_id.bytes)
+        tagged.append((0, t))
+    if o.high_watermark != 9223372036854775807:
+        t = bytearray()
+        t += _S11.pack(o.high_watermark)
+        tagged.append((1, t))
+    if o.unknown_tagged_fields:
+        tagged.extend(o.unknown_tagged_fields)
+        tagged.sort(key=_first)
+    if tagged:
+        write_tags(out, tagged)
+    else:
+        out.append(0)
+
+def _e_FetchTopic_v18(o, out):
+    out += _S8.pack(o.topic_id.bytes)
+    a1 = o.partitions
+    if a1 is None:
+        raise not_nullable('FetchRequest.Partitions', 18)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_FetchPartition_v18(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_ForgottenTopic_v18(o, out):
+    out += _S8.pack(o.topic_id.bytes)
+    a1 = o.partitions
+    if a1 is None:
+        raise not_nullable('FetchRequest.Partitions', 18)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_e_ReplicaState_v18 = _e_ReplicaState_v15
+
+def _e_FetchRequest_v18(o, out):
+    if o.replica_id != -1:
+        raise not_in_version('FetchRequest.ReplicaId', 18)
+    out += _S9.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    a1 = o.topics
+    if a1 is None:
+        raise not_nullable('FetchRequest.Topics', 18)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_FetchTopic_v18(e, out)
+    a2 = o.forgotten_topics_data
+    if a2 is None:
+        raise not_nullable('FetchRequest.ForgottenTopicsData', 18)
+    else:
+        if len(a2) < 127:
+            out.append(len(a2) + 1)
+        else:
+            out += uvarint(len(a2) + 1)
+        for e in a2:
+            _e_ForgottenTopic_v18(e, out)
+    b3 = o.rack_id
+    if b3 is None:
+        raise not_nullable('FetchRequest.RackId', 18)
+    else:
+        b3 = b3.encode()
+        if len(b3) < 127:
+            out.append(len(b3) + 1)
+        else:
+            out += uvarint(len(b3) + 1)
+        out += b3
+    tagged = []
+    if o.cluster_id is not None:
+        t = bytearray()
+        b4 = o.cluster_id
+        if b4 is None:
+            t.append(0)
+        else:
+            b4 = b4.encode()
+            if len(b4) < 127:
+                t.append(len(b4) + 1)
+            else:
+                t += uvarint(len(b4) + 1)
+            t += b4
+        tagged.append((0, t))
+    if o.replica_state != ReplicaState():
+        t = bytearray()
+        _e_ReplicaState_v15(o.replica_state, t)
+        tagged.append((1, t))
+    if o.unknown_tagged_fields:
+        tagged.extend(o.unknown_tagged_fields)
+        tagged.sort(key=_first)
+    if tagged:
+        write_tags(out, tagged)
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_FetchRequest_v0, 1: _d_FetchRequest_v0, 2: _d_FetchRequest_v0, 3: _d_FetchRequest_v3, 4: _d_FetchRequest_v4, 5: _d_FetchRequest_v5, 6: _d_FetchRequest_v5, 7: _d_FetchRequest_v7, 8: _d_FetchRequest_v7, 9: _d_FetchRequest_v9, 10: _d_FetchRequest_v9, 11: _d_FetchRequest_v11, 12: _d_FetchRequest_v12, 13: _d_FetchRequest_v13, 14: _d_FetchRequest_v13, 15: _d_FetchRequest_v15, 16: _d_FetchRequest_v15, 17: _d_FetchRequest_v17, 18: _d_FetchRequest_v18}
+_ENCODERS = {0: _e_FetchRequest_v0, 1: _e_FetchRequest_v1, 2: _e_FetchRequest_v2, 3: _e_FetchRequest_v3, 4: _e_FetchRequest_v4, 5: _e_FetchRequest_v5, 6: _e_FetchRequest_v6, 7: _e_FetchRequest_v7, 8: _e_FetchRequest_v8, 9: _e_FetchRequest_v9, 10: _e_FetchRequest_v10, 11: _e_FetchRequest_v11, 12: _e_FetchRequest_v12, 13: _e_FetchRequest_v13, 14: _e_FetchRequest_v14, 15: _e_FetchRequest_v15, 16: _e_FetchRequest_v16, 17: _e_FetchRequest_v17, 18: _e_FetchRequest_v18}

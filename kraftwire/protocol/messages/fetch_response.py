@@ -139,7 +139,7 @@ class FetchResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'session_id', 'responses', 'node_endpoints', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 1
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 17
+    MAX_VERSION: ClassVar[int] = 18
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 12
     _SPEC: ClassVar[tuple] = ()
 
@@ -2232,5 +2232,112 @@ def _e_FetchResponse_v17(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_FetchResponse_v0, 1: _d_FetchResponse_v1, 2: _d_FetchResponse_v1, 3: _d_FetchResponse_v1, 4: _d_FetchResponse_v4, 5: _d_FetchResponse_v5, 6: _d_FetchResponse_v5, 7: _d_FetchResponse_v7, 8: _d_FetchResponse_v7, 9: _d_FetchResponse_v7, 10: _d_FetchResponse_v7, 11: _d_FetchResponse_v11, 12: _d_FetchResponse_v12, 13: _d_FetchResponse_v13, 14: _d_FetchResponse_v13, 15: _d_FetchResponse_v13, 16: _d_FetchResponse_v16, 17: _d_FetchResponse_v16}
-_ENCODERS = {0: _e_FetchResponse_v0, 1: _e_FetchResponse_v1, 2: _e_FetchResponse_v2, 3: _e_FetchResponse_v3, 4: _e_FetchResponse_v4, 5: _e_FetchResponse_v5, 6: _e_FetchResponse_v6, 7: _e_FetchResponse_v7, 8: _e_FetchResponse_v8, 9: _e_FetchResponse_v9, 10: _e_FetchResponse_v10, 11: _e_FetchResponse_v11, 12: _e_FetchResponse_v12, 13: _e_FetchResponse_v13, 14: _e_FetchResponse_v14, 15: _e_FetchResponse_v15, 16: _e_FetchResponse_v16, 17: _e_FetchResponse_v17}
+_d_AbortedTransaction_v18 = _d_AbortedTransaction_v12
+
+_d_EpochEndOffset_v18 = _d_EpochEndOffset_v12
+
+_d_LeaderIdAndEpoch_v18 = _d_LeaderIdAndEpoch_v12
+
+_d_SnapshotId_v18 = _d_SnapshotId_v12
+
+_d_PartitionData_v18 = _d_PartitionData_v12
+
+_d_FetchableTopicResponse_v18 = _d_FetchableTopicResponse_v13
+
+_d_NodeEndpoint_v18 = _d_NodeEndpoint_v16
+
+_d_FetchResponse_v18 = _d_FetchResponse_v16
+
+_e_AbortedTransaction_v18 = _e_AbortedTransaction_v12
+
+_e_EpochEndOffset_v18 = _e_EpochEndOffset_v12
+
+_e_LeaderIdAndEpoch_v18 = _e_LeaderIdAndEpoch_v12
+
+_e_SnapshotId_v18 = _e_SnapshotId_v12
+
+_e_PartitionData_v18 = _e_PartitionData_v12
+
+def _e_FetchableTopicResponse_v18(o, out):
+    out += _S9.pack(o.topic_id.bytes)
+    a1 = o.partitions
+    if a1 is None:
+        raise not_nullable('FetchResponse.Partitions', 18)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_PartitionData_v12(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_NodeEndpoint_v18(o, out):
+    out += _S1.pack(o.node_id)
+    b1 = o.host
+    if b1 is None:
+        raise not_nullable('FetchResponse.Host', 18)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S1.pack(o.port)
+    b2 = o.rack
+    if b2 is None:
+        out.append(0)
+    else:
+        b2 = b2.encode()
+        if len(b2) < 127:
+            out.append(len(b2) + 1)
+        else:
+            out += uvarint(len(b2) + 1)
+        out += b2
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_FetchResponse_v18(o, out):
+    out += _S5.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    a1 = o.responses
+    if a1 is None:
+        raise not_nullable('FetchResponse.Responses', 18)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_FetchableTopicResponse_v18(e, out)
+    tagged = []
+    if o.node_endpoints:
+        t = bytearray()
+        a2 = o.node_endpoints
+        if a2 is None:
+            raise not_nullable('FetchResponse.NodeEndpoints', 18)
+        else:
+            if len(a2) < 127:
+                t.append(len(a2) + 1)
+            else:
+                t += uvarint(len(a2) + 1)
+            for e in a2:
+                _e_NodeEndpoint_v18(e, t)
+        tagged.append((0, t))
+    if o.unknown_tagged_fields:
+        tagged.extend(o.unknown_tagged_fields)
+        tagged.sort(key=_first)
+    if tagged:
+        write_tags(out, tagged)
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_FetchResponse_v0, 1: _d_FetchResponse_v1, 2: _d_FetchResponse_v1, 3: _d_FetchResponse_v1, 4: _d_FetchResponse_v4, 5: _d_FetchResponse_v5, 6: _d_FetchResponse_v5, 7: _d_FetchResponse_v7, 8: _d_FetchResponse_v7, 9: _d_FetchResponse_v7, 10: _d_FetchResponse_v7, 11: _d_FetchResponse_v11, 12: _d_FetchResponse_v12, 13: _d_FetchResponse_v13, 14: _d_FetchResponse_v13, 15: _d_FetchResponse_v13, 16: _d_FetchResponse_v16, 17: _d_FetchResponse_v16, 18: _d_FetchResponse_v16}
+_ENCODERS = {0: _e_FetchResponse_v0, 1: _e_FetchResponse_v1, 2: _e_FetchResponse_v2, 3: _e_FetchResponse_v3, 4: _e_FetchResponse_v4, 5: _e_FetchResponse_v5, 6: _e_FetchResponse_v6, 7: _e_FetchResponse_v7, 8: _e_FetchResponse_v8, 9: _e_FetchResponse_v9, 10: _e_FetchResponse_v10, 11: _e_FetchResponse_v11, 12: _e_FetchResponse_v12, 13: _e_FetchResponse_v13, 14: _e_FetchResponse_v14, 15: _e_FetchResponse_v15, 16: _e_FetchResponse_v16, 17: _e_FetchResponse_v17, 18: _e_FetchResponse_v18}

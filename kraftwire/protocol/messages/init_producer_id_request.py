@@ -27,23 +27,26 @@ def _first(item):
 
 _S0 = struct.Struct('>i')
 _S1 = struct.Struct('>iqh')
+_S2 = struct.Struct('>iqh??')
 
 
 class InitProducerIdRequest(Message):
     """Obtains a producer id and epoch for an idempotent or transactional producer."""
 
-    __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'unknown_tagged_fields',)
+    __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'enable2_pc', 'keep_prepared_txn', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 22
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
+    MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, transactional_id: str | None = '', transaction_timeout_ms: int = 0, producer_id: int = -1, producer_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, transactional_id: str | None = '', transaction_timeout_ms: int = 0, producer_id: int = -1, producer_epoch: int = -1, enable2_pc: bool = False, keep_prepared_txn: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.transactional_id = transactional_id  # Transactional id; null for a purely idempotent producer.
         self.transaction_timeout_ms = transaction_timeout_ms  # Idle time (ms) after which an open transaction is aborted; transactional producers only.
         self.producer_id = producer_id  # Producer id already held, to bump its epoch; -1 for a fresh producer.
         self.producer_epoch = producer_epoch  # Epoch held with ProducerId; -1 for a fresh producer.
+        self.enable2_pc = enable2_pc  # True if the producer takes part in two-phase commit with an external coordinator (KIP-939).
+        self.keep_prepared_txn = keep_prepared_txn  # True to keep a prepared transaction open across this re-initialization (KIP-939).
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
@@ -97,7 +100,7 @@ class InitProducerIdRequest(Message):
         return resp
 
 
-InitProducerIdRequest._SPEC = (('transactional_id', 'string', None), ('transaction_timeout_ms', 'int32', None), ('producer_id', 'int64', None), ('producer_epoch', 'int16', None))
+InitProducerIdRequest._SPEC = (('transactional_id', 'string', None), ('transaction_timeout_ms', 'int32', None), ('producer_id', 'int64', None), ('producer_epoch', 'int16', None), ('enable2_pc', 'bool', None), ('keep_prepared_txn', 'bool', None))
 
 
 def _d_InitProducerIdRequest_v0(buf, pos, blen):
@@ -117,13 +120,19 @@ def _d_InitProducerIdRequest_v0(buf, pos, blen):
     pos += 4
     v_producer_id = -1
     v_producer_epoch = -1
-    return InitProducerIdRequest(v_transactional_id, v_transaction_timeout_ms, v_producer_id, v_producer_epoch, None), pos
+    v_enable2_pc = False
+    v_keep_prepared_txn = False
+    return InitProducerIdRequest(v_transactional_id, v_transaction_timeout_ms, v_producer_id, v_producer_epoch, v_enable2_pc, v_keep_prepared_txn, None), pos
 
 def _e_InitProducerIdRequest_v0(o, out):
     if o.producer_id != -1:
         raise not_in_version('InitProducerIdRequest.ProducerId', 0)
     if o.producer_epoch != -1:
         raise not_in_version('InitProducerIdRequest.ProducerEpoch', 0)
+    if o.enable2_pc != False:
+        raise not_in_version('InitProducerIdRequest.Enable2Pc', 0)
+    if o.keep_prepared_txn != False:
+        raise not_in_version('InitProducerIdRequest.KeepPreparedTxn', 0)
     b1 = o.transactional_id
     if b1 is None:
         out += b'\xff\xff'
@@ -140,6 +149,10 @@ def _e_InitProducerIdRequest_v1(o, out):
         raise not_in_version('InitProducerIdRequest.ProducerId', 1)
     if o.producer_epoch != -1:
         raise not_in_version('InitProducerIdRequest.ProducerEpoch', 1)
+    if o.enable2_pc != False:
+        raise not_in_version('InitProducerIdRequest.Enable2Pc', 1)
+    if o.keep_prepared_txn != False:
+        raise not_in_version('InitProducerIdRequest.KeepPreparedTxn', 1)
     b1 = o.transactional_id
     if b1 is None:
         out += b'\xff\xff'
@@ -170,6 +183,8 @@ def _d_InitProducerIdRequest_v2(buf, pos, blen):
     pos += 4
     v_producer_id = -1
     v_producer_epoch = -1
+    v_enable2_pc = False
+    v_keep_prepared_txn = False
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -187,13 +202,17 @@ def _d_InitProducerIdRequest_v2(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return InitProducerIdRequest(v_transactional_id, v_transaction_timeout_ms, v_producer_id, v_producer_epoch, unknown), pos
+    return InitProducerIdRequest(v_transactional_id, v_transaction_timeout_ms, v_producer_id, v_producer_epoch, v_enable2_pc, v_keep_prepared_txn, unknown), pos
 
 def _e_InitProducerIdRequest_v2(o, out):
     if o.producer_id != -1:
         raise not_in_version('InitProducerIdRequest.ProducerId', 2)
     if o.producer_epoch != -1:
         raise not_in_version('InitProducerIdRequest.ProducerEpoch', 2)
+    if o.enable2_pc != False:
+        raise not_in_version('InitProducerIdRequest.Enable2Pc', 2)
+    if o.keep_prepared_txn != False:
+        raise not_in_version('InitProducerIdRequest.KeepPreparedTxn', 2)
     b1 = o.transactional_id
     if b1 is None:
         out.append(0)
@@ -230,6 +249,8 @@ def _d_InitProducerIdRequest_v3(buf, pos, blen):
         pos = end
     v_transaction_timeout_ms, v_producer_id, v_producer_epoch = _S1.unpack_from(buf, pos)
     pos += 14
+    v_enable2_pc = False
+    v_keep_prepared_txn = False
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -247,9 +268,13 @@ def _d_InitProducerIdRequest_v3(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return InitProducerIdRequest(v_transactional_id, v_transaction_timeout_ms, v_producer_id, v_producer_epoch, unknown), pos
+    return InitProducerIdRequest(v_transactional_id, v_transaction_timeout_ms, v_producer_id, v_producer_epoch, v_enable2_pc, v_keep_prepared_txn, unknown), pos
 
 def _e_InitProducerIdRequest_v3(o, out):
+    if o.enable2_pc != False:
+        raise not_in_version('InitProducerIdRequest.Enable2Pc', 3)
+    if o.keep_prepared_txn != False:
+        raise not_in_version('InitProducerIdRequest.KeepPreparedTxn', 3)
     b1 = o.transactional_id
     if b1 is None:
         out.append(0)
@@ -269,11 +294,107 @@ def _e_InitProducerIdRequest_v3(o, out):
 
 _d_InitProducerIdRequest_v4 = _d_InitProducerIdRequest_v3
 
-_e_InitProducerIdRequest_v4 = _e_InitProducerIdRequest_v3
+def _e_InitProducerIdRequest_v4(o, out):
+    if o.enable2_pc != False:
+        raise not_in_version('InitProducerIdRequest.Enable2Pc', 4)
+    if o.keep_prepared_txn != False:
+        raise not_in_version('InitProducerIdRequest.KeepPreparedTxn', 4)
+    b1 = o.transactional_id
+    if b1 is None:
+        out.append(0)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S1.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
 
 _d_InitProducerIdRequest_v5 = _d_InitProducerIdRequest_v3
 
-_e_InitProducerIdRequest_v5 = _e_InitProducerIdRequest_v3
+def _e_InitProducerIdRequest_v5(o, out):
+    if o.enable2_pc != False:
+        raise not_in_version('InitProducerIdRequest.Enable2Pc', 5)
+    if o.keep_prepared_txn != False:
+        raise not_in_version('InitProducerIdRequest.KeepPreparedTxn', 5)
+    b1 = o.transactional_id
+    if b1 is None:
+        out.append(0)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S1.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
 
-_DECODERS = {0: _d_InitProducerIdRequest_v0, 1: _d_InitProducerIdRequest_v0, 2: _d_InitProducerIdRequest_v2, 3: _d_InitProducerIdRequest_v3, 4: _d_InitProducerIdRequest_v3, 5: _d_InitProducerIdRequest_v3}
-_ENCODERS = {0: _e_InitProducerIdRequest_v0, 1: _e_InitProducerIdRequest_v1, 2: _e_InitProducerIdRequest_v2, 3: _e_InitProducerIdRequest_v3, 4: _e_InitProducerIdRequest_v3, 5: _e_InitProducerIdRequest_v3}
+def _d_InitProducerIdRequest_v6(buf, pos, blen):
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise bad_length('InitProducerIdRequest.TransactionalId', n1)
+        v_transactional_id = None
+    else:
+        end = pos + n1
+        if end > blen:
+            raise truncated('InitProducerIdRequest.TransactionalId')
+        v_transactional_id = str(buf[pos:end], 'utf-8')
+        pos = end
+    v_transaction_timeout_ms, v_producer_id, v_producer_epoch, v_enable2_pc, v_keep_prepared_txn = _S2.unpack_from(buf, pos)
+    pos += 16
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return InitProducerIdRequest(v_transactional_id, v_transaction_timeout_ms, v_producer_id, v_producer_epoch, v_enable2_pc, v_keep_prepared_txn, unknown), pos
+
+def _e_InitProducerIdRequest_v6(o, out):
+    b1 = o.transactional_id
+    if b1 is None:
+        out.append(0)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S2.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_InitProducerIdRequest_v0, 1: _d_InitProducerIdRequest_v0, 2: _d_InitProducerIdRequest_v2, 3: _d_InitProducerIdRequest_v3, 4: _d_InitProducerIdRequest_v3, 5: _d_InitProducerIdRequest_v3, 6: _d_InitProducerIdRequest_v6}
+_ENCODERS = {0: _e_InitProducerIdRequest_v0, 1: _e_InitProducerIdRequest_v1, 2: _e_InitProducerIdRequest_v2, 3: _e_InitProducerIdRequest_v3, 4: _e_InitProducerIdRequest_v4, 5: _e_InitProducerIdRequest_v5, 6: _e_InitProducerIdRequest_v6}

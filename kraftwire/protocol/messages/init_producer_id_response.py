@@ -26,23 +26,26 @@ def _first(item):
     return item[0]
 
 _S0 = struct.Struct('>ihqh')
+_S1 = struct.Struct('>ihqhqh')
 
 
 class InitProducerIdResponse(Message):
     """Producer id and epoch granted by InitProducerId."""
 
-    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'unknown_tagged_fields',)
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'ongoing_txn_producer_id', 'ongoing_txn_producer_epoch', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 22
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
+    MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 2
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = 0, ongoing_txn_producer_id: int = -1, ongoing_txn_producer_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
         self.error_code = error_code  # Error code; 0 on success.
         self.producer_id = producer_id  # Assigned producer id; -1 on error.
         self.producer_epoch = producer_epoch  # Epoch to use with the producer id.
+        self.ongoing_txn_producer_id = ongoing_txn_producer_id  # Producer id of the prepared transaction kept open, or -1 if none.
+        self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch  # Producer epoch of the prepared transaction kept open, or -1 if none.
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
@@ -83,24 +86,37 @@ class InitProducerIdResponse(Message):
             raise DecodeError(f'InitProducerIdResponse v{version}: {e}') from e
 
 
-InitProducerIdResponse._SPEC = (('throttle_time_ms', 'int32', None), ('error_code', 'int16', None), ('producer_id', 'int64', None), ('producer_epoch', 'int16', None))
+InitProducerIdResponse._SPEC = (('throttle_time_ms', 'int32', None), ('error_code', 'int16', None), ('producer_id', 'int64', None), ('producer_epoch', 'int16', None), ('ongoing_txn_producer_id', 'int64', None), ('ongoing_txn_producer_epoch', 'int16', None))
 
 
 def _d_InitProducerIdResponse_v0(buf, pos, blen):
     v_throttle_time_ms, v_error_code, v_producer_id, v_producer_epoch = _S0.unpack_from(buf, pos)
     pos += 16
-    return InitProducerIdResponse(v_throttle_time_ms, v_error_code, v_producer_id, v_producer_epoch, None), pos
+    v_ongoing_txn_producer_id = -1
+    v_ongoing_txn_producer_epoch = -1
+    return InitProducerIdResponse(v_throttle_time_ms, v_error_code, v_producer_id, v_producer_epoch, v_ongoing_txn_producer_id, v_ongoing_txn_producer_epoch, None), pos
 
 def _e_InitProducerIdResponse_v0(o, out):
+    if o.ongoing_txn_producer_id != -1:
+        raise not_in_version('InitProducerIdResponse.OngoingTxnProducerId', 0)
+    if o.ongoing_txn_producer_epoch != -1:
+        raise not_in_version('InitProducerIdResponse.OngoingTxnProducerEpoch', 0)
     out += _S0.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
 
 _d_InitProducerIdResponse_v1 = _d_InitProducerIdResponse_v0
 
-_e_InitProducerIdResponse_v1 = _e_InitProducerIdResponse_v0
+def _e_InitProducerIdResponse_v1(o, out):
+    if o.ongoing_txn_producer_id != -1:
+        raise not_in_version('InitProducerIdResponse.OngoingTxnProducerId', 1)
+    if o.ongoing_txn_producer_epoch != -1:
+        raise not_in_version('InitProducerIdResponse.OngoingTxnProducerEpoch', 1)
+    out += _S0.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
 
 def _d_InitProducerIdResponse_v2(buf, pos, blen):
     v_throttle_time_ms, v_error_code, v_producer_id, v_producer_epoch = _S0.unpack_from(buf, pos)
     pos += 16
+    v_ongoing_txn_producer_id = -1
+    v_ongoing_txn_producer_epoch = -1
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -118,9 +134,13 @@ def _d_InitProducerIdResponse_v2(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return InitProducerIdResponse(v_throttle_time_ms, v_error_code, v_producer_id, v_producer_epoch, unknown), pos
+    return InitProducerIdResponse(v_throttle_time_ms, v_error_code, v_producer_id, v_producer_epoch, v_ongoing_txn_producer_id, v_ongoing_txn_producer_epoch, unknown), pos
 
 def _e_InitProducerIdResponse_v2(o, out):
+    if o.ongoing_txn_producer_id != -1:
+        raise not_in_version('InitProducerIdResponse.OngoingTxnProducerId', 2)
+    if o.ongoing_txn_producer_epoch != -1:
+        raise not_in_version('InitProducerIdResponse.OngoingTxnProducerEpoch', 2)
     out += _S0.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
     unknown = o.unknown_tagged_fields
     if unknown:
@@ -130,15 +150,75 @@ def _e_InitProducerIdResponse_v2(o, out):
 
 _d_InitProducerIdResponse_v3 = _d_InitProducerIdResponse_v2
 
-_e_InitProducerIdResponse_v3 = _e_InitProducerIdResponse_v2
+def _e_InitProducerIdResponse_v3(o, out):
+    if o.ongoing_txn_producer_id != -1:
+        raise not_in_version('InitProducerIdResponse.OngoingTxnProducerId', 3)
+    if o.ongoing_txn_producer_epoch != -1:
+        raise not_in_version('InitProducerIdResponse.OngoingTxnProducerEpoch', 3)
+    out += _S0.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
 
 _d_InitProducerIdResponse_v4 = _d_InitProducerIdResponse_v2
 
-_e_InitProducerIdResponse_v4 = _e_InitProducerIdResponse_v2
+def _e_InitProducerIdResponse_v4(o, out):
+    if o.ongoing_txn_producer_id != -1:
+        raise not_in_version('InitProducerIdResponse.OngoingTxnProducerId', 4)
+    if o.ongoing_txn_producer_epoch != -1:
+        raise not_in_version('InitProducerIdResponse.OngoingTxnProducerEpoch', 4)
+    out += _S0.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
 
 _d_InitProducerIdResponse_v5 = _d_InitProducerIdResponse_v2
 
-_e_InitProducerIdResponse_v5 = _e_InitProducerIdResponse_v2
+def _e_InitProducerIdResponse_v5(o, out):
+    if o.ongoing_txn_producer_id != -1:
+        raise not_in_version('InitProducerIdResponse.OngoingTxnProducerId', 5)
+    if o.ongoing_txn_producer_epoch != -1:
+        raise not_in_version('InitProducerIdResponse.OngoingTxnProducerEpoch', 5)
+    out += _S0.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
 
-_DECODERS = {0: _d_InitProducerIdResponse_v0, 1: _d_InitProducerIdResponse_v0, 2: _d_InitProducerIdResponse_v2, 3: _d_InitProducerIdResponse_v2, 4: _d_InitProducerIdResponse_v2, 5: _d_InitProducerIdResponse_v2}
-_ENCODERS = {0: _e_InitProducerIdResponse_v0, 1: _e_InitProducerIdResponse_v0, 2: _e_InitProducerIdResponse_v2, 3: _e_InitProducerIdResponse_v2, 4: _e_InitProducerIdResponse_v2, 5: _e_InitProducerIdResponse_v2}
+def _d_InitProducerIdResponse_v6(buf, pos, blen):
+    v_throttle_time_ms, v_error_code, v_producer_id, v_producer_epoch, v_ongoing_txn_producer_id, v_ongoing_txn_producer_epoch = _S1.unpack_from(buf, pos)
+    pos += 26
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return InitProducerIdResponse(v_throttle_time_ms, v_error_code, v_producer_id, v_producer_epoch, v_ongoing_txn_producer_id, v_ongoing_txn_producer_epoch, unknown), pos
+
+def _e_InitProducerIdResponse_v6(o, out):
+    out += _S1.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_InitProducerIdResponse_v0, 1: _d_InitProducerIdResponse_v0, 2: _d_InitProducerIdResponse_v2, 3: _d_InitProducerIdResponse_v2, 4: _d_InitProducerIdResponse_v2, 5: _d_InitProducerIdResponse_v2, 6: _d_InitProducerIdResponse_v6}
+_ENCODERS = {0: _e_InitProducerIdResponse_v0, 1: _e_InitProducerIdResponse_v1, 2: _e_InitProducerIdResponse_v2, 3: _e_InitProducerIdResponse_v3, 4: _e_InitProducerIdResponse_v4, 5: _e_InitProducerIdResponse_v5, 6: _e_InitProducerIdResponse_v6}

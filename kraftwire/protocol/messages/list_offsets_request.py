@@ -61,17 +61,18 @@ class ListOffsetsTopic(Message):
 class ListOffsetsRequest(Message):
     """Looks up partition offsets by timestamp or special position."""
 
-    __slots__ = ('replica_id', 'isolation_level', 'topics', 'unknown_tagged_fields',)
+    __slots__ = ('replica_id', 'isolation_level', 'topics', 'timeout_ms', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 6
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, replica_id: int = 0, isolation_level: int = 0, topics: list[ListOffsetsTopic] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, replica_id: int = 0, isolation_level: int = 0, topics: list[ListOffsetsTopic] = DEFAULT, timeout_ms: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.replica_id = replica_id  # Broker id of a requesting replica; -1 for ordinary clients.
         self.isolation_level = isolation_level  # 0 = read uncommitted, 1 = read committed (latest means last stable offset).
         self.topics = [] if topics is DEFAULT else topics  # Topics to query.
+        self.timeout_ms = timeout_ms  # How long the broker may wait for remote-storage offset lookups, in milliseconds.
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
@@ -125,7 +126,7 @@ class ListOffsetsRequest(Message):
 
 ListOffsetsPartition._SPEC = (('partition_index', 'int32', None), ('current_leader_epoch', 'int32', None), ('timestamp', 'int64', None), ('max_num_offsets', 'int32', None))
 ListOffsetsTopic._SPEC = (('name', 'string', None), ('partitions', '[]struct', ListOffsetsPartition))
-ListOffsetsRequest._SPEC = (('replica_id', 'int32', None), ('isolation_level', 'int8', None), ('topics', '[]struct', ListOffsetsTopic))
+ListOffsetsRequest._SPEC = (('replica_id', 'int32', None), ('isolation_level', 'int8', None), ('topics', '[]struct', ListOffsetsTopic), ('timeout_ms', 'int32', None))
 
 
 def _d_ListOffsetsPartition_v0(buf, pos, blen):
@@ -175,7 +176,8 @@ def _d_ListOffsetsRequest_v0(buf, pos, blen):
             item2, pos = _d_ListOffsetsTopic_v0(buf, pos, blen)
             app(item2)
     v_isolation_level = 0
-    return ListOffsetsRequest(v_replica_id, v_isolation_level, v_topics, None), pos
+    v_timeout_ms = 0
+    return ListOffsetsRequest(v_replica_id, v_isolation_level, v_topics, v_timeout_ms, None), pos
 
 def _e_ListOffsetsPartition_v0(o, out):
     out += _S1.pack(o.partition_index, o.timestamp, o.max_num_offsets)
@@ -256,7 +258,8 @@ def _d_ListOffsetsRequest_v1(buf, pos, blen):
             item2, pos = _d_ListOffsetsTopic_v1(buf, pos, blen)
             app(item2)
     v_isolation_level = 0
-    return ListOffsetsRequest(v_replica_id, v_isolation_level, v_topics, None), pos
+    v_timeout_ms = 0
+    return ListOffsetsRequest(v_replica_id, v_isolation_level, v_topics, v_timeout_ms, None), pos
 
 def _e_ListOffsetsPartition_v1(o, out):
     if o.max_num_offsets != 1:
@@ -310,7 +313,8 @@ def _d_ListOffsetsRequest_v2(buf, pos, blen):
         for _ in range(n1):
             item2, pos = _d_ListOffsetsTopic_v1(buf, pos, blen)
             app(item2)
-    return ListOffsetsRequest(v_replica_id, v_isolation_level, v_topics, None), pos
+    v_timeout_ms = 0
+    return ListOffsetsRequest(v_replica_id, v_isolation_level, v_topics, v_timeout_ms, None), pos
 
 def _e_ListOffsetsPartition_v2(o, out):
     if o.max_num_offsets != 1:
@@ -426,7 +430,8 @@ def _d_ListOffsetsRequest_v4(buf, pos, blen):
         for _ in range(n1):
             item2, pos = _d_ListOffsetsTopic_v4(buf, pos, blen)
             app(item2)
-    return ListOffsetsRequest(v_replica_id, v_isolation_level, v_topics, None), pos
+    v_timeout_ms = 0
+    return ListOffsetsRequest(v_replica_id, v_isolation_level, v_topics, v_timeout_ms, None), pos
 
 def _e_ListOffsetsPartition_v4(o, out):
     if o.max_num_offsets != 1:
@@ -588,6 +593,7 @@ def _d_ListOffsetsRequest_v6(buf, pos, blen):
         for _ in range(n1):
             item2, pos = _d_ListOffsetsTopic_v6(buf, pos, blen)
             app(item2)
+    v_timeout_ms = 0
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -605,7 +611,7 @@ def _d_ListOffsetsRequest_v6(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return ListOffsetsRequest(v_replica_id, v_isolation_level, v_topics, unknown), pos
+    return ListOffsetsRequest(v_replica_id, v_isolation_level, v_topics, v_timeout_ms, unknown), pos
 
 def _e_ListOffsetsPartition_v6(o, out):
     if o.max_num_offsets != 1:
@@ -845,5 +851,105 @@ def _e_ListOffsetsRequest_v9(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_ListOffsetsRequest_v0, 1: _d_ListOffsetsRequest_v1, 2: _d_ListOffsetsRequest_v2, 3: _d_ListOffsetsRequest_v2, 4: _d_ListOffsetsRequest_v4, 5: _d_ListOffsetsRequest_v4, 6: _d_ListOffsetsRequest_v6, 7: _d_ListOffsetsRequest_v6, 8: _d_ListOffsetsRequest_v6, 9: _d_ListOffsetsRequest_v6}
-_ENCODERS = {0: _e_ListOffsetsRequest_v0, 1: _e_ListOffsetsRequest_v1, 2: _e_ListOffsetsRequest_v2, 3: _e_ListOffsetsRequest_v3, 4: _e_ListOffsetsRequest_v4, 5: _e_ListOffsetsRequest_v5, 6: _e_ListOffsetsRequest_v6, 7: _e_ListOffsetsRequest_v7, 8: _e_ListOffsetsRequest_v8, 9: _e_ListOffsetsRequest_v9}
+_d_ListOffsetsPartition_v10 = _d_ListOffsetsPartition_v6
+
+_d_ListOffsetsTopic_v10 = _d_ListOffsetsTopic_v6
+
+def _d_ListOffsetsRequest_v10(buf, pos, blen):
+    v_replica_id, v_isolation_level = _S3.unpack_from(buf, pos)
+    pos += 5
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('ListOffsetsRequest.Topics', n1)
+    elif n1 > (blen - pos) // 3:
+        raise bad_length('ListOffsetsRequest.Topics', n1)
+    else:
+        v_topics = []
+        app = v_topics.append
+        for _ in range(n1):
+            item2, pos = _d_ListOffsetsTopic_v6(buf, pos, blen)
+            app(item2)
+    v_timeout_ms, = _S0.unpack_from(buf, pos)
+    pos += 4
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return ListOffsetsRequest(v_replica_id, v_isolation_level, v_topics, v_timeout_ms, unknown), pos
+
+def _e_ListOffsetsPartition_v10(o, out):
+    if o.max_num_offsets != 1:
+        raise not_in_version('ListOffsetsPartition.MaxNumOffsets', 10)
+    out += _S4.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_ListOffsetsTopic_v10(o, out):
+    b1 = o.name
+    if b1 is None:
+        raise not_nullable('ListOffsetsRequest.Name', 10)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    a2 = o.partitions
+    if a2 is None:
+        raise not_nullable('ListOffsetsRequest.Partitions', 10)
+    else:
+        if len(a2) < 127:
+            out.append(len(a2) + 1)
+        else:
+            out += uvarint(len(a2) + 1)
+        for e in a2:
+            _e_ListOffsetsPartition_v10(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_ListOffsetsRequest_v10(o, out):
+    out += _S3.pack(o.replica_id, o.isolation_level)
+    a1 = o.topics
+    if a1 is None:
+        raise not_nullable('ListOffsetsRequest.Topics', 10)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_ListOffsetsTopic_v10(e, out)
+    out += _S0.pack(o.timeout_ms)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_ListOffsetsRequest_v0, 1: _d_ListOffsetsRequest_v1, 2: _d_ListOffsetsRequest_v2, 3: _d_ListOffsetsRequest_v2, 4: _d_ListOffsetsRequest_v4, 5: _d_ListOffsetsRequest_v4, 6: _d_ListOffsetsRequest_v6, 7: _d_ListOffsetsRequest_v6, 8: _d_ListOffsetsRequest_v6, 9: _d_ListOffsetsRequest_v6, 10: _d_ListOffsetsRequest_v10}
+_ENCODERS = {0: _e_ListOffsetsRequest_v0, 1: _e_ListOffsetsRequest_v1, 2: _e_ListOffsetsRequest_v2, 3: _e_ListOffsetsRequest_v3, 4: _e_ListOffsetsRequest_v4, 5: _e_ListOffsetsRequest_v5, 6: _e_ListOffsetsRequest_v6, 7: _e_ListOffsetsRequest_v7, 8: _e_ListOffsetsRequest_v8, 9: _e_ListOffsetsRequest_v9, 10: _e_ListOffsetsRequest_v10}

@@ -66,7 +66,7 @@ class ListOffsetsResponse(Message):
     __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 6
     _SPEC: ClassVar[tuple] = ()
 
@@ -860,5 +860,66 @@ def _e_ListOffsetsResponse_v9(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_ListOffsetsResponse_v0, 1: _d_ListOffsetsResponse_v1, 2: _d_ListOffsetsResponse_v2, 3: _d_ListOffsetsResponse_v2, 4: _d_ListOffsetsResponse_v4, 5: _d_ListOffsetsResponse_v4, 6: _d_ListOffsetsResponse_v6, 7: _d_ListOffsetsResponse_v6, 8: _d_ListOffsetsResponse_v6, 9: _d_ListOffsetsResponse_v6}
-_ENCODERS = {0: _e_ListOffsetsResponse_v0, 1: _e_ListOffsetsResponse_v1, 2: _e_ListOffsetsResponse_v2, 3: _e_ListOffsetsResponse_v3, 4: _e_ListOffsetsResponse_v4, 5: _e_ListOffsetsResponse_v5, 6: _e_ListOffsetsResponse_v6, 7: _e_ListOffsetsResponse_v7, 8: _e_ListOffsetsResponse_v8, 9: _e_ListOffsetsResponse_v9}
+_d_ListOffsetsPartitionResponse_v10 = _d_ListOffsetsPartitionResponse_v6
+
+_d_ListOffsetsTopicResponse_v10 = _d_ListOffsetsTopicResponse_v6
+
+_d_ListOffsetsResponse_v10 = _d_ListOffsetsResponse_v6
+
+def _e_ListOffsetsPartitionResponse_v10(o, out):
+    if o.old_style_offsets:
+        raise not_in_version('ListOffsetsPartitionResponse.OldStyleOffsets', 10)
+    out += _S3.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_ListOffsetsTopicResponse_v10(o, out):
+    b1 = o.name
+    if b1 is None:
+        raise not_nullable('ListOffsetsResponse.Name', 10)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    a2 = o.partitions
+    if a2 is None:
+        raise not_nullable('ListOffsetsResponse.Partitions', 10)
+    else:
+        if len(a2) < 127:
+            out.append(len(a2) + 1)
+        else:
+            out += uvarint(len(a2) + 1)
+        for e in a2:
+            _e_ListOffsetsPartitionResponse_v10(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_ListOffsetsResponse_v10(o, out):
+    out += _S2.pack(o.throttle_time_ms)
+    a1 = o.topics
+    if a1 is None:
+        raise not_nullable('ListOffsetsResponse.Topics', 10)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_ListOffsetsTopicResponse_v10(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_ListOffsetsResponse_v0, 1: _d_ListOffsetsResponse_v1, 2: _d_ListOffsetsResponse_v2, 3: _d_ListOffsetsResponse_v2, 4: _d_ListOffsetsResponse_v4, 5: _d_ListOffsetsResponse_v4, 6: _d_ListOffsetsResponse_v6, 7: _d_ListOffsetsResponse_v6, 8: _d_ListOffsetsResponse_v6, 9: _d_ListOffsetsResponse_v6, 10: _d_ListOffsetsResponse_v6}
+_ENCODERS = {0: _e_ListOffsetsResponse_v0, 1: _e_ListOffsetsResponse_v1, 2: _e_ListOffsetsResponse_v2, 3: _e_ListOffsetsResponse_v3, 4: _e_ListOffsetsResponse_v4, 5: _e_ListOffsetsResponse_v5, 6: _e_ListOffsetsResponse_v6, 7: _e_ListOffsetsResponse_v7, 8: _e_ListOffsetsResponse_v8, 9: _e_ListOffsetsResponse_v9, 10: _e_ListOffsetsResponse_v10}

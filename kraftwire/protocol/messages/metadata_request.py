@@ -49,7 +49,7 @@ class MetadataRequest(Message):
     __slots__ = ('topics', 'allow_auto_topic_creation', 'include_cluster_authorized_operations', 'include_topic_authorized_operations', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 3
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 12
+    MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 9
     _SPEC: ClassVar[tuple] = ()
 
@@ -754,5 +754,31 @@ def _e_MetadataRequest_v12(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_MetadataRequest_v0, 1: _d_MetadataRequest_v1, 2: _d_MetadataRequest_v1, 3: _d_MetadataRequest_v1, 4: _d_MetadataRequest_v4, 5: _d_MetadataRequest_v4, 6: _d_MetadataRequest_v4, 7: _d_MetadataRequest_v4, 8: _d_MetadataRequest_v8, 9: _d_MetadataRequest_v9, 10: _d_MetadataRequest_v10, 11: _d_MetadataRequest_v11, 12: _d_MetadataRequest_v11}
-_ENCODERS = {0: _e_MetadataRequest_v0, 1: _e_MetadataRequest_v1, 2: _e_MetadataRequest_v2, 3: _e_MetadataRequest_v3, 4: _e_MetadataRequest_v4, 5: _e_MetadataRequest_v5, 6: _e_MetadataRequest_v6, 7: _e_MetadataRequest_v7, 8: _e_MetadataRequest_v8, 9: _e_MetadataRequest_v9, 10: _e_MetadataRequest_v10, 11: _e_MetadataRequest_v11, 12: _e_MetadataRequest_v12}
+_d_MetadataRequestTopic_v13 = _d_MetadataRequestTopic_v10
+
+_d_MetadataRequest_v13 = _d_MetadataRequest_v11
+
+_e_MetadataRequestTopic_v13 = _e_MetadataRequestTopic_v10
+
+def _e_MetadataRequest_v13(o, out):
+    if o.include_cluster_authorized_operations != False:
+        raise not_in_version('MetadataRequest.IncludeClusterAuthorizedOperations', 13)
+    a1 = o.topics
+    if a1 is None:
+        out.append(0)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_MetadataRequestTopic_v10(e, out)
+    out += _S3.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_MetadataRequest_v0, 1: _d_MetadataRequest_v1, 2: _d_MetadataRequest_v1, 3: _d_MetadataRequest_v1, 4: _d_MetadataRequest_v4, 5: _d_MetadataRequest_v4, 6: _d_MetadataRequest_v4, 7: _d_MetadataRequest_v4, 8: _d_MetadataRequest_v8, 9: _d_MetadataRequest_v9, 10: _d_MetadataRequest_v10, 11: _d_MetadataRequest_v11, 12: _d_MetadataRequest_v11, 13: _d_MetadataRequest_v11}
+_ENCODERS = {0: _e_MetadataRequest_v0, 1: _e_MetadataRequest_v1, 2: _e_MetadataRequest_v2, 3: _e_MetadataRequest_v3, 4: _e_MetadataRequest_v4, 5: _e_MetadataRequest_v5, 6: _e_MetadataRequest_v6, 7: _e_MetadataRequest_v7, 8: _e_MetadataRequest_v8, 9: _e_MetadataRequest_v9, 10: _e_MetadataRequest_v10, 11: _e_MetadataRequest_v11, 12: _e_MetadataRequest_v12, 13: _e_MetadataRequest_v13}

@@ -84,20 +84,21 @@ class MetadataResponseTopic(Message):
 class MetadataResponse(Message):
     """Cluster nodes and per-partition leader, replica and ISR information."""
 
-    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'unknown_tagged_fields',)
+    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'error_code', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 3
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 12
+    MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 9
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, throttle_time_ms: int = 0, brokers: list[MetadataResponseBroker] = DEFAULT, cluster_id: str | None = None, controller_id: int = -1, topics: list[MetadataResponseTopic] = DEFAULT, cluster_authorized_operations: int = -2147483648, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, throttle_time_ms: int = 0, brokers: list[MetadataResponseBroker] = DEFAULT, cluster_id: str | None = None, controller_id: int = -1, topics: list[MetadataResponseTopic] = DEFAULT, cluster_authorized_operations: int = -2147483648, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms  # Time (ms) the response was held back for quota throttling; 0 if not throttled.
         self.brokers = [] if brokers is DEFAULT else brokers  # Live brokers in the cluster.
         self.cluster_id = cluster_id  # Id of the cluster; null if unknown.
         self.controller_id = controller_id  # Id of the controller as seen by clients; -1 if unknown.
         self.topics = [] if topics is DEFAULT else topics  # Per-topic metadata.
         self.cluster_authorized_operations = cluster_authorized_operations  # Bit set of authorized AclOperations on the cluster; INT32_MIN if not requested.
+        self.error_code = error_code  # A request-level error (e.g. REBOOTSTRAP_REQUIRED), 0 if none.
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def encode(self, version: int) -> bytes:
@@ -141,7 +142,7 @@ class MetadataResponse(Message):
 MetadataResponseBroker._SPEC = (('node_id', 'int32', None), ('host', 'string', None), ('port', 'int32', None), ('rack', 'string', None))
 MetadataResponsePartition._SPEC = (('error_code', 'int16', None), ('partition_index', 'int32', None), ('leader_id', 'int32', None), ('leader_epoch', 'int32', None), ('replica_nodes', '[]int32', None), ('isr_nodes', '[]int32', None), ('offline_replicas', '[]int32', None))
 MetadataResponseTopic._SPEC = (('error_code', 'int16', None), ('name', 'string', None), ('topic_id', 'uuid', None), ('is_internal', 'bool', None), ('partitions', '[]struct', MetadataResponsePartition), ('topic_authorized_operations', 'int32', None))
-MetadataResponse._SPEC = (('throttle_time_ms', 'int32', None), ('brokers', '[]struct', MetadataResponseBroker), ('cluster_id', 'string', None), ('controller_id', 'int32', None), ('topics', '[]struct', MetadataResponseTopic), ('cluster_authorized_operations', 'int32', None))
+MetadataResponse._SPEC = (('throttle_time_ms', 'int32', None), ('brokers', '[]struct', MetadataResponseBroker), ('cluster_id', 'string', None), ('controller_id', 'int32', None), ('topics', '[]struct', MetadataResponseTopic), ('cluster_authorized_operations', 'int32', None), ('error_code', 'int16', None))
 
 
 def _d_MetadataResponseBroker_v0(buf, pos, blen):
@@ -252,7 +253,8 @@ def _d_MetadataResponse_v0(buf, pos, blen):
     v_cluster_id = None
     v_controller_id = -1
     v_cluster_authorized_operations = -2147483648
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, None), pos
+    v_error_code = 0
+    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, v_error_code, None), pos
 
 def _e_MetadataResponseBroker_v0(o, out):
     out += _S0.pack(o.node_id)
@@ -415,7 +417,8 @@ def _d_MetadataResponse_v1(buf, pos, blen):
     v_throttle_time_ms = 0
     v_cluster_id = None
     v_cluster_authorized_operations = -2147483648
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, None), pos
+    v_error_code = 0
+    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, v_error_code, None), pos
 
 def _e_MetadataResponseBroker_v1(o, out):
     out += _S0.pack(o.node_id)
@@ -542,7 +545,8 @@ def _d_MetadataResponse_v2(buf, pos, blen):
             app(item5)
     v_throttle_time_ms = 0
     v_cluster_authorized_operations = -2147483648
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, None), pos
+    v_error_code = 0
+    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, v_error_code, None), pos
 
 def _e_MetadataResponseBroker_v2(o, out):
     out += _S0.pack(o.node_id)
@@ -677,7 +681,8 @@ def _d_MetadataResponse_v3(buf, pos, blen):
             item5, pos = _d_MetadataResponseTopic_v1(buf, pos, blen)
             app(item5)
     v_cluster_authorized_operations = -2147483648
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, None), pos
+    v_error_code = 0
+    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, v_error_code, None), pos
 
 def _e_MetadataResponseBroker_v3(o, out):
     out += _S0.pack(o.node_id)
@@ -976,7 +981,8 @@ def _d_MetadataResponse_v5(buf, pos, blen):
             item5, pos = _d_MetadataResponseTopic_v5(buf, pos, blen)
             app(item5)
     v_cluster_authorized_operations = -2147483648
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, None), pos
+    v_error_code = 0
+    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, v_error_code, None), pos
 
 def _e_MetadataResponseBroker_v5(o, out):
     out += _S0.pack(o.node_id)
@@ -1292,7 +1298,8 @@ def _d_MetadataResponse_v7(buf, pos, blen):
             item5, pos = _d_MetadataResponseTopic_v7(buf, pos, blen)
             app(item5)
     v_cluster_authorized_operations = -2147483648
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, None), pos
+    v_error_code = 0
+    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, v_error_code, None), pos
 
 def _e_MetadataResponseBroker_v7(o, out):
     out += _S0.pack(o.node_id)
@@ -1468,7 +1475,8 @@ def _d_MetadataResponse_v8(buf, pos, blen):
             app(item5)
     v_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, None), pos
+    v_error_code = 0
+    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, v_error_code, None), pos
 
 def _e_MetadataResponseBroker_v8(o, out):
     out += _S0.pack(o.node_id)
@@ -1799,6 +1807,7 @@ def _d_MetadataResponse_v9(buf, pos, blen):
             app(item5)
     v_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
+    v_error_code = 0
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -1816,7 +1825,7 @@ def _d_MetadataResponse_v9(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, unknown), pos
+    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, v_error_code, unknown), pos
 
 def _e_MetadataResponseBroker_v9(o, out):
     out += _S0.pack(o.node_id)
@@ -2077,6 +2086,7 @@ def _d_MetadataResponse_v10(buf, pos, blen):
             app(item5)
     v_cluster_authorized_operations, = _S0.unpack_from(buf, pos)
     pos += 4
+    v_error_code = 0
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -2094,7 +2104,7 @@ def _d_MetadataResponse_v10(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, unknown), pos
+    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, v_error_code, unknown), pos
 
 def _e_MetadataResponseBroker_v10(o, out):
     out += _S0.pack(o.node_id)
@@ -2299,6 +2309,7 @@ def _d_MetadataResponse_v11(buf, pos, blen):
             item5, pos = _d_MetadataResponseTopic_v10(buf, pos, blen)
             app(item5)
     v_cluster_authorized_operations = -2147483648
+    v_error_code = 0
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -2316,7 +2327,7 @@ def _d_MetadataResponse_v11(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, unknown), pos
+    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, v_error_code, unknown), pos
 
 def _e_MetadataResponseBroker_v11(o, out):
     out += _S0.pack(o.node_id)
@@ -2579,6 +2590,7 @@ def _d_MetadataResponse_v12(buf, pos, blen):
             item5, pos = _d_MetadataResponseTopic_v12(buf, pos, blen)
             app(item5)
     v_cluster_authorized_operations = -2147483648
+    v_error_code = 0
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -2596,7 +2608,7 @@ def _d_MetadataResponse_v12(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, unknown), pos
+    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, v_error_code, unknown), pos
 
 def _e_MetadataResponseBroker_v12(o, out):
     out += _S0.pack(o.node_id)
@@ -2742,5 +2754,231 @@ def _e_MetadataResponse_v12(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_MetadataResponse_v0, 1: _d_MetadataResponse_v1, 2: _d_MetadataResponse_v2, 3: _d_MetadataResponse_v3, 4: _d_MetadataResponse_v3, 5: _d_MetadataResponse_v5, 6: _d_MetadataResponse_v5, 7: _d_MetadataResponse_v7, 8: _d_MetadataResponse_v8, 9: _d_MetadataResponse_v9, 10: _d_MetadataResponse_v10, 11: _d_MetadataResponse_v11, 12: _d_MetadataResponse_v12}
-_ENCODERS = {0: _e_MetadataResponse_v0, 1: _e_MetadataResponse_v1, 2: _e_MetadataResponse_v2, 3: _e_MetadataResponse_v3, 4: _e_MetadataResponse_v4, 5: _e_MetadataResponse_v5, 6: _e_MetadataResponse_v6, 7: _e_MetadataResponse_v7, 8: _e_MetadataResponse_v8, 9: _e_MetadataResponse_v9, 10: _e_MetadataResponse_v10, 11: _e_MetadataResponse_v11, 12: _e_MetadataResponse_v12}
+_d_MetadataResponseBroker_v13 = _d_MetadataResponseBroker_v9
+
+_d_MetadataResponsePartition_v13 = _d_MetadataResponsePartition_v9
+
+_d_MetadataResponseTopic_v13 = _d_MetadataResponseTopic_v12
+
+def _d_MetadataResponse_v13(buf, pos, blen):
+    v_throttle_time_ms, = _S0.unpack_from(buf, pos)
+    pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('MetadataResponse.Brokers', n1)
+    elif n1 > (blen - pos) // 11:
+        raise bad_length('MetadataResponse.Brokers', n1)
+    else:
+        v_brokers = []
+        app = v_brokers.append
+        for _ in range(n1):
+            item2, pos = _d_MetadataResponseBroker_v9(buf, pos, blen)
+            app(item2)
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        if n3 != -1:
+            raise bad_length('MetadataResponse.ClusterId', n3)
+        v_cluster_id = None
+    else:
+        end = pos + n3
+        if end > blen:
+            raise truncated('MetadataResponse.ClusterId')
+        v_cluster_id = str(buf[pos:end], 'utf-8')
+        pos = end
+    v_controller_id, = _S0.unpack_from(buf, pos)
+    pos += 4
+    n4 = buf[pos]
+    if n4 < 128:
+        pos += 1
+    else:
+        n4, pos = read_uvarint(buf, pos)
+    n4 -= 1
+    if n4 < 0:
+        raise bad_length('MetadataResponse.Topics', n4)
+    elif n4 > (blen - pos) // 26:
+        raise bad_length('MetadataResponse.Topics', n4)
+    else:
+        v_topics = []
+        app = v_topics.append
+        for _ in range(n4):
+            item5, pos = _d_MetadataResponseTopic_v12(buf, pos, blen)
+            app(item5)
+    v_error_code, = _S1.unpack_from(buf, pos)
+    pos += 2
+    v_cluster_authorized_operations = -2147483648
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return MetadataResponse(v_throttle_time_ms, v_brokers, v_cluster_id, v_controller_id, v_topics, v_cluster_authorized_operations, v_error_code, unknown), pos
+
+def _e_MetadataResponseBroker_v13(o, out):
+    out += _S0.pack(o.node_id)
+    b1 = o.host
+    if b1 is None:
+        raise not_nullable('MetadataResponse.Host', 13)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S0.pack(o.port)
+    b2 = o.rack
+    if b2 is None:
+        out.append(0)
+    else:
+        b2 = b2.encode()
+        if len(b2) < 127:
+            out.append(len(b2) + 1)
+        else:
+            out += uvarint(len(b2) + 1)
+        out += b2
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_MetadataResponsePartition_v13(o, out):
+    out += _S4.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
+    a1 = o.replica_nodes
+    if a1 is None:
+        raise not_nullable('MetadataResponse.ReplicaNodes', 13)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
+    a2 = o.isr_nodes
+    if a2 is None:
+        raise not_nullable('MetadataResponse.IsrNodes', 13)
+    else:
+        if len(a2) < 127:
+            out.append(len(a2) + 1)
+        else:
+            out += uvarint(len(a2) + 1)
+        if len(a2) < SMALL_ARRAY:
+            out += _Ai[len(a2)].pack(*a2)
+        else:
+            out += pack('>%di' % len(a2), *a2)
+    a3 = o.offline_replicas
+    if a3 is None:
+        raise not_nullable('MetadataResponse.OfflineReplicas', 13)
+    else:
+        if len(a3) < 127:
+            out.append(len(a3) + 1)
+        else:
+            out += uvarint(len(a3) + 1)
+        if len(a3) < SMALL_ARRAY:
+            out += _Ai[len(a3)].pack(*a3)
+        else:
+            out += pack('>%di' % len(a3), *a3)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_MetadataResponseTopic_v13(o, out):
+    out += _S1.pack(o.error_code)
+    b1 = o.name
+    if b1 is None:
+        out.append(0)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S5.pack(o.topic_id.bytes, o.is_internal)
+    a2 = o.partitions
+    if a2 is None:
+        raise not_nullable('MetadataResponse.Partitions', 13)
+    else:
+        if len(a2) < 127:
+            out.append(len(a2) + 1)
+        else:
+            out += uvarint(len(a2) + 1)
+        for e in a2:
+            _e_MetadataResponsePartition_v13(e, out)
+    out += _S0.pack(o.topic_authorized_operations)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_MetadataResponse_v13(o, out):
+    if o.cluster_authorized_operations != -2147483648:
+        raise not_in_version('MetadataResponse.ClusterAuthorizedOperations', 13)
+    out += _S0.pack(o.throttle_time_ms)
+    a1 = o.brokers
+    if a1 is None:
+        raise not_nullable('MetadataResponse.Brokers', 13)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_MetadataResponseBroker_v13(e, out)
+    b2 = o.cluster_id
+    if b2 is None:
+        out.append(0)
+    else:
+        b2 = b2.encode()
+        if len(b2) < 127:
+            out.append(len(b2) + 1)
+        else:
+            out += uvarint(len(b2) + 1)
+        out += b2
+    out += _S0.pack(o.controller_id)
+    a3 = o.topics
+    if a3 is None:
+        raise not_nullable('MetadataResponse.Topics', 13)
+    else:
+        if len(a3) < 127:
+            out.append(len(a3) + 1)
+        else:
+            out += uvarint(len(a3) + 1)
+        for e in a3:
+            _e_MetadataResponseTopic_v13(e, out)
+    out += _S1.pack(o.error_code)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_MetadataResponse_v0, 1: _d_MetadataResponse_v1, 2: _d_MetadataResponse_v2, 3: _d_MetadataResponse_v3, 4: _d_MetadataResponse_v3, 5: _d_MetadataResponse_v5, 6: _d_MetadataResponse_v5, 7: _d_MetadataResponse_v7, 8: _d_MetadataResponse_v8, 9: _d_MetadataResponse_v9, 10: _d_MetadataResponse_v10, 11: _d_MetadataResponse_v11, 12: _d_MetadataResponse_v12, 13: _d_MetadataResponse_v13}
+_ENCODERS = {0: _e_MetadataResponse_v0, 1: _e_MetadataResponse_v1, 2: _e_MetadataResponse_v2, 3: _e_MetadataResponse_v3, 4: _e_MetadataResponse_v4, 5: _e_MetadataResponse_v5, 6: _e_MetadataResponse_v6, 7: _e_MetadataResponse_v7, 8: _e_MetadataResponse_v8, 9: _e_MetadataResponse_v9, 10: _e_MetadataResponse_v10, 11: _e_MetadataResponse_v11, 12: _e_MetadataResponse_v12, 13: _e_MetadataResponse_v13}

@@ -30,6 +30,7 @@ _S1 = struct.Struct('>i')
 _S2 = struct.Struct('>iqq')
 _S3 = struct.Struct('>q')
 _S4 = struct.Struct('>iqi')
+_S5 = struct.Struct('>16s')
 
 
 class OffsetCommitRequestPartition(Message):
@@ -50,11 +51,12 @@ class OffsetCommitRequestPartition(Message):
 class OffsetCommitRequestTopic(Message):
     """Offsets to store, grouped by topic."""
 
-    __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+    __slots__ = ('name', 'topic_id', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, name: str = '', partitions: list[OffsetCommitRequestPartition] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[OffsetCommitRequestPartition] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.name = name  # Topic name.
+        self.topic_id = topic_id  # The topic id (from version 10 on, instead of the name).
         self.partitions = [] if partitions is DEFAULT else partitions  # Per-partition offsets to store.
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -65,7 +67,7 @@ class OffsetCommitRequest(Message):
     __slots__ = ('group_id', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'retention_time_ms', 'topics', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 8
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 8
     _SPEC: ClassVar[tuple] = ()
 
@@ -123,12 +125,12 @@ class OffsetCommitRequest(Message):
         code = int(code)
 
         resp = R.OffsetCommitResponse()
-        resp.topics = [R.OffsetCommitResponseTopic(name=item.name, partitions=[R.OffsetCommitResponsePartition(partition_index=item.partition_index, error_code=code) for item in (item.partitions or ())]) for item in (self.topics or ())]
+        resp.topics = [R.OffsetCommitResponseTopic(name=(item.name) if version <= 9 else '', partitions=[R.OffsetCommitResponsePartition(partition_index=item.partition_index, error_code=code) for item in (item.partitions or ())]) for item in (self.topics or ())]
         return resp
 
 
 OffsetCommitRequestPartition._SPEC = (('partition_index', 'int32', None), ('committed_offset', 'int64', None), ('committed_leader_epoch', 'int32', None), ('commit_timestamp', 'int64', None), ('committed_metadata', 'string', None))
-OffsetCommitRequestTopic._SPEC = (('name', 'string', None), ('partitions', '[]struct', OffsetCommitRequestPartition))
+OffsetCommitRequestTopic._SPEC = (('name', 'string', None), ('topic_id', 'uuid', None), ('partitions', '[]struct', OffsetCommitRequestPartition))
 OffsetCommitRequest._SPEC = (('group_id', 'string', None), ('generation_id_or_member_epoch', 'int32', None), ('member_id', 'string', None), ('group_instance_id', 'string', None), ('retention_time_ms', 'int64', None), ('topics', '[]struct', OffsetCommitRequestTopic))
 
 
@@ -174,7 +176,8 @@ def _d_OffsetCommitRequestTopic_v0(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_OffsetCommitRequestPartition_v0(buf, pos, blen)
             app(item3)
-    return OffsetCommitRequestTopic(v_name, v_partitions, None), pos
+    v_topic_id = ZERO_UUID
+    return OffsetCommitRequestTopic(v_name, v_topic_id, v_partitions, None), pos
 
 def _d_OffsetCommitRequest_v0(buf, pos, blen):
     n1, = _I16.unpack_from(buf, pos)
@@ -292,7 +295,8 @@ def _d_OffsetCommitRequestTopic_v1(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_OffsetCommitRequestPartition_v1(buf, pos, blen)
             app(item3)
-    return OffsetCommitRequestTopic(v_name, v_partitions, None), pos
+    v_topic_id = ZERO_UUID
+    return OffsetCommitRequestTopic(v_name, v_topic_id, v_partitions, None), pos
 
 def _d_OffsetCommitRequest_v1(buf, pos, blen):
     n1, = _I16.unpack_from(buf, pos)
@@ -744,7 +748,8 @@ def _d_OffsetCommitRequestTopic_v6(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_OffsetCommitRequestPartition_v6(buf, pos, blen)
             app(item3)
-    return OffsetCommitRequestTopic(v_name, v_partitions, None), pos
+    v_topic_id = ZERO_UUID
+    return OffsetCommitRequestTopic(v_name, v_topic_id, v_partitions, None), pos
 
 def _d_OffsetCommitRequest_v6(buf, pos, blen):
     n1, = _I16.unpack_from(buf, pos)
@@ -1022,6 +1027,7 @@ def _d_OffsetCommitRequestTopic_v8(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_OffsetCommitRequestPartition_v8(buf, pos, blen)
             app(item3)
+    v_topic_id = ZERO_UUID
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -1039,7 +1045,7 @@ def _d_OffsetCommitRequestTopic_v8(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return OffsetCommitRequestTopic(v_name, v_partitions, unknown), pos
+    return OffsetCommitRequestTopic(v_name, v_topic_id, v_partitions, unknown), pos
 
 def _d_OffsetCommitRequest_v8(buf, pos, blen):
     n1 = buf[pos]
@@ -1320,5 +1326,216 @@ def _e_OffsetCommitRequest_v9(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_OffsetCommitRequest_v0, 1: _d_OffsetCommitRequest_v1, 2: _d_OffsetCommitRequest_v2, 3: _d_OffsetCommitRequest_v2, 4: _d_OffsetCommitRequest_v2, 5: _d_OffsetCommitRequest_v5, 6: _d_OffsetCommitRequest_v6, 7: _d_OffsetCommitRequest_v7, 8: _d_OffsetCommitRequest_v8, 9: _d_OffsetCommitRequest_v8}
-_ENCODERS = {0: _e_OffsetCommitRequest_v0, 1: _e_OffsetCommitRequest_v1, 2: _e_OffsetCommitRequest_v2, 3: _e_OffsetCommitRequest_v3, 4: _e_OffsetCommitRequest_v4, 5: _e_OffsetCommitRequest_v5, 6: _e_OffsetCommitRequest_v6, 7: _e_OffsetCommitRequest_v7, 8: _e_OffsetCommitRequest_v8, 9: _e_OffsetCommitRequest_v9}
+_d_OffsetCommitRequestPartition_v10 = _d_OffsetCommitRequestPartition_v8
+
+def _d_OffsetCommitRequestTopic_v10(buf, pos, blen):
+    v_topic_id, = _S5.unpack_from(buf, pos)
+    pos += 16
+    v_topic_id = make_uuid(v_topic_id)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('OffsetCommitRequest.Partitions', n1)
+    elif n1 > (blen - pos) // 18:
+        raise bad_length('OffsetCommitRequest.Partitions', n1)
+    else:
+        v_partitions = []
+        app = v_partitions.append
+        for _ in range(n1):
+            item2, pos = _d_OffsetCommitRequestPartition_v8(buf, pos, blen)
+            app(item2)
+    v_name = ''
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return OffsetCommitRequestTopic(v_name, v_topic_id, v_partitions, unknown), pos
+
+def _d_OffsetCommitRequest_v10(buf, pos, blen):
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('OffsetCommitRequest.GroupId', n1)
+    else:
+        end = pos + n1
+        if end > blen:
+            raise truncated('OffsetCommitRequest.GroupId')
+        v_group_id = str(buf[pos:end], 'utf-8')
+        pos = end
+    v_generation_id_or_member_epoch, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise bad_length('OffsetCommitRequest.MemberId', n2)
+    else:
+        end = pos + n2
+        if end > blen:
+            raise truncated('OffsetCommitRequest.MemberId')
+        v_member_id = str(buf[pos:end], 'utf-8')
+        pos = end
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        if n3 != -1:
+            raise bad_length('OffsetCommitRequest.GroupInstanceId', n3)
+        v_group_instance_id = None
+    else:
+        end = pos + n3
+        if end > blen:
+            raise truncated('OffsetCommitRequest.GroupInstanceId')
+        v_group_instance_id = str(buf[pos:end], 'utf-8')
+        pos = end
+    n4 = buf[pos]
+    if n4 < 128:
+        pos += 1
+    else:
+        n4, pos = read_uvarint(buf, pos)
+    n4 -= 1
+    if n4 < 0:
+        raise bad_length('OffsetCommitRequest.Topics', n4)
+    elif n4 > (blen - pos) // 18:
+        raise bad_length('OffsetCommitRequest.Topics', n4)
+    else:
+        v_topics = []
+        app = v_topics.append
+        for _ in range(n4):
+            item5, pos = _d_OffsetCommitRequestTopic_v10(buf, pos, blen)
+            app(item5)
+    v_retention_time_ms = -1
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return OffsetCommitRequest(v_group_id, v_generation_id_or_member_epoch, v_member_id, v_group_instance_id, v_retention_time_ms, v_topics, unknown), pos
+
+def _e_OffsetCommitRequestPartition_v10(o, out):
+    if o.commit_timestamp != -1:
+        raise not_in_version('OffsetCommitRequestPartition.CommitTimestamp', 10)
+    out += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    b1 = o.committed_metadata
+    if b1 is None:
+        out.append(0)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_OffsetCommitRequestTopic_v10(o, out):
+    out += _S5.pack(o.topic_id.bytes)
+    a1 = o.partitions
+    if a1 is None:
+        raise not_nullable('OffsetCommitRequest.Partitions', 10)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_OffsetCommitRequestPartition_v10(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_OffsetCommitRequest_v10(o, out):
+    b1 = o.group_id
+    if b1 is None:
+        raise not_nullable('OffsetCommitRequest.GroupId', 10)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S1.pack(o.generation_id_or_member_epoch)
+    b2 = o.member_id
+    if b2 is None:
+        raise not_nullable('OffsetCommitRequest.MemberId', 10)
+    else:
+        b2 = b2.encode()
+        if len(b2) < 127:
+            out.append(len(b2) + 1)
+        else:
+            out += uvarint(len(b2) + 1)
+        out += b2
+    b3 = o.group_instance_id
+    if b3 is None:
+        out.append(0)
+    else:
+        b3 = b3.encode()
+        if len(b3) < 127:
+            out.append(len(b3) + 1)
+        else:
+            out += uvarint(len(b3) + 1)
+        out += b3
+    a4 = o.topics
+    if a4 is None:
+        raise not_nullable('OffsetCommitRequest.Topics', 10)
+    else:
+        if len(a4) < 127:
+            out.append(len(a4) + 1)
+        else:
+            out += uvarint(len(a4) + 1)
+        for e in a4:
+            _e_OffsetCommitRequestTopic_v10(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_OffsetCommitRequest_v0, 1: _d_OffsetCommitRequest_v1, 2: _d_OffsetCommitRequest_v2, 3: _d_OffsetCommitRequest_v2, 4: _d_OffsetCommitRequest_v2, 5: _d_OffsetCommitRequest_v5, 6: _d_OffsetCommitRequest_v6, 7: _d_OffsetCommitRequest_v7, 8: _d_OffsetCommitRequest_v8, 9: _d_OffsetCommitRequest_v8, 10: _d_OffsetCommitRequest_v10}
+_ENCODERS = {0: _e_OffsetCommitRequest_v0, 1: _e_OffsetCommitRequest_v1, 2: _e_OffsetCommitRequest_v2, 3: _e_OffsetCommitRequest_v3, 4: _e_OffsetCommitRequest_v4, 5: _e_OffsetCommitRequest_v5, 6: _e_OffsetCommitRequest_v6, 7: _e_OffsetCommitRequest_v7, 8: _e_OffsetCommitRequest_v8, 9: _e_OffsetCommitRequest_v9, 10: _e_OffsetCommitRequest_v10}

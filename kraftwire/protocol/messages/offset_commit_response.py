@@ -27,6 +27,7 @@ def _first(item):
 
 _S0 = struct.Struct('>ih')
 _S1 = struct.Struct('>i')
+_S2 = struct.Struct('>16s')
 
 
 class OffsetCommitResponsePartition(Message):
@@ -44,11 +45,12 @@ class OffsetCommitResponsePartition(Message):
 class OffsetCommitResponseTopic(Message):
     """Results grouped by topic."""
 
-    __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+    __slots__ = ('name', 'topic_id', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, name: str = '', partitions: list[OffsetCommitResponsePartition] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[OffsetCommitResponsePartition] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.name = name  # Topic name.
+        self.topic_id = topic_id  # The topic id (from version 10 on, instead of the name).
         self.partitions = [] if partitions is DEFAULT else partitions  # Per-partition results.
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -59,7 +61,7 @@ class OffsetCommitResponse(Message):
     __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 8
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 8
     _SPEC: ClassVar[tuple] = ()
 
@@ -107,7 +109,7 @@ class OffsetCommitResponse(Message):
 
 
 OffsetCommitResponsePartition._SPEC = (('partition_index', 'int32', None), ('error_code', 'int16', None))
-OffsetCommitResponseTopic._SPEC = (('name', 'string', None), ('partitions', '[]struct', OffsetCommitResponsePartition))
+OffsetCommitResponseTopic._SPEC = (('name', 'string', None), ('topic_id', 'uuid', None), ('partitions', '[]struct', OffsetCommitResponsePartition))
 OffsetCommitResponse._SPEC = (('throttle_time_ms', 'int32', None), ('topics', '[]struct', OffsetCommitResponseTopic))
 
 
@@ -139,7 +141,8 @@ def _d_OffsetCommitResponseTopic_v0(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_OffsetCommitResponsePartition_v0(buf, pos, blen)
             app(item3)
-    return OffsetCommitResponseTopic(v_name, v_partitions, None), pos
+    v_topic_id = ZERO_UUID
+    return OffsetCommitResponseTopic(v_name, v_topic_id, v_partitions, None), pos
 
 def _d_OffsetCommitResponse_v0(buf, pos, blen):
     n1, = _I32.unpack_from(buf, pos)
@@ -489,6 +492,7 @@ def _d_OffsetCommitResponseTopic_v8(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_OffsetCommitResponsePartition_v8(buf, pos, blen)
             app(item3)
+    v_topic_id = ZERO_UUID
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -506,7 +510,7 @@ def _d_OffsetCommitResponseTopic_v8(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return OffsetCommitResponseTopic(v_name, v_partitions, unknown), pos
+    return OffsetCommitResponseTopic(v_name, v_topic_id, v_partitions, unknown), pos
 
 def _d_OffsetCommitResponse_v8(buf, pos, blen):
     v_throttle_time_ms, = _S1.unpack_from(buf, pos)
@@ -652,5 +656,123 @@ def _e_OffsetCommitResponse_v9(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_OffsetCommitResponse_v0, 1: _d_OffsetCommitResponse_v0, 2: _d_OffsetCommitResponse_v0, 3: _d_OffsetCommitResponse_v3, 4: _d_OffsetCommitResponse_v3, 5: _d_OffsetCommitResponse_v3, 6: _d_OffsetCommitResponse_v3, 7: _d_OffsetCommitResponse_v3, 8: _d_OffsetCommitResponse_v8, 9: _d_OffsetCommitResponse_v8}
-_ENCODERS = {0: _e_OffsetCommitResponse_v0, 1: _e_OffsetCommitResponse_v1, 2: _e_OffsetCommitResponse_v2, 3: _e_OffsetCommitResponse_v3, 4: _e_OffsetCommitResponse_v4, 5: _e_OffsetCommitResponse_v5, 6: _e_OffsetCommitResponse_v6, 7: _e_OffsetCommitResponse_v7, 8: _e_OffsetCommitResponse_v8, 9: _e_OffsetCommitResponse_v9}
+_d_OffsetCommitResponsePartition_v10 = _d_OffsetCommitResponsePartition_v8
+
+def _d_OffsetCommitResponseTopic_v10(buf, pos, blen):
+    v_topic_id, = _S2.unpack_from(buf, pos)
+    pos += 16
+    v_topic_id = make_uuid(v_topic_id)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('OffsetCommitResponse.Partitions', n1)
+    elif n1 > (blen - pos) // 7:
+        raise bad_length('OffsetCommitResponse.Partitions', n1)
+    else:
+        v_partitions = []
+        app = v_partitions.append
+        for _ in range(n1):
+            item2, pos = _d_OffsetCommitResponsePartition_v8(buf, pos, blen)
+            app(item2)
+    v_name = ''
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return OffsetCommitResponseTopic(v_name, v_topic_id, v_partitions, unknown), pos
+
+def _d_OffsetCommitResponse_v10(buf, pos, blen):
+    v_throttle_time_ms, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('OffsetCommitResponse.Topics', n1)
+    elif n1 > (blen - pos) // 18:
+        raise bad_length('OffsetCommitResponse.Topics', n1)
+    else:
+        v_topics = []
+        app = v_topics.append
+        for _ in range(n1):
+            item2, pos = _d_OffsetCommitResponseTopic_v10(buf, pos, blen)
+            app(item2)
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return OffsetCommitResponse(v_throttle_time_ms, v_topics, unknown), pos
+
+_e_OffsetCommitResponsePartition_v10 = _e_OffsetCommitResponsePartition_v8
+
+def _e_OffsetCommitResponseTopic_v10(o, out):
+    out += _S2.pack(o.topic_id.bytes)
+    a1 = o.partitions
+    if a1 is None:
+        raise not_nullable('OffsetCommitResponse.Partitions', 10)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_OffsetCommitResponsePartition_v8(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_OffsetCommitResponse_v10(o, out):
+    out += _S1.pack(o.throttle_time_ms)
+    a1 = o.topics
+    if a1 is None:
+        raise not_nullable('OffsetCommitResponse.Topics', 10)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_OffsetCommitResponseTopic_v10(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_OffsetCommitResponse_v0, 1: _d_OffsetCommitResponse_v0, 2: _d_OffsetCommitResponse_v0, 3: _d_OffsetCommitResponse_v3, 4: _d_OffsetCommitResponse_v3, 5: _d_OffsetCommitResponse_v3, 6: _d_OffsetCommitResponse_v3, 7: _d_OffsetCommitResponse_v3, 8: _d_OffsetCommitResponse_v8, 9: _d_OffsetCommitResponse_v8, 10: _d_OffsetCommitResponse_v10}
+_ENCODERS = {0: _e_OffsetCommitResponse_v0, 1: _e_OffsetCommitResponse_v1, 2: _e_OffsetCommitResponse_v2, 3: _e_OffsetCommitResponse_v3, 4: _e_OffsetCommitResponse_v4, 5: _e_OffsetCommitResponse_v5, 6: _e_OffsetCommitResponse_v6, 7: _e_OffsetCommitResponse_v7, 8: _e_OffsetCommitResponse_v8, 9: _e_OffsetCommitResponse_v9, 10: _e_OffsetCommitResponse_v10}

@@ -27,6 +27,7 @@ def _first(item):
 
 _S0 = struct.Struct('>?')
 _S1 = struct.Struct('>i')
+_S2 = struct.Struct('>16s')
 _Ai = array_structs('i')
 
 
@@ -45,11 +46,12 @@ class OffsetFetchRequestTopic(Message):
 class OffsetFetchRequestTopics(Message):
     """Topics to read for this group; null means all topics."""
 
-    __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields',)
+    __slots__ = ('name', 'topic_id', 'partition_indexes', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, name: str = '', partition_indexes: list[int] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_indexes: list[int] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.name = name  # Topic name.
+        self.topic_id = topic_id  # The topic id (from version 10 on, instead of the name).
         self.partition_indexes = [] if partition_indexes is DEFAULT else partition_indexes  # Partition indexes to read.
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -74,7 +76,7 @@ class OffsetFetchRequest(Message):
     __slots__ = ('group_id', 'topics', 'groups', 'require_stable', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 6
     _SPEC: ClassVar[tuple] = ()
 
@@ -140,7 +142,7 @@ class OffsetFetchRequest(Message):
 
 
 OffsetFetchRequestTopic._SPEC = (('name', 'string', None), ('partition_indexes', '[]int32', None))
-OffsetFetchRequestTopics._SPEC = (('name', 'string', None), ('partition_indexes', '[]int32', None))
+OffsetFetchRequestTopics._SPEC = (('name', 'string', None), ('topic_id', 'uuid', None), ('partition_indexes', '[]int32', None))
 OffsetFetchRequestGroup._SPEC = (('group_id', 'string', None), ('member_id', 'string', None), ('member_epoch', 'int32', None), ('topics', '[]struct', OffsetFetchRequestTopics))
 OffsetFetchRequest._SPEC = (('group_id', 'string', None), ('topics', '[]struct', OffsetFetchRequestTopic), ('groups', '[]struct', OffsetFetchRequestGroup), ('require_stable', 'bool', None))
 
@@ -783,6 +785,7 @@ def _d_OffsetFetchRequestTopics_v8(buf, pos, blen):
         else:
             v_partition_indexes = list(unpack_from('>%di' % n2, buf, pos))
         pos += 4 * n2
+    v_topic_id = ZERO_UUID
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -800,7 +803,7 @@ def _d_OffsetFetchRequestTopics_v8(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return OffsetFetchRequestTopics(v_name, v_partition_indexes, unknown), pos
+    return OffsetFetchRequestTopics(v_name, v_topic_id, v_partition_indexes, unknown), pos
 
 def _d_OffsetFetchRequestGroup_v8(buf, pos, blen):
     n1 = buf[pos]
@@ -1175,5 +1178,235 @@ def _e_OffsetFetchRequest_v9(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_OffsetFetchRequest_v0, 1: _d_OffsetFetchRequest_v0, 2: _d_OffsetFetchRequest_v2, 3: _d_OffsetFetchRequest_v2, 4: _d_OffsetFetchRequest_v2, 5: _d_OffsetFetchRequest_v2, 6: _d_OffsetFetchRequest_v6, 7: _d_OffsetFetchRequest_v7, 8: _d_OffsetFetchRequest_v8, 9: _d_OffsetFetchRequest_v9}
-_ENCODERS = {0: _e_OffsetFetchRequest_v0, 1: _e_OffsetFetchRequest_v1, 2: _e_OffsetFetchRequest_v2, 3: _e_OffsetFetchRequest_v3, 4: _e_OffsetFetchRequest_v4, 5: _e_OffsetFetchRequest_v5, 6: _e_OffsetFetchRequest_v6, 7: _e_OffsetFetchRequest_v7, 8: _e_OffsetFetchRequest_v8, 9: _e_OffsetFetchRequest_v9}
+def _d_OffsetFetchRequestTopics_v10(buf, pos, blen):
+    v_topic_id, = _S2.unpack_from(buf, pos)
+    pos += 16
+    v_topic_id = make_uuid(v_topic_id)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('OffsetFetchRequest.PartitionIndexes', n1)
+    elif n1 > (blen - pos) // 4:
+        raise bad_length('OffsetFetchRequest.PartitionIndexes', n1)
+    else:
+        if n1 < SMALL_ARRAY:
+            v_partition_indexes = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_partition_indexes = list(unpack_from('>%di' % n1, buf, pos))
+        pos += 4 * n1
+    v_name = ''
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return OffsetFetchRequestTopics(v_name, v_topic_id, v_partition_indexes, unknown), pos
+
+def _d_OffsetFetchRequestGroup_v10(buf, pos, blen):
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('OffsetFetchRequest.GroupId', n1)
+    else:
+        end = pos + n1
+        if end > blen:
+            raise truncated('OffsetFetchRequest.GroupId')
+        v_group_id = str(buf[pos:end], 'utf-8')
+        pos = end
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        if n2 != -1:
+            raise bad_length('OffsetFetchRequest.MemberId', n2)
+        v_member_id = None
+    else:
+        end = pos + n2
+        if end > blen:
+            raise truncated('OffsetFetchRequest.MemberId')
+        v_member_id = str(buf[pos:end], 'utf-8')
+        pos = end
+    v_member_epoch, = _S1.unpack_from(buf, pos)
+    pos += 4
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        if n3 != -1:
+            raise bad_length('OffsetFetchRequest.Topics', n3)
+        v_topics = None
+    elif n3 > (blen - pos) // 18:
+        raise bad_length('OffsetFetchRequest.Topics', n3)
+    else:
+        v_topics = []
+        app = v_topics.append
+        for _ in range(n3):
+            item4, pos = _d_OffsetFetchRequestTopics_v10(buf, pos, blen)
+            app(item4)
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return OffsetFetchRequestGroup(v_group_id, v_member_id, v_member_epoch, v_topics, unknown), pos
+
+def _d_OffsetFetchRequest_v10(buf, pos, blen):
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('OffsetFetchRequest.Groups', n1)
+    elif n1 > (blen - pos) // 8:
+        raise bad_length('OffsetFetchRequest.Groups', n1)
+    else:
+        v_groups = []
+        app = v_groups.append
+        for _ in range(n1):
+            item2, pos = _d_OffsetFetchRequestGroup_v10(buf, pos, blen)
+            app(item2)
+    v_require_stable, = _S0.unpack_from(buf, pos)
+    pos += 1
+    v_group_id = ''
+    v_topics = []
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return OffsetFetchRequest(v_group_id, v_topics, v_groups, v_require_stable, unknown), pos
+
+def _e_OffsetFetchRequestTopics_v10(o, out):
+    out += _S2.pack(o.topic_id.bytes)
+    a1 = o.partition_indexes
+    if a1 is None:
+        raise not_nullable('OffsetFetchRequest.PartitionIndexes', 10)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        if len(a1) < SMALL_ARRAY:
+            out += _Ai[len(a1)].pack(*a1)
+        else:
+            out += pack('>%di' % len(a1), *a1)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_OffsetFetchRequestGroup_v10(o, out):
+    b1 = o.group_id
+    if b1 is None:
+        raise not_nullable('OffsetFetchRequest.GroupId', 10)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    b2 = o.member_id
+    if b2 is None:
+        out.append(0)
+    else:
+        b2 = b2.encode()
+        if len(b2) < 127:
+            out.append(len(b2) + 1)
+        else:
+            out += uvarint(len(b2) + 1)
+        out += b2
+    out += _S1.pack(o.member_epoch)
+    a3 = o.topics
+    if a3 is None:
+        out.append(0)
+    else:
+        if len(a3) < 127:
+            out.append(len(a3) + 1)
+        else:
+            out += uvarint(len(a3) + 1)
+        for e in a3:
+            _e_OffsetFetchRequestTopics_v10(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_OffsetFetchRequest_v10(o, out):
+    if o.group_id != '':
+        raise not_in_version('OffsetFetchRequest.GroupId', 10)
+    if o.topics:
+        raise not_in_version('OffsetFetchRequest.Topics', 10)
+    a1 = o.groups
+    if a1 is None:
+        raise not_nullable('OffsetFetchRequest.Groups', 10)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_OffsetFetchRequestGroup_v10(e, out)
+    out += _S0.pack(o.require_stable)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_OffsetFetchRequest_v0, 1: _d_OffsetFetchRequest_v0, 2: _d_OffsetFetchRequest_v2, 3: _d_OffsetFetchRequest_v2, 4: _d_OffsetFetchRequest_v2, 5: _d_OffsetFetchRequest_v2, 6: _d_OffsetFetchRequest_v6, 7: _d_OffsetFetchRequest_v7, 8: _d_OffsetFetchRequest_v8, 9: _d_OffsetFetchRequest_v9, 10: _d_OffsetFetchRequest_v10}
+_ENCODERS = {0: _e_OffsetFetchRequest_v0, 1: _e_OffsetFetchRequest_v1, 2: _e_OffsetFetchRequest_v2, 3: _e_OffsetFetchRequest_v3, 4: _e_OffsetFetchRequest_v4, 5: _e_OffsetFetchRequest_v5, 6: _e_OffsetFetchRequest_v6, 7: _e_OffsetFetchRequest_v7, 8: _e_OffsetFetchRequest_v8, 9: _e_OffsetFetchRequest_v9, 10: _e_OffsetFetchRequest_v10}

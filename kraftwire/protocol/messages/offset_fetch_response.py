@@ -29,6 +29,7 @@ _S0 = struct.Struct('>iq')
 _S1 = struct.Struct('>h')
 _S2 = struct.Struct('>i')
 _S3 = struct.Struct('>iqi')
+_S4 = struct.Struct('>16s')
 
 
 class OffsetFetchResponsePartition(Message):
@@ -76,11 +77,12 @@ class OffsetFetchResponsePartitions(Message):
 class OffsetFetchResponseTopics(Message):
     """Results grouped by topic."""
 
-    __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+    __slots__ = ('name', 'topic_id', 'partitions', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, name: str = '', partitions: list[OffsetFetchResponsePartitions] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[OffsetFetchResponsePartitions] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.name = name  # Topic name.
+        self.topic_id = topic_id  # The topic id (from version 10 on, instead of the name).
         self.partitions = [] if partitions is DEFAULT else partitions  # Per-partition results.
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -104,7 +106,7 @@ class OffsetFetchResponse(Message):
     __slots__ = ('throttle_time_ms', 'topics', 'error_code', 'groups', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 6
     _SPEC: ClassVar[tuple] = ()
 
@@ -156,7 +158,7 @@ class OffsetFetchResponse(Message):
 OffsetFetchResponsePartition._SPEC = (('partition_index', 'int32', None), ('committed_offset', 'int64', None), ('committed_leader_epoch', 'int32', None), ('metadata', 'string', None), ('error_code', 'int16', None))
 OffsetFetchResponseTopic._SPEC = (('name', 'string', None), ('partitions', '[]struct', OffsetFetchResponsePartition))
 OffsetFetchResponsePartitions._SPEC = (('partition_index', 'int32', None), ('committed_offset', 'int64', None), ('committed_leader_epoch', 'int32', None), ('metadata', 'string', None), ('error_code', 'int16', None))
-OffsetFetchResponseTopics._SPEC = (('name', 'string', None), ('partitions', '[]struct', OffsetFetchResponsePartitions))
+OffsetFetchResponseTopics._SPEC = (('name', 'string', None), ('topic_id', 'uuid', None), ('partitions', '[]struct', OffsetFetchResponsePartitions))
 OffsetFetchResponseGroup._SPEC = (('group_id', 'string', None), ('topics', '[]struct', OffsetFetchResponseTopics), ('error_code', 'int16', None))
 OffsetFetchResponse._SPEC = (('throttle_time_ms', 'int32', None), ('topics', '[]struct', OffsetFetchResponseTopic), ('error_code', 'int16', None), ('groups', '[]struct', OffsetFetchResponseGroup))
 
@@ -871,6 +873,7 @@ def _d_OffsetFetchResponseTopics_v8(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_OffsetFetchResponsePartitions_v8(buf, pos, blen)
             app(item3)
+    v_topic_id = ZERO_UUID
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -888,7 +891,7 @@ def _d_OffsetFetchResponseTopics_v8(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return OffsetFetchResponseTopics(v_name, v_partitions, unknown), pos
+    return OffsetFetchResponseTopics(v_name, v_topic_id, v_partitions, unknown), pos
 
 def _d_OffsetFetchResponseGroup_v8(buf, pos, blen):
     n1 = buf[pos]
@@ -1161,5 +1164,207 @@ def _e_OffsetFetchResponse_v9(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_OffsetFetchResponse_v0, 1: _d_OffsetFetchResponse_v0, 2: _d_OffsetFetchResponse_v2, 3: _d_OffsetFetchResponse_v3, 4: _d_OffsetFetchResponse_v3, 5: _d_OffsetFetchResponse_v5, 6: _d_OffsetFetchResponse_v6, 7: _d_OffsetFetchResponse_v6, 8: _d_OffsetFetchResponse_v8, 9: _d_OffsetFetchResponse_v8}
-_ENCODERS = {0: _e_OffsetFetchResponse_v0, 1: _e_OffsetFetchResponse_v1, 2: _e_OffsetFetchResponse_v2, 3: _e_OffsetFetchResponse_v3, 4: _e_OffsetFetchResponse_v4, 5: _e_OffsetFetchResponse_v5, 6: _e_OffsetFetchResponse_v6, 7: _e_OffsetFetchResponse_v7, 8: _e_OffsetFetchResponse_v8, 9: _e_OffsetFetchResponse_v9}
+_d_OffsetFetchResponsePartitions_v10 = _d_OffsetFetchResponsePartitions_v8
+
+def _d_OffsetFetchResponseTopics_v10(buf, pos, blen):
+    v_topic_id, = _S4.unpack_from(buf, pos)
+    pos += 16
+    v_topic_id = make_uuid(v_topic_id)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('OffsetFetchResponse.Partitions', n1)
+    elif n1 > (blen - pos) // 20:
+        raise bad_length('OffsetFetchResponse.Partitions', n1)
+    else:
+        v_partitions = []
+        app = v_partitions.append
+        for _ in range(n1):
+            item2, pos = _d_OffsetFetchResponsePartitions_v8(buf, pos, blen)
+            app(item2)
+    v_name = ''
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return OffsetFetchResponseTopics(v_name, v_topic_id, v_partitions, unknown), pos
+
+def _d_OffsetFetchResponseGroup_v10(buf, pos, blen):
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('OffsetFetchResponse.GroupId', n1)
+    else:
+        end = pos + n1
+        if end > blen:
+            raise truncated('OffsetFetchResponse.GroupId')
+        v_group_id = str(buf[pos:end], 'utf-8')
+        pos = end
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise bad_length('OffsetFetchResponse.Topics', n2)
+    elif n2 > (blen - pos) // 18:
+        raise bad_length('OffsetFetchResponse.Topics', n2)
+    else:
+        v_topics = []
+        app = v_topics.append
+        for _ in range(n2):
+            item3, pos = _d_OffsetFetchResponseTopics_v10(buf, pos, blen)
+            app(item3)
+    v_error_code, = _S1.unpack_from(buf, pos)
+    pos += 2
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return OffsetFetchResponseGroup(v_group_id, v_topics, v_error_code, unknown), pos
+
+def _d_OffsetFetchResponse_v10(buf, pos, blen):
+    v_throttle_time_ms, = _S2.unpack_from(buf, pos)
+    pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('OffsetFetchResponse.Groups', n1)
+    elif n1 > (blen - pos) // 5:
+        raise bad_length('OffsetFetchResponse.Groups', n1)
+    else:
+        v_groups = []
+        app = v_groups.append
+        for _ in range(n1):
+            item2, pos = _d_OffsetFetchResponseGroup_v10(buf, pos, blen)
+            app(item2)
+    v_topics = []
+    v_error_code = 0
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return OffsetFetchResponse(v_throttle_time_ms, v_topics, v_error_code, v_groups, unknown), pos
+
+_e_OffsetFetchResponsePartitions_v10 = _e_OffsetFetchResponsePartitions_v8
+
+def _e_OffsetFetchResponseTopics_v10(o, out):
+    out += _S4.pack(o.topic_id.bytes)
+    a1 = o.partitions
+    if a1 is None:
+        raise not_nullable('OffsetFetchResponse.Partitions', 10)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_OffsetFetchResponsePartitions_v8(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_OffsetFetchResponseGroup_v10(o, out):
+    b1 = o.group_id
+    if b1 is None:
+        raise not_nullable('OffsetFetchResponse.GroupId', 10)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    a2 = o.topics
+    if a2 is None:
+        raise not_nullable('OffsetFetchResponse.Topics', 10)
+    else:
+        if len(a2) < 127:
+            out.append(len(a2) + 1)
+        else:
+            out += uvarint(len(a2) + 1)
+        for e in a2:
+            _e_OffsetFetchResponseTopics_v10(e, out)
+    out += _S1.pack(o.error_code)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_OffsetFetchResponse_v10(o, out):
+    if o.topics:
+        raise not_in_version('OffsetFetchResponse.Topics', 10)
+    out += _S2.pack(o.throttle_time_ms)
+    a1 = o.groups
+    if a1 is None:
+        raise not_nullable('OffsetFetchResponse.Groups', 10)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_OffsetFetchResponseGroup_v10(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_OffsetFetchResponse_v0, 1: _d_OffsetFetchResponse_v0, 2: _d_OffsetFetchResponse_v2, 3: _d_OffsetFetchResponse_v3, 4: _d_OffsetFetchResponse_v3, 5: _d_OffsetFetchResponse_v5, 6: _d_OffsetFetchResponse_v6, 7: _d_OffsetFetchResponse_v6, 8: _d_OffsetFetchResponse_v8, 9: _d_OffsetFetchResponse_v8, 10: _d_OffsetFetchResponse_v10}
+_ENCODERS = {0: _e_OffsetFetchResponse_v0, 1: _e_OffsetFetchResponse_v1, 2: _e_OffsetFetchResponse_v2, 3: _e_OffsetFetchResponse_v3, 4: _e_OffsetFetchResponse_v4, 5: _e_OffsetFetchResponse_v5, 6: _e_OffsetFetchResponse_v6, 7: _e_OffsetFetchResponse_v7, 8: _e_OffsetFetchResponse_v8, 9: _e_OffsetFetchResponse_v9, 10: _e_OffsetFetchResponse_v10}

@@ -27,6 +27,7 @@ def _first(item):
 
 _S0 = struct.Struct('>hi')
 _S1 = struct.Struct('>i')
+_S2 = struct.Struct('>16s')
 
 
 class PartitionProduceData(Message):
@@ -44,11 +45,12 @@ class PartitionProduceData(Message):
 class TopicProduceData(Message):
     """Data to append, grouped by topic."""
 
-    __slots__ = ('name', 'partition_data', 'unknown_tagged_fields',)
+    __slots__ = ('name', 'topic_id', 'partition_data', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, name: str = '', partition_data: list[PartitionProduceData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_data: list[PartitionProduceData] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.name = name  # Topic name.
+        self.topic_id = topic_id  # The topic id (from version 13 on, instead of the name).
         self.partition_data = [] if partition_data is DEFAULT else partition_data  # Data to append, per partition.
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -59,7 +61,7 @@ class ProduceRequest(Message):
     __slots__ = ('transactional_id', 'acks', 'timeout_ms', 'topic_data', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 0
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 11
+    MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 9
     _SPEC: ClassVar[tuple] = ()
 
@@ -117,12 +119,12 @@ class ProduceRequest(Message):
         if self.acks == 0:
             return None
         resp = R.ProduceResponse()
-        resp.responses = [R.TopicProduceResponse(name=item.name, partition_responses=[R.PartitionProduceResponse(index=item.index, error_code=code, base_offset=-1, log_append_time_ms=(-1) if version >= 2 else -1, log_start_offset=(-1) if version >= 5 else -1, error_message=(message) if version >= 8 else None) for item in (item.partition_data or ())]) for item in (self.topic_data or ())]
+        resp.responses = [R.TopicProduceResponse(name=(item.name) if version <= 12 else '', partition_responses=[R.PartitionProduceResponse(index=item.index, error_code=code, base_offset=-1, log_append_time_ms=(-1) if version >= 2 else -1, log_start_offset=(-1) if version >= 5 else -1, error_message=(message) if version >= 8 else None) for item in (item.partition_data or ())]) for item in (self.topic_data or ())]
         return resp
 
 
 PartitionProduceData._SPEC = (('index', 'int32', None), ('records', 'records', None))
-TopicProduceData._SPEC = (('name', 'string', None), ('partition_data', '[]struct', PartitionProduceData))
+TopicProduceData._SPEC = (('name', 'string', None), ('topic_id', 'uuid', None), ('partition_data', '[]struct', PartitionProduceData))
 ProduceRequest._SPEC = (('transactional_id', 'string', None), ('acks', 'int16', None), ('timeout_ms', 'int32', None), ('topic_data', '[]struct', TopicProduceData))
 
 
@@ -166,7 +168,8 @@ def _d_TopicProduceData_v0(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_PartitionProduceData_v0(buf, pos, blen)
             app(item3)
-    return TopicProduceData(v_name, v_partition_data, None), pos
+    v_topic_id = ZERO_UUID
+    return TopicProduceData(v_name, v_topic_id, v_partition_data, None), pos
 
 def _d_ProduceRequest_v0(buf, pos, blen):
     v_acks, v_timeout_ms = _S0.unpack_from(buf, pos)
@@ -640,6 +643,7 @@ def _d_TopicProduceData_v9(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_PartitionProduceData_v9(buf, pos, blen)
             app(item3)
+    v_topic_id = ZERO_UUID
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -657,7 +661,7 @@ def _d_TopicProduceData_v9(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return TopicProduceData(v_name, v_partition_data, unknown), pos
+    return TopicProduceData(v_name, v_topic_id, v_partition_data, unknown), pos
 
 def _d_ProduceRequest_v9(buf, pos, blen):
     n1 = buf[pos]
@@ -914,5 +918,212 @@ def _e_ProduceRequest_v11(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_ProduceRequest_v0, 1: _d_ProduceRequest_v0, 2: _d_ProduceRequest_v0, 3: _d_ProduceRequest_v3, 4: _d_ProduceRequest_v3, 5: _d_ProduceRequest_v3, 6: _d_ProduceRequest_v3, 7: _d_ProduceRequest_v3, 8: _d_ProduceRequest_v3, 9: _d_ProduceRequest_v9, 10: _d_ProduceRequest_v9, 11: _d_ProduceRequest_v9}
-_ENCODERS = {0: _e_ProduceRequest_v0, 1: _e_ProduceRequest_v1, 2: _e_ProduceRequest_v2, 3: _e_ProduceRequest_v3, 4: _e_ProduceRequest_v4, 5: _e_ProduceRequest_v5, 6: _e_ProduceRequest_v6, 7: _e_ProduceRequest_v7, 8: _e_ProduceRequest_v8, 9: _e_ProduceRequest_v9, 10: _e_ProduceRequest_v10, 11: _e_ProduceRequest_v11}
+_d_PartitionProduceData_v12 = _d_PartitionProduceData_v9
+
+_d_TopicProduceData_v12 = _d_TopicProduceData_v9
+
+_d_ProduceRequest_v12 = _d_ProduceRequest_v9
+
+_e_PartitionProduceData_v12 = _e_PartitionProduceData_v9
+
+def _e_TopicProduceData_v12(o, out):
+    b1 = o.name
+    if b1 is None:
+        raise not_nullable('ProduceRequest.Name', 12)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    a2 = o.partition_data
+    if a2 is None:
+        raise not_nullable('ProduceRequest.PartitionData', 12)
+    else:
+        if len(a2) < 127:
+            out.append(len(a2) + 1)
+        else:
+            out += uvarint(len(a2) + 1)
+        for e in a2:
+            _e_PartitionProduceData_v9(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_ProduceRequest_v12(o, out):
+    b1 = o.transactional_id
+    if b1 is None:
+        out.append(0)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S0.pack(o.acks, o.timeout_ms)
+    a2 = o.topic_data
+    if a2 is None:
+        raise not_nullable('ProduceRequest.TopicData', 12)
+    else:
+        if len(a2) < 127:
+            out.append(len(a2) + 1)
+        else:
+            out += uvarint(len(a2) + 1)
+        for e in a2:
+            _e_TopicProduceData_v12(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_d_PartitionProduceData_v13 = _d_PartitionProduceData_v9
+
+def _d_TopicProduceData_v13(buf, pos, blen):
+    v_topic_id, = _S2.unpack_from(buf, pos)
+    pos += 16
+    v_topic_id = make_uuid(v_topic_id)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('ProduceRequest.PartitionData', n1)
+    elif n1 > (blen - pos) // 6:
+        raise bad_length('ProduceRequest.PartitionData', n1)
+    else:
+        v_partition_data = []
+        app = v_partition_data.append
+        for _ in range(n1):
+            item2, pos = _d_PartitionProduceData_v9(buf, pos, blen)
+            app(item2)
+    v_name = ''
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return TopicProduceData(v_name, v_topic_id, v_partition_data, unknown), pos
+
+def _d_ProduceRequest_v13(buf, pos, blen):
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise bad_length('ProduceRequest.TransactionalId', n1)
+        v_transactional_id = None
+    else:
+        end = pos + n1
+        if end > blen:
+            raise truncated('ProduceRequest.TransactionalId')
+        v_transactional_id = str(buf[pos:end], 'utf-8')
+        pos = end
+    v_acks, v_timeout_ms = _S0.unpack_from(buf, pos)
+    pos += 6
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise bad_length('ProduceRequest.TopicData', n2)
+    elif n2 > (blen - pos) // 18:
+        raise bad_length('ProduceRequest.TopicData', n2)
+    else:
+        v_topic_data = []
+        app = v_topic_data.append
+        for _ in range(n2):
+            item3, pos = _d_TopicProduceData_v13(buf, pos, blen)
+            app(item3)
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return ProduceRequest(v_transactional_id, v_acks, v_timeout_ms, v_topic_data, unknown), pos
+
+_e_PartitionProduceData_v13 = _e_PartitionProduceData_v9
+
+def _e_TopicProduceData_v13(o, out):
+    out += _S2.pack(o.topic_id.bytes)
+    a1 = o.partition_data
+    if a1 is None:
+        raise not_nullable('ProduceRequest.PartitionData', 13)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_PartitionProduceData_v9(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_ProduceRequest_v13(o, out):
+    b1 = o.transactional_id
+    if b1 is None:
+        out.append(0)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S0.pack(o.acks, o.timeout_ms)
+    a2 = o.topic_data
+    if a2 is None:
+        raise not_nullable('ProduceRequest.TopicData', 13)
+    else:
+        if len(a2) < 127:
+            out.append(len(a2) + 1)
+        else:
+            out += uvarint(len(a2) + 1)
+        for e in a2:
+            _e_TopicProduceData_v13(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_ProduceRequest_v0, 1: _d_ProduceRequest_v0, 2: _d_ProduceRequest_v0, 3: _d_ProduceRequest_v3, 4: _d_ProduceRequest_v3, 5: _d_ProduceRequest_v3, 6: _d_ProduceRequest_v3, 7: _d_ProduceRequest_v3, 8: _d_ProduceRequest_v3, 9: _d_ProduceRequest_v9, 10: _d_ProduceRequest_v9, 11: _d_ProduceRequest_v9, 12: _d_ProduceRequest_v9, 13: _d_ProduceRequest_v13}
+_ENCODERS = {0: _e_ProduceRequest_v0, 1: _e_ProduceRequest_v1, 2: _e_ProduceRequest_v2, 3: _e_ProduceRequest_v3, 4: _e_ProduceRequest_v4, 5: _e_ProduceRequest_v5, 6: _e_ProduceRequest_v6, 7: _e_ProduceRequest_v7, 8: _e_ProduceRequest_v8, 9: _e_ProduceRequest_v9, 10: _e_ProduceRequest_v10, 11: _e_ProduceRequest_v11, 12: _e_ProduceRequest_v12, 13: _e_ProduceRequest_v13}

@@ -30,6 +30,7 @@ _S1 = struct.Struct('>i')
 _S2 = struct.Struct('>ihqq')
 _S3 = struct.Struct('>ihqqq')
 _S4 = struct.Struct('>ii')
+_S5 = struct.Struct('>16s')
 
 
 class BatchIndexAndErrorMessage(Message):
@@ -77,11 +78,12 @@ class PartitionProduceResponse(Message):
 class TopicProduceResponse(Message):
     """Results grouped by topic."""
 
-    __slots__ = ('name', 'partition_responses', 'unknown_tagged_fields',)
+    __slots__ = ('name', 'topic_id', 'partition_responses', 'unknown_tagged_fields',)
     _SPEC: ClassVar[tuple] = ()
 
-    def __init__(self, name: str = '', partition_responses: list[PartitionProduceResponse] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_responses: list[PartitionProduceResponse] = DEFAULT, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
         self.name = name  # Topic name.
+        self.topic_id = topic_id  # The topic id (from version 13 on, instead of the name).
         self.partition_responses = [] if partition_responses is DEFAULT else partition_responses  # Per-partition results.
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -106,7 +108,7 @@ class ProduceResponse(Message):
     __slots__ = ('responses', 'throttle_time_ms', 'node_endpoints', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 0
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 11
+    MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 9
     _SPEC: ClassVar[tuple] = ()
 
@@ -157,7 +159,7 @@ class ProduceResponse(Message):
 BatchIndexAndErrorMessage._SPEC = (('batch_index', 'int32', None), ('batch_index_error_message', 'string', None))
 LeaderIdAndEpoch._SPEC = (('leader_id', 'int32', None), ('leader_epoch', 'int32', None))
 PartitionProduceResponse._SPEC = (('index', 'int32', None), ('error_code', 'int16', None), ('base_offset', 'int64', None), ('log_append_time_ms', 'int64', None), ('log_start_offset', 'int64', None), ('record_errors', '[]struct', BatchIndexAndErrorMessage), ('error_message', 'string', None), ('current_leader', 'struct', LeaderIdAndEpoch))
-TopicProduceResponse._SPEC = (('name', 'string', None), ('partition_responses', '[]struct', PartitionProduceResponse))
+TopicProduceResponse._SPEC = (('name', 'string', None), ('topic_id', 'uuid', None), ('partition_responses', '[]struct', PartitionProduceResponse))
 NodeEndpoint._SPEC = (('node_id', 'int32', None), ('host', 'string', None), ('port', 'int32', None), ('rack', 'string', None))
 ProduceResponse._SPEC = (('responses', '[]struct', TopicProduceResponse), ('throttle_time_ms', 'int32', None), ('node_endpoints', '[]struct', NodeEndpoint))
 
@@ -195,7 +197,8 @@ def _d_TopicProduceResponse_v0(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_PartitionProduceResponse_v0(buf, pos, blen)
             app(item3)
-    return TopicProduceResponse(v_name, v_partition_responses, None), pos
+    v_topic_id = ZERO_UUID
+    return TopicProduceResponse(v_name, v_topic_id, v_partition_responses, None), pos
 
 def _d_ProduceResponse_v0(buf, pos, blen):
     n1, = _I32.unpack_from(buf, pos)
@@ -333,7 +336,8 @@ def _d_TopicProduceResponse_v2(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_PartitionProduceResponse_v2(buf, pos, blen)
             app(item3)
-    return TopicProduceResponse(v_name, v_partition_responses, None), pos
+    v_topic_id = ZERO_UUID
+    return TopicProduceResponse(v_name, v_topic_id, v_partition_responses, None), pos
 
 def _d_ProduceResponse_v2(buf, pos, blen):
     n1, = _I32.unpack_from(buf, pos)
@@ -495,7 +499,8 @@ def _d_TopicProduceResponse_v5(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_PartitionProduceResponse_v5(buf, pos, blen)
             app(item3)
-    return TopicProduceResponse(v_name, v_partition_responses, None), pos
+    v_topic_id = ZERO_UUID
+    return TopicProduceResponse(v_name, v_topic_id, v_partition_responses, None), pos
 
 def _d_ProduceResponse_v5(buf, pos, blen):
     n1, = _I32.unpack_from(buf, pos)
@@ -696,7 +701,8 @@ def _d_TopicProduceResponse_v8(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_PartitionProduceResponse_v8(buf, pos, blen)
             app(item3)
-    return TopicProduceResponse(v_name, v_partition_responses, None), pos
+    v_topic_id = ZERO_UUID
+    return TopicProduceResponse(v_name, v_topic_id, v_partition_responses, None), pos
 
 def _d_ProduceResponse_v8(buf, pos, blen):
     n1, = _I32.unpack_from(buf, pos)
@@ -897,6 +903,7 @@ def _d_TopicProduceResponse_v9(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_PartitionProduceResponse_v9(buf, pos, blen)
             app(item3)
+    v_topic_id = ZERO_UUID
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -914,7 +921,7 @@ def _d_TopicProduceResponse_v9(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return TopicProduceResponse(v_name, v_partition_responses, unknown), pos
+    return TopicProduceResponse(v_name, v_topic_id, v_partition_responses, unknown), pos
 
 def _d_ProduceResponse_v9(buf, pos, blen):
     n1 = buf[pos]
@@ -1164,6 +1171,7 @@ def _d_TopicProduceResponse_v10(buf, pos, blen):
         for _ in range(n2):
             item3, pos = _d_PartitionProduceResponse_v10(buf, pos, blen)
             app(item3)
+    v_topic_id = ZERO_UUID
     ntag = buf[pos]
     if ntag < 128:
         pos += 1
@@ -1181,7 +1189,7 @@ def _d_TopicProduceResponse_v10(buf, pos, blen):
                 unknown = []
             unknown.append((tag, bytes(buf[pos:tend])))
         pos = tend
-    return TopicProduceResponse(v_name, v_partition_responses, unknown), pos
+    return TopicProduceResponse(v_name, v_topic_id, v_partition_responses, unknown), pos
 
 def _d_NodeEndpoint_v10(buf, pos, blen):
     v_node_id, = _S1.unpack_from(buf, pos)
@@ -1571,5 +1579,372 @@ def _e_ProduceResponse_v11(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_ProduceResponse_v0, 1: _d_ProduceResponse_v1, 2: _d_ProduceResponse_v2, 3: _d_ProduceResponse_v2, 4: _d_ProduceResponse_v2, 5: _d_ProduceResponse_v5, 6: _d_ProduceResponse_v5, 7: _d_ProduceResponse_v5, 8: _d_ProduceResponse_v8, 9: _d_ProduceResponse_v9, 10: _d_ProduceResponse_v10, 11: _d_ProduceResponse_v10}
-_ENCODERS = {0: _e_ProduceResponse_v0, 1: _e_ProduceResponse_v1, 2: _e_ProduceResponse_v2, 3: _e_ProduceResponse_v3, 4: _e_ProduceResponse_v4, 5: _e_ProduceResponse_v5, 6: _e_ProduceResponse_v6, 7: _e_ProduceResponse_v7, 8: _e_ProduceResponse_v8, 9: _e_ProduceResponse_v9, 10: _e_ProduceResponse_v10, 11: _e_ProduceResponse_v11}
+_d_BatchIndexAndErrorMessage_v12 = _d_BatchIndexAndErrorMessage_v9
+
+_d_LeaderIdAndEpoch_v12 = _d_LeaderIdAndEpoch_v10
+
+_d_PartitionProduceResponse_v12 = _d_PartitionProduceResponse_v10
+
+_d_TopicProduceResponse_v12 = _d_TopicProduceResponse_v10
+
+_d_NodeEndpoint_v12 = _d_NodeEndpoint_v10
+
+_d_ProduceResponse_v12 = _d_ProduceResponse_v10
+
+_e_BatchIndexAndErrorMessage_v12 = _e_BatchIndexAndErrorMessage_v9
+
+_e_LeaderIdAndEpoch_v12 = _e_LeaderIdAndEpoch_v10
+
+def _e_PartitionProduceResponse_v12(o, out):
+    out += _S3.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
+    a1 = o.record_errors
+    if a1 is None:
+        raise not_nullable('ProduceResponse.RecordErrors', 12)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_BatchIndexAndErrorMessage_v9(e, out)
+    b2 = o.error_message
+    if b2 is None:
+        out.append(0)
+    else:
+        b2 = b2.encode()
+        if len(b2) < 127:
+            out.append(len(b2) + 1)
+        else:
+            out += uvarint(len(b2) + 1)
+        out += b2
+    tagged = []
+    if o.current_leader != LeaderIdAndEpoch():
+        t = bytearray()
+        _e_LeaderIdAndEpoch_v10(o.current_leader, t)
+        tagged.append((0, t))
+    if o.unknown_tagged_fields:
+        tagged.extend(o.unknown_tagged_fields)
+        tagged.sort(key=_first)
+    if tagged:
+        write_tags(out, tagged)
+    else:
+        out.append(0)
+
+def _e_TopicProduceResponse_v12(o, out):
+    b1 = o.name
+    if b1 is None:
+        raise not_nullable('ProduceResponse.Name', 12)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    a2 = o.partition_responses
+    if a2 is None:
+        raise not_nullable('ProduceResponse.PartitionResponses', 12)
+    else:
+        if len(a2) < 127:
+            out.append(len(a2) + 1)
+        else:
+            out += uvarint(len(a2) + 1)
+        for e in a2:
+            _e_PartitionProduceResponse_v12(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_NodeEndpoint_v12(o, out):
+    out += _S1.pack(o.node_id)
+    b1 = o.host
+    if b1 is None:
+        raise not_nullable('ProduceResponse.Host', 12)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S1.pack(o.port)
+    b2 = o.rack
+    if b2 is None:
+        out.append(0)
+    else:
+        b2 = b2.encode()
+        if len(b2) < 127:
+            out.append(len(b2) + 1)
+        else:
+            out += uvarint(len(b2) + 1)
+        out += b2
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_ProduceResponse_v12(o, out):
+    a1 = o.responses
+    if a1 is None:
+        raise not_nullable('ProduceResponse.Responses', 12)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_TopicProduceResponse_v12(e, out)
+    out += _S1.pack(o.throttle_time_ms)
+    tagged = []
+    if o.node_endpoints:
+        t = bytearray()
+        a2 = o.node_endpoints
+        if a2 is None:
+            raise not_nullable('ProduceResponse.NodeEndpoints', 12)
+        else:
+            if len(a2) < 127:
+                t.append(len(a2) + 1)
+            else:
+                t += uvarint(len(a2) + 1)
+            for e in a2:
+                _e_NodeEndpoint_v12(e, t)
+        tagged.append((0, t))
+    if o.unknown_tagged_fields:
+        tagged.extend(o.unknown_tagged_fields)
+        tagged.sort(key=_first)
+    if tagged:
+        write_tags(out, tagged)
+    else:
+        out.append(0)
+
+_d_BatchIndexAndErrorMessage_v13 = _d_BatchIndexAndErrorMessage_v9
+
+_d_LeaderIdAndEpoch_v13 = _d_LeaderIdAndEpoch_v10
+
+_d_PartitionProduceResponse_v13 = _d_PartitionProduceResponse_v10
+
+def _d_TopicProduceResponse_v13(buf, pos, blen):
+    v_topic_id, = _S5.unpack_from(buf, pos)
+    pos += 16
+    v_topic_id = make_uuid(v_topic_id)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('ProduceResponse.PartitionResponses', n1)
+    elif n1 > (blen - pos) // 33:
+        raise bad_length('ProduceResponse.PartitionResponses', n1)
+    else:
+        v_partition_responses = []
+        app = v_partition_responses.append
+        for _ in range(n1):
+            item2, pos = _d_PartitionProduceResponse_v10(buf, pos, blen)
+            app(item2)
+    v_name = ''
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return TopicProduceResponse(v_name, v_topic_id, v_partition_responses, unknown), pos
+
+_d_NodeEndpoint_v13 = _d_NodeEndpoint_v10
+
+def _d_ProduceResponse_v13(buf, pos, blen):
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('ProduceResponse.Responses', n1)
+    elif n1 > (blen - pos) // 18:
+        raise bad_length('ProduceResponse.Responses', n1)
+    else:
+        v_responses = []
+        app = v_responses.append
+        for _ in range(n1):
+            item2, pos = _d_TopicProduceResponse_v13(buf, pos, blen)
+            app(item2)
+    v_throttle_time_ms, = _S1.unpack_from(buf, pos)
+    pos += 4
+    v_node_endpoints = []
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if tag == 0:
+            n3 = buf[pos]
+            if n3 < 128:
+                pos += 1
+            else:
+                n3, pos = read_uvarint(buf, pos)
+            n3 -= 1
+            if n3 < 0:
+                raise bad_length('ProduceResponse.NodeEndpoints', n3)
+            elif n3 > (tend - pos) // 11:
+                raise bad_length('ProduceResponse.NodeEndpoints', n3)
+            else:
+                v_node_endpoints = []
+                app = v_node_endpoints.append
+                for _ in range(n3):
+                    item4, pos = _d_NodeEndpoint_v10(buf, pos, tend)
+                    app(item4)
+            if pos != tend:
+                raise DecodeError('tagged field ProduceResponse.NodeEndpoints does not fill its size')
+        else:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return ProduceResponse(v_responses, v_throttle_time_ms, v_node_endpoints, unknown), pos
+
+_e_BatchIndexAndErrorMessage_v13 = _e_BatchIndexAndErrorMessage_v9
+
+_e_LeaderIdAndEpoch_v13 = _e_LeaderIdAndEpoch_v10
+
+def _e_PartitionProduceResponse_v13(o, out):
+    out += _S3.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
+    a1 = o.record_errors
+    if a1 is None:
+        raise not_nullable('ProduceResponse.RecordErrors', 13)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_BatchIndexAndErrorMessage_v9(e, out)
+    b2 = o.error_message
+    if b2 is None:
+        out.append(0)
+    else:
+        b2 = b2.encode()
+        if len(b2) < 127:
+            out.append(len(b2) + 1)
+        else:
+            out += uvarint(len(b2) + 1)
+        out += b2
+    tagged = []
+    if o.current_leader != LeaderIdAndEpoch():
+        t = bytearray()
+        _e_LeaderIdAndEpoch_v10(o.current_leader, t)
+        tagged.append((0, t))
+    if o.unknown_tagged_fields:
+        tagged.extend(o.unknown_tagged_fields)
+        tagged.sort(key=_first)
+    if tagged:
+        write_tags(out, tagged)
+    else:
+        out.append(0)
+
+def _e_TopicProduceResponse_v13(o, out):
+    out += _S5.pack(o.topic_id.bytes)
+    a1 = o.partition_responses
+    if a1 is None:
+        raise not_nullable('ProduceResponse.PartitionResponses', 13)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_PartitionProduceResponse_v13(e, out)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_NodeEndpoint_v13(o, out):
+    out += _S1.pack(o.node_id)
+    b1 = o.host
+    if b1 is None:
+        raise not_nullable('ProduceResponse.Host', 13)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S1.pack(o.port)
+    b2 = o.rack
+    if b2 is None:
+        out.append(0)
+    else:
+        b2 = b2.encode()
+        if len(b2) < 127:
+            out.append(len(b2) + 1)
+        else:
+            out += uvarint(len(b2) + 1)
+        out += b2
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_ProduceResponse_v13(o, out):
+    a1 = o.responses
+    if a1 is None:
+        raise not_nullable('ProduceResponse.Responses', 13)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_TopicProduceResponse_v13(e, out)
+    out += _S1.pack(o.throttle_time_ms)
+    tagged = []
+    if o.node_endpoints:
+        t = bytearray()
+        a2 = o.node_endpoints
+        if a2 is None:
+            raise not_nullable('ProduceResponse.NodeEndpoints', 13)
+        else:
+            if len(a2) < 127:
+                t.append(len(a2) + 1)
+            else:
+                t += uvarint(len(a2) + 1)
+            for e in a2:
+                _e_NodeEndpoint_v13(e, t)
+        tagged.append((0, t))
+    if o.unknown_tagged_fields:
+        tagged.extend(o.unknown_tagged_fields)
+        tagged.sort(key=_first)
+    if tagged:
+        write_tags(out, tagged)
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_ProduceResponse_v0, 1: _d_ProduceResponse_v1, 2: _d_ProduceResponse_v2, 3: _d_ProduceResponse_v2, 4: _d_ProduceResponse_v2, 5: _d_ProduceResponse_v5, 6: _d_ProduceResponse_v5, 7: _d_ProduceResponse_v5, 8: _d_ProduceResponse_v8, 9: _d_ProduceResponse_v9, 10: _d_ProduceResponse_v10, 11: _d_ProduceResponse_v10, 12: _d_ProduceResponse_v10, 13: _d_ProduceResponse_v13}
+_ENCODERS = {0: _e_ProduceResponse_v0, 1: _e_ProduceResponse_v1, 2: _e_ProduceResponse_v2, 3: _e_ProduceResponse_v3, 4: _e_ProduceResponse_v4, 5: _e_ProduceResponse_v5, 6: _e_ProduceResponse_v6, 7: _e_ProduceResponse_v7, 8: _e_ProduceResponse_v8, 9: _e_ProduceResponse_v9, 10: _e_ProduceResponse_v10, 11: _e_ProduceResponse_v11, 12: _e_ProduceResponse_v12, 13: _e_ProduceResponse_v13}

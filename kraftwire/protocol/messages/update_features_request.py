@@ -51,7 +51,7 @@ class UpdateFeaturesRequest(Message):
     __slots__ = ('timeout_ms', 'feature_updates', 'validate_only', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 57
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
     _SPEC: ClassVar[tuple] = ()
 
@@ -347,5 +347,48 @@ def _e_UpdateFeaturesRequest_v1(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_UpdateFeaturesRequest_v0, 1: _d_UpdateFeaturesRequest_v1}
-_ENCODERS = {0: _e_UpdateFeaturesRequest_v0, 1: _e_UpdateFeaturesRequest_v1}
+_d_FeatureUpdateKey_v2 = _d_FeatureUpdateKey_v1
+
+_d_UpdateFeaturesRequest_v2 = _d_UpdateFeaturesRequest_v1
+
+def _e_FeatureUpdateKey_v2(o, out):
+    if o.allow_downgrade != False:
+        raise not_in_version('FeatureUpdateKey.AllowDowngrade', 2)
+    b1 = o.feature
+    if b1 is None:
+        raise not_nullable('UpdateFeaturesRequest.Feature', 2)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    out += _S2.pack(o.max_version_level, o.upgrade_type)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+def _e_UpdateFeaturesRequest_v2(o, out):
+    out += _S0.pack(o.timeout_ms)
+    a1 = o.feature_updates
+    if a1 is None:
+        raise not_nullable('UpdateFeaturesRequest.FeatureUpdates', 2)
+    else:
+        if len(a1) < 127:
+            out.append(len(a1) + 1)
+        else:
+            out += uvarint(len(a1) + 1)
+        for e in a1:
+            _e_FeatureUpdateKey_v2(e, out)
+    out += _S3.pack(o.validate_only)
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_UpdateFeaturesRequest_v0, 1: _d_UpdateFeaturesRequest_v1, 2: _d_UpdateFeaturesRequest_v1}
+_ENCODERS = {0: _e_UpdateFeaturesRequest_v0, 1: _e_UpdateFeaturesRequest_v1, 2: _e_UpdateFeaturesRequest_v2}

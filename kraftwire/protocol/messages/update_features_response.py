@@ -48,7 +48,7 @@ class UpdateFeaturesResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', 'unknown_tagged_fields',)
     API_KEY: ClassVar[int] = 57
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN_VERSION: ClassVar[int] = 0
     _SPEC: ClassVar[tuple] = ()
 
@@ -323,5 +323,62 @@ def _e_UpdateFeaturesResponse_v1(o, out):
     else:
         out.append(0)
 
-_DECODERS = {0: _d_UpdateFeaturesResponse_v0, 1: _d_UpdateFeaturesResponse_v0}
-_ENCODERS = {0: _e_UpdateFeaturesResponse_v0, 1: _e_UpdateFeaturesResponse_v1}
+def _d_UpdateFeaturesResponse_v2(buf, pos, blen):
+    v_throttle_time_ms, v_error_code = _S0.unpack_from(buf, pos)
+    pos += 6
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise bad_length('UpdateFeaturesResponse.ErrorMessage', n1)
+        v_error_message = None
+    else:
+        end = pos + n1
+        if end > blen:
+            raise truncated('UpdateFeaturesResponse.ErrorMessage')
+        v_error_message = str(buf[pos:end], 'utf-8')
+        pos = end
+    v_results = []
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return UpdateFeaturesResponse(v_throttle_time_ms, v_error_code, v_error_message, v_results, unknown), pos
+
+def _e_UpdateFeaturesResponse_v2(o, out):
+    out += _S0.pack(o.throttle_time_ms, o.error_code)
+    b1 = o.error_message
+    if b1 is None:
+        out.append(0)
+    else:
+        b1 = b1.encode()
+        if len(b1) < 127:
+            out.append(len(b1) + 1)
+        else:
+            out += uvarint(len(b1) + 1)
+        out += b1
+    unknown = o.unknown_tagged_fields
+    if unknown:
+        write_tags(out, sorted(unknown))
+    else:
+        out.append(0)
+
+_DECODERS = {0: _d_UpdateFeaturesResponse_v0, 1: _d_UpdateFeaturesResponse_v0, 2: _d_UpdateFeaturesResponse_v2}
+_ENCODERS = {0: _e_UpdateFeaturesResponse_v0, 1: _e_UpdateFeaturesResponse_v1, 2: _e_UpdateFeaturesResponse_v2}
