@@ -50,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
     if new != old:
         log.info("raised the open-files limit from %d to %d (the hard limit)", old, new)
     node = build_node(cfg)
+    from kraftwire.node.gc_tuning import tune_gc
+
+    tune_gc()    # after the log and snapshot are loaded: they are the long-lived heap
     try:
         return anyio.run(serve, node)
     except BaseException as e:
