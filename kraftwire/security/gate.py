@@ -10,11 +10,14 @@ context, so the same rules apply to them. A rule either
   the rest to the handler's response, or
 * lets it through and filters or annotates the response (Metadata, DescribeCluster, ListGroups).
 
-The rule table lives in ``kraftwire.security.rules``.
+The rule table lives in ``kraftwire.security.rules``. It fails closed: an API without a rule (and
+not in ``skip``, the APIs a broker forwards for the controller to authorize) is refused with
+CLUSTER_AUTHORIZATION_FAILED, so a newly served API cannot slip past authorization unnoticed.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -22,8 +25,11 @@ from typing import Any
 
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.net.server import Reply, RequestContext
+from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
 from kraftwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, AclAuthorizer
+
+log = logging.getLogger(__name__)
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_TOPIC_ID = uuid.UUID(int=1)
@@ -77,22 +83,27 @@ Rule = Callable[[Access, Any, int], Outcome | None]
 
 
 class RequestGate:
-    """Runs each request past its API's rule; APIs in ``skip`` (or without a rule) pass unchecked."""
+    """Runs each request past its API's rule; APIs in ``skip`` pass unchecked, APIs without a rule are
+    refused (fail closed)."""
 
     def __init__(self, authorizer: AclAuthorizer, image: Callable[[], MetadataImage],
-                 skip: Iterable[int] = ()) -> None:
+                 skip: Iterable[int] = (), rules: dict[int, Rule] | None = None) -> None:
         from kraftwire.security.rules import RULES
 
         self.authorizer = authorizer
         self.image = image
-        self.rules: dict[int, Rule] = {k: v for k, v in RULES.items() if k not in set(skip)}
+        self.skip = frozenset(skip)
+        self.rules: dict[int, Rule] = dict(RULES if rules is None else rules)
         self.denied = 0
+        self._unruled_logged: set[int] = set()
 
     async def run(self, request: Request, ctx: RequestContext, dispatch: Dispatch) -> Reply | None:
-        rule = self.rules.get(request.api_key)
-        if rule is None:
+        key, version = request.api_key, request.api_version
+        if key in self.skip:
             return await dispatch(request, ctx)
-        version = request.api_version
+        rule = self.rules.get(key)
+        if rule is None:
+            return self._refuse_unruled(request)
         outcome = rule(Access(self.authorizer, ctx, self.image()), request.body, version)
         if outcome is None:
             return await dispatch(request, ctx)
@@ -105,3 +116,14 @@ class RequestGate:
         if reply is not None and outcome.finish is not None:
             reply.body = outcome.finish(reply.body)
         return reply
+
+    def _refuse_unruled(self, request: Request) -> Reply:
+        key = request.api_key
+        self.denied += 1
+        if key not in self._unruled_logged:
+            self._unruled_logged.add(key)
+            log.error("refused API %d (%s): no authorization rule is defined for it", key,
+                      type(request.body).__name__)
+        body = request.body.error_response(request.api_version, int(Errors.CLUSTER_AUTHORIZATION_FAILED),
+                                           f"no authorization rule for API {key}")
+        return Reply(body, request.api_version)

@@ -415,6 +415,11 @@ def _filter_topics(a: Access, holder: Any, attr: str) -> Any:
     return holder
 
 
+def _open(a: Access, body: Any, version: int) -> Outcome | None:
+    """Needs no authorization (Kafka's ApiVersions: any connection may ask)."""
+    return None
+
+
 RULES: dict[int, Rule] = {
     0: _produce,
     1: _fetch,
@@ -429,6 +434,7 @@ RULES: dict[int, Rule] = {
     14: _group_read(lambda v: sync_response(v, GROUP_DENIED)),
     15: _describe_groups,
     16: _list_groups,
+    18: _open,                              # ApiVersions
     19: _create_topics,
     20: _delete_topics,
     29: _controller_api(DESCRIBE),          # DescribeAcls
