@@ -145,6 +145,7 @@ class RaftMetrics:
     def collect(self) -> Iterator[Any]:
         yield from _families("kafka_server_raft_metrics_", self.samples(), COUNTERS)
         yield from controller_families(self.controller, self.core)
+        yield from broker_families(getattr(self.core, "listener", None))
 
     def render(self) -> str:
         return CombinedMetrics(self).render()
@@ -179,9 +180,16 @@ def _families(prefix: str, samples: list[tuple[str, float, str]], counters: dict
 
 
 def broker_families(listener: Any) -> Iterator[Any]:
-    """``kafka.server:type=broker-metadata-metrics`` of a broker (its metadata listener)."""
+    """``kafka.server:type=broker-metadata-metrics`` of a broker: its metadata listener is the Raft
+    listener itself, or one of a combined node's fan-out listeners (nothing on a controller-only node)."""
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+    from kraftwire.broker.metadata import BrokerMetadataListener
+
+    candidates = [listener, *getattr(listener, "listeners", [])]
+    listener = next((c for c in candidates if isinstance(c, BrokerMetadataListener)), None)
+    if listener is None:
+        return
     prefix = "kafka_server_broker_metadata_metrics_"
     yield GaugeMetricFamily(prefix + "last_applied_record_offset", "Offset of the last record applied to the "
                             "broker's metadata image", value=listener.applied_offset)
@@ -192,15 +200,10 @@ def broker_families(listener: Any) -> Iterator[Any]:
 
 
 def controller_families(shell: Any, core: Any) -> Iterator[Any]:
-    """``kafka.controller:type=KafkaController`` gauges of a controller node; a broker's metadata
-    listener gets the broker metadata metrics instead."""
+    """``kafka.controller:type=KafkaController`` gauges of a controller node (``shell``: its controller
+    role; None on a broker)."""
     from prometheus_client.core import GaugeMetricFamily
 
-    from kraftwire.broker.metadata import BrokerMetadataListener
-
-    if isinstance(shell, BrokerMetadataListener):
-        yield from broker_families(shell)
-        return
     ctl = getattr(shell, "controller", None)
     image = getattr(ctl, "committed_image", None)
     if ctl is None or image is None or not hasattr(image, "brokers"):
