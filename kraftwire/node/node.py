@@ -144,7 +144,10 @@ class Node:
         served = {e.name for e in self.serve_listeners}
         advertised = [e for e in cfg.advertised() if e.name in served]
         advertised += [e for e in cfg.listeners if e.name == listener and all(a.name != listener for a in advertised)]
-        self.registration_pool = VoterPool({v.node_id: (v.host, v.port) for v in cfg.voters}, max_idle=1)
+        # Requests this voter sends to another for itself or a client (its ControllerRegistration, a
+        # client's DescribeQuorum) use connections of their own, never the Raft driver's: on a
+        # follower's connection to the leader a Fetch long-poll is parked, and they would queue behind it.
+        self.peer_pool = VoterPool({v.node_id: (v.host, v.port) for v in cfg.voters}, max_idle=2)
         self.registrar: ControllerRegistrar | None = None
         if len(cfg.voters) > 1:
             self.registrar = ControllerRegistrar(
@@ -161,7 +164,7 @@ class Node:
             tg.start_soon(self.controller.run_timer)
             tg.start_soon(self.groups.run_timer)
             if self.registrar is not None:
-                self.registration_pool.attach(tg)
+                self.peer_pool.attach(tg)
                 tg.start_soon(self.registrar.run)
             if self.cfg["kraftwire.metrics.port"]:
                 host, port = await tg.start(serve_metrics, CombinedMetrics(self.metrics, self.server),
@@ -181,7 +184,7 @@ class Node:
                 await anyio.sleep(min(grace_s, 0.2))
         self.log.flush()
         await self.driver.close()
-        await self.registration_pool.close()
+        await self.peer_pool.close()
 
     # -- request dispatch ----------------------------------------------------------------------
     async def handle(self, request: Request, ctx: RequestContext) -> Reply | None:
@@ -255,10 +258,8 @@ class Node:
         leader = self.view.leader_id
         if leader is None or leader < 0 or leader == self.cfg.node_id:
             return None
-        # Not on the raft connection: the leader commits the registration only after our next Fetch, which
-        # would queue behind it there (one request at a time per connection).
         try:
-            return await self.registration_pool.request(leader, body, 0, self.driver.request_timeout_s,
+            return await self.peer_pool.request(leader, body, 0, self.driver.request_timeout_s,
                                                         "kraftwire-controller-registration")
         except RequestFailed as e:
             log.debug("controller registration to node %d failed: %s", leader, e)
@@ -282,8 +283,12 @@ class Node:
         if (part is None or part.error_code != Errors.NOT_LEADER_OR_FOLLOWER or leader < 0
                 or leader == self.cfg.node_id):
             return resp
-        forwarded = await self.driver.forward(leader, body, version)
-        return resp if forwarded is None else forwarded
+        try:
+            return await self.peer_pool.request(leader, body, version, self.driver.request_timeout_s,
+                                                "kraftwire-describe-quorum")
+        except RequestFailed as e:
+            log.debug("DescribeQuorum forwarded to leader %d failed: %s", leader, e)
+            return resp
 
     def _describe_cluster(self, body: Any, version: int, listener: str | None = None) -> DescribeClusterResponse:
         endpoint_type = getattr(body, "endpoint_type", 1)

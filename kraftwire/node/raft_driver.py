@@ -161,17 +161,6 @@ class RaftDriver:
             self.metrics.fetched(sum(len(b.records) for b in msg.partition.batches))
         self.call(self.core.handle_response, out.request_id, msg)
 
-    async def forward(self, node_id: int, body: Any, version: int) -> Any | None:
-        """Send a client's request on to voter ``node_id``; its answer, or None if it could not be had."""
-        conn = self._conn(node_id)
-        if conn is None:
-            return None
-        try:
-            return await conn.request(body, version, self.request_timeout_s)
-        except (RequestFailed, DecodeError, KafkaProtocolError) as e:
-            log.debug("forwarding API %d to node %d failed: %s", body.API_KEY, node_id, e)
-            return None
-
     def _conn(self, node_id: int) -> Connection | None:
         conn = self._conns.get(node_id)
         if conn is None:

@@ -76,3 +76,31 @@ async def test_console_consumer_prints_committed_records_decoded():
         assert lines[0]["payload"]["type"] == "FeatureLevelRecord"
         assert lines[0]["payload"]["data"]["name"] == "metadata.version"
         assert [r["offset"] for r in lines] == sorted(r["offset"] for r in lines)
+
+
+async def test_a_follower_forwards_describe_quorum_beside_its_fetch_long_poll():
+    """Issue #12 item 8: forwarded on the Raft connection, the answer waited behind the parked Fetch
+    (~500 ms). It goes over a connection of the peer pool now."""
+    import anyio
+
+    from kraftwire.net.client import Connection
+    from kraftwire.protocol.messages import describe_quorum_request as dq
+
+    async with memory_cluster(3) as (nodes, ports):
+        await wait_for(lambda: len(leaders(nodes)) == 1 and all(n.core.hw for n in nodes))
+        leader = leaders(nodes)[0]
+        follower = next(n for n in nodes if n is not leader)
+        port = ports[follower.cfg.node_id - 1]
+        req = dq.DescribeQuorumRequest([dq.TopicData("__cluster_metadata", [dq.PartitionData(0)])])
+        async with anyio.create_task_group() as tg:
+            conn = Connection(tg, "127.0.0.1", port)
+            took = []
+            for _ in range(3):
+                start = anyio.current_time()
+                resp = await conn.request(req, 1, 5.0)
+                took.append(anyio.current_time() - start)
+            await conn.close()
+        part = resp.topics[0].partitions[0]
+        assert part.error_code == 0 and part.leader_id == leader.cfg.node_id
+        assert follower.peer_pool.opened == 1, "forwarded on a peer-pool connection, not the Raft one"
+        print("follower's DescribeQuorum answered in " + ", ".join(f"{t * 1000:.1f}" for t in took) + " ms")
