@@ -170,7 +170,7 @@ def _known_key(api_key: int) -> int:
 def run_decode(args: argparse.Namespace) -> int:
     try:
         doc = decode_document(_read_input(args), args)
-    except (KafkaProtocolError, InputError, OSError) as e:
+    except (KafkaProtocolError, InputError) as e:   # undecodable input; a missing file is a usage error (main)
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(json.dumps(doc, separators=(",", ":")) if args.compact else json.dumps(doc, indent=2))
@@ -237,7 +237,7 @@ def run_encode(args: argparse.Namespace) -> int:
         except json.JSONDecodeError as e:
             raise InputError(f"not JSON: {e}") from None
         data = encode_document(doc)
-    except (KafkaProtocolError, InputError, OSError) as e:
+    except (KafkaProtocolError, InputError) as e:   # undecodable input; a missing file is a usage error (main)
         print(f"error: {e}", file=sys.stderr)
         return 1
     if args.binary == "-":

@@ -190,7 +190,8 @@ def test_same_cause_same_exit_code_in_every_verb(tmp_path) -> None:
     for argv in UNREACHABLE_VERBS:
         one_line(kraftwire(*argv), ExitCode.UNREACHABLE, "127.0.0.1:1")
     missing = str(tmp_path / "missing.log")
-    for argv in (["dump-log", "--files", missing], ["metadata-shell", "--snapshot", missing, "ls"]):
+    for argv in (["dump-log", "--files", missing], ["metadata-shell", "--snapshot", missing, "ls"],
+                 ["protocol", "decode", "--binary", missing]):
         one_line(kraftwire(*argv), ExitCode.USAGE, "no such file")
     for argv in (["metadata-quorum", "--bootstrap-controller", "nohost", "describe", "--status"],
                  ["acls", "--bootstrap-controller", "nohost", "--list"],
