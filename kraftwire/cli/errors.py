@@ -64,16 +64,15 @@ def classify(exc: BaseException) -> tuple[ExitCode, str]:
         return ExitCode.CONFIG, f"invalid configuration: {exc}"
     if isinstance(exc, StorageError):
         return ExitCode.STORAGE, str(exc)
+    if isinstance(exc, TimeoutError):   # an OSError subclass: before the errno table
+        return ExitCode.UNREACHABLE, "timed out waiting for an answer; check the address or raise --timeout"
     if isinstance(exc, OSError):
         return _os_error(exc)
-    if isinstance(exc, TimeoutError):
-        return ExitCode.UNREACHABLE, "timed out waiting for an answer; check the address or raise --timeout"
     if isinstance(exc, RequestFailed):
         if isinstance(exc.__cause__, OSError | TimeoutError) or "timed out" in str(exc):
             return ExitCode.UNREACHABLE, f"{exc}; check the address and that the node is running (--timeout)"
         return ExitCode.FAILED, str(exc)
-    cause = exc.__cause__ or exc.__context__
-    if cause is not None and type(exc).__name__ == "FatalNodeError":
+    if type(exc).__name__ == "FatalNodeError":   # the node explains itself in one line already
         return ExitCode.FAILED, str(exc)
     return ExitCode.FAILED, f"{type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
 
