@@ -52,9 +52,13 @@ class _Latency:
     def add(self, ms: float, now: float) -> None:
         self.samples.append((now, ms))
 
-    def stats(self, now: float) -> tuple[float, float]:
+    def window(self, now: float) -> deque[tuple[float, float]]:
         while self.samples and self.samples[0][0] < now - WINDOW_S:
             self.samples.popleft()
+        return self.samples
+
+    def stats(self, now: float) -> tuple[float, float]:
+        self.window(now)
         if not self.samples:
             return float("nan"), float("nan")
         values = [ms for _, ms in self.samples]
@@ -70,6 +74,9 @@ class RaftMetrics:
         self.controller = controller   # a voter's controller role (its QuorumController and fatal state)
         self.clock = clock
         self.election = _Latency()
+        self.processing = _Latency()   # ControllerEventManager's EventQueueProcessingTimeMs
+        self.processed = 0
+        self.processed_ms = 0.0
         self.commit = _Latency()
         self.append = _Rate()
         self.fetch = _Rate()
@@ -97,6 +104,12 @@ class RaftMetrics:
         while self._append_times and self._append_times[0][0] <= last_offset:
             _, t = self._append_times.popleft()
             self.commit.add((now - t) * 1000, now)
+
+    def controller_processed(self, ms: float) -> None:
+        """One controller API request processed by the controller (commit wait excluded)."""
+        self.processing.add(ms, self.clock())
+        self.processed += 1
+        self.processed_ms += ms
 
     def fetched(self, records: int) -> None:
         if records:
@@ -145,7 +158,24 @@ class RaftMetrics:
     def collect(self) -> Iterator[Any]:
         yield from _families("kafka_server_raft_metrics_", self.samples(), COUNTERS)
         yield from controller_families(self.controller, self.core)
+        if self.controller is not None:
+            yield from self._processing_families()
         yield from broker_families(getattr(self.core, "listener", None))
+
+    def _processing_families(self) -> Iterator[Any]:
+        """``kafka.controller:type=ControllerEventManager,name=EventQueueProcessingTimeMs`` as a summary:
+        percentiles over the last 30 s, and the count and sum since start."""
+        from prometheus_client.core import Metric
+
+        name = "kafka_controller_controllereventmanager_eventqueueprocessingtimems"
+        fam = Metric(name, "ms the controller spent processing a request (commit wait excluded)", "summary")
+        values = sorted(ms for _, ms in self.processing.window(self.clock()))
+        for q in (0.5, 0.75, 0.95, 0.99, 0.999):
+            fam.add_sample(name, {"quantile": str(q)},
+                           values[min(len(values) - 1, int(q * len(values)))] if values else float("nan"))
+        fam.add_sample(name + "_count", {}, self.processed)
+        fam.add_sample(name + "_sum", {}, self.processed_ms)
+        yield fam
 
     def render(self) -> str:
         return CombinedMetrics(self).render()

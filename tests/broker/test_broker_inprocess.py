@@ -105,6 +105,11 @@ async def test_create_topics_sent_to_a_broker_is_forwarded_and_reaches_every_ima
         assert sum("kafka_controller_kafkacontroller_activecontrollercount 1.0" in t for t in texts) == 1
         assert any("kafka_controller_kafkacontroller_globalpartitioncount 4.0" in t for t in texts)
         assert any("kafka_controller_kafkacontroller_activebrokercount 2.0" in t for t in texts)
+        # the active controller timed the registrations, heartbeats and CreateTopics it processed
+        active = next(t for t in texts if "kafka_controller_kafkacontroller_activecontrollercount 1.0" in t)
+        count = next(float(line.rsplit(" ", 1)[1]) for line in active.splitlines()
+                     if line.startswith("kafka_controller_controllereventmanager_eventqueueprocessingtimems_count"))
+        assert count >= 3
 
 
 async def test_kafka_python_admin_creates_a_topic_through_a_broker():

@@ -57,6 +57,7 @@ async def test_prometheus_metrics_endpoint_reports_raft_state():
         assert values["kafka_server_raft_metrics_high_watermark"] > 0
         assert values["kafka_server_raft_metrics_election_latency_max"] == values["kafka_server_raft_metrics_election_latency_max"]
         assert values["kafka_controller_kafkacontroller_activecontrollercount"] == 1
+        assert 'kafka_controller_controllereventmanager_eventqueueprocessingtimems{quantile="0.99"}' in values
         assert values["process_resident_memory_bytes"] > 0
 
 
