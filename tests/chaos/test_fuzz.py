@@ -48,6 +48,13 @@ def cluster(tmp_path):
     c.stop_all()
 
 
+@pytest.fixture
+def with_broker(tmp_path):
+    c = LimitedCluster(tmp_path, 3, brokers=1)
+    yield c
+    c.stop_all()
+
+
 def _target(c: Cluster, n: int) -> tuple[str, int]:
     host, port = c.addr(n).split(":")
     return host, int(port)
@@ -66,7 +73,7 @@ def _healthy(c: Cluster) -> dict:
 
 def _server_failures(c: Cluster) -> list[str]:
     lines = []
-    for n in (1, 2, 3):
+    for n in c.procs:
         lines += [f"node {n}: {ln[:200]}" for ln in c.log_text(n).splitlines()
                   if " ERROR " in ln or " CRITICAL " in ln or "Traceback" in ln]
     return lines
@@ -113,3 +120,30 @@ def test_sample_connection_flood_beyond_the_fd_limit_and_slow_clients(cluster):
     assert rss_mb(_pid(cluster, victim)) - before < RSS_GROWTH_MB
     assert all(p.poll() is None for p in cluster.procs.values())
     assert _server_failures(cluster) == []
+
+
+def test_sample_broker_listener_every_advertised_api_and_version(with_broker):
+    c = with_broker
+    c.start_all()
+    broker = c.brokers[0]
+    c.start(broker)
+    _healthy(c)
+    deadline = time.monotonic() + 60
+    while True:     # the broker answers once it has caught up and registered
+        try:
+            apis = anyio.run(advertised, *_target(c, broker))
+            break
+        except Exception:  # noqa: BLE001 - not listening yet
+            assert time.monotonic() < deadline, c.log_text(broker)[-2000:]
+            time.sleep(0.5)
+    assert 0 in apis and 1 in apis and 3 in apis     # Produce, Fetch, Metadata on a broker
+    cases = frame_cases(apis, seed=2)
+    report = FuzzReport()
+    fuzz_frames({broker: _target(c, broker)}, lambda n: _pid(c, n), c.start, cases, 600.0, report)
+    assert report.cases == len(cases) and report.answered > len(apis)
+    assert report.findings == []
+    assert all(p.poll() is None for p in c.procs.values())
+    _healthy(c)
+    before, peak = report.rss_mb[broker]
+    assert peak - before < RSS_GROWTH_MB
+    assert _server_failures(c) == []
