@@ -688,12 +688,14 @@ class RaftCore:
         """Kafka 4.x's pre-vote rule: we would vote (log up to date) and we have no healthy leader.
 
         A follower that heard from its leader within the shortest fetch timeout any follower draws
-        rejects, so a replica that was cut off cannot start an election against a working leader.
+        rejects, so a replica that was cut off cannot start an election against a working leader. A
+        resigned leader grants (unlike Kafka): it protects no leader, and with a voter re-joining it
+        may be the only one whose grant can end the leaderless epoch.
         """
         st = self.state
         if not self.can_elect or req.candidate_id not in self.voters:
             return False
-        if isinstance(st, Leader | Resigned):
+        if isinstance(st, Leader):
             return False
         if isinstance(st, Follower) and st.last_fetch_ok is not None:
             quiet_ms = self.config.fetch_timeout_ms - int(self.config.fetch_timeout_ms * self.config.fetch_timeout_jitter)
@@ -934,19 +936,25 @@ class RaftCore:
     # ------------------------------------------------------------------------------ Fetch (fetcher side)
     def _on_fetch_response(self, now: int, req: _Inflight, resp: m.FetchResponse) -> None:
         if resp.error_code == Errors.INCONSISTENT_CLUSTER_ID:
-            raise RaftFatalError(f"node {req.dest} belongs to another cluster than {self.cluster_id!r}")
+            st = self.state
+            if isinstance(st, Follower) and st.leader_id == req.dest:
+                raise RaftFatalError(f"node {req.dest} belongs to another cluster than {self.cluster_id!r}")
+            # Not the leader we follow (a probe, or an observer asking around): a peer of another
+            # cluster holds no vote of ours and can never lead us; ask the next one.
+            story.refused_by_peer(self, req.dest, "Fetch", "INCONSISTENT_CLUSTER_ID")
+            self._backoff[req.dest] = now + self.config.retry_backoff_ms
+            if isinstance(st, Observer) and req.kind == "fetch":
+                st.next_index += 1
+            self._probed(now, req.dest)
+            return
         p = resp.partition
         if resp.error_code != NONE or p is None:
             self._backoff[req.dest] = now + self.config.retry_backoff_ms
             return
         self._observe_leader(now, p.current_leader.leader_id, p.current_leader.leader_epoch)
         rj = self._rejoin
-        if rj is not None and req.dest in rj.unprobed:
-            # Any Fetch answer from a voter (a probe, or a fetch from the leader we follow) sent after
-            # the restart shows its epoch; the leader is never probed separately (it is busy with fetches).
-            rj.unprobed.discard(req.dest)
-            if not rj.unprobed:
-                rj.floor_epoch = self.state.epoch
+        if self._probed(now, req.dest):
+            return
         if req.kind == "probe":
             return
         st = self.state
@@ -996,6 +1004,28 @@ class RaftCore:
             if rj.target_hw is not None and self.hw is not None and self.hw >= rj.target_hw:
                 self._rejoin = None
                 self._persist()
+
+    def _probed(self, now: int, dest: int) -> bool:
+        """A re-joining voter heard from ``dest``; True if that ended the re-join (fresh quorum)."""
+        rj = self._rejoin
+        if rj is None or dest not in rj.unprobed:
+            return False
+        # Any Fetch answer from a voter (a probe, or a fetch from the leader we follow) sent after the
+        # restart shows its epoch; the leader is never probed separately (it is busy with fetches).
+        rj.unprobed.discard(dest)
+        if rj.unprobed:
+            return False
+        rj.floor_epoch = self.state.epoch
+        if not self._nothing_ever_happened():
+            return False
+        # Every voter is still at epoch 0: nobody ever stood, so we never voted and nothing was
+        # committed. A fresh quorum's first boot ends here.
+        self._rejoin = None
+        self._to_unattached(now, self.state.epoch)
+        return True
+
+    def _nothing_ever_happened(self) -> bool:
+        return self.state.epoch == 0 and self.log.end_offset == 0 and self.log.latest_snapshot_id() is None
 
     # ------------------------------------------------------------------------------ FetchSnapshot
     def _snapshot_error(self, err: Errors) -> m.FetchSnapshotResponse:

@@ -123,8 +123,10 @@ class Simulation:
 
     def start(self) -> None:
         """Boot every node and schedule the workload, faults, heal and end."""
-        for nid in self.nodes:
-            self._start(nid, rejoining=False)
+        for nid, node in self.nodes.items():
+            # As a production voter on an empty directory: re-joining until the others say they are fresh.
+            node.rejoining = node.is_voter and len(self.voter_ids) > 1
+            self._start(nid, rejoining=node.rejoining)
         self.schedule(0, APPEND)
         if self.faults:
             self.schedule(self.rng.randint(0, self.cfg.fault_interval_ms), FAULT)

@@ -78,6 +78,7 @@ class InvariantChecker:
         self.last_epoch: dict[int, int] = {}
         self.max_counter = 0
         self.counter_at_heal: int | None = None
+        self.committed_at_heal = 0
         self.majority = len(sim.voter_ids) // 2 + 1
         self._reported: list[tuple[int, list[RecordBatch]]] = []
         self.digests: list[bytes] = [GENESIS]
@@ -96,6 +97,7 @@ class InvariantChecker:
 
     def on_heal(self) -> None:
         self.counter_at_heal = self.sim.append_counter
+        self.committed_at_heal = len(self.committed)
 
     # ------------------------------------------------------------------------------ per event
     def after_event(self, node: SimNode | None) -> None:
@@ -271,6 +273,12 @@ class InvariantChecker:
         leaders = [n for n in sim.nodes.values() if n.core is not None and n.core.is_leader]
         if not leaders:
             raise Violation(f"liveness: no leader {sim.cfg.liveness_deadline - sim.cfg.heal_at} ms after faults healed")
+        for node in sim.nodes.values():
+            core = node.core
+            if core is not None and (core.hw is None or core.hw < self.committed_at_heal):
+                raise Violation(f"liveness: node {node.node_id} ({core.state_name}, epoch {core.epoch}) has not "
+                                f"replicated what was committed before the heal ({self.committed_at_heal}; "
+                                f"its high watermark {core.hw})")
         heal = self.counter_at_heal or 0
         if self.max_counter <= heal:
             raise Violation(f"liveness: no append made after the heal committed within "

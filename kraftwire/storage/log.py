@@ -205,6 +205,12 @@ class FileLog:
         self._truncate_fully_and_start_at(0)
         self.damage = problem
 
+    def mark_rejoining(self, reason: str) -> None:
+        """Make the node start re-joining until its core says it has (durable before the core runs)."""
+        log.info("%s: %s: re-joining (it votes for nobody until the other voters have answered and, if the "
+                 "quorum has a history, it holds the committed log)", self.dir, reason)
+        write_durably(self.rejoin_marker, (reason + "\n").encode())
+
     @property
     def rejoining(self) -> bool:
         """The node must start re-joining (damage was discarded and it has not caught up since)."""
@@ -213,9 +219,10 @@ class FileLog:
     def rejoined(self) -> None:
         """The Raft core re-joined: forget the marker."""
         if self.rejoin_marker.exists():
+            reason = self.rejoin_marker.read_text(errors="replace").strip()
             self.rejoin_marker.unlink()
             fsync_dir(self.dir)
-            log.info("%s: re-joined the quorum after discarding damaged data", self.dir)
+            log.info("%s: re-joined the quorum (it had started re-joining: %s)", self.dir, reason)
 
     def _truncate_to_latest_snapshot(self) -> bool:
         """Kafka's rule: a snapshot beyond the log (by epoch, or by offset in the same epoch) replaces it."""

@@ -35,15 +35,18 @@ def test_same_seed_same_run():
     assert run_seed(43, cfg).events != a.events
 
 
-@pytest.mark.parametrize("bug,voters,observers", [
-    ("double_vote", 3, 0),
-    ("observer_counts_for_hw", 3, 2),
-    ("no_own_epoch_hw_rule", 3, 1),
-    ("no_truncate_on_diverge", 3, 1),
-    ("snapshot_not_loaded", 3, 1),
+@pytest.mark.parametrize("bug,voters,observers,snapshots", [
+    ("double_vote", 3, 0, True),
+    ("observer_counts_for_hw", 3, 2, True),
+    ("no_own_epoch_hw_rule", 3, 1, True),
+    # Snapshots heal a diverged log too (a fetcher whose epoch the log no longer holds gets one), so
+    # this one is hunted without them: caught by log matching or by the post-heal replication check.
+    ("no_truncate_on_diverge", 3, 1, False),
+    ("snapshot_not_loaded", 3, 1, True),
 ])
-def test_deliberate_bug_is_caught_within_ci_budget(bug, voters, observers):
-    cfg = SimConfig(voters=voters, observers=observers, bugs=frozenset({bug}))
+def test_deliberate_bug_is_caught_within_ci_budget(bug, voters, observers, snapshots):
+    cfg = SimConfig(voters=voters, observers=observers, bugs=frozenset({bug}),
+                    snapshot_records=SimConfig().snapshot_records if snapshots else None)
     for result in run_seeds(range(CI_SEEDS), cfg):
         if not result.ok:
             assert f"--bugs {bug}" in result.repro
