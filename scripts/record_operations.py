@@ -9,6 +9,7 @@ as an operator would, prints the commands and their output as Markdown blocks, a
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -128,16 +129,21 @@ def main() -> int:
                       f"--bootstrap-controller {addr}", stdin="cd /cluster/controllers\nls\ncat 1/listeners\n"),
               sh(["kraftwire", "metadata-shell", "--bootstrap-controller", addr, "--follow", "1", "--count", "2",
                   "cat", "/provenance/lastContainedOffset"], base))
-        metrics = urllib.request.urlopen(f"http://127.0.0.1:{p + 101}/metrics", timeout=10).read().decode()
+        status = json.loads(subprocess.run([sys.executable, "-m", "kraftwire", "metadata-quorum",
+                                            "--bootstrap-controller", addr, "describe", "--status", "--json"],
+                                           capture_output=True, text=True, check=True).stdout)
+        mport = p + 100 + status["LeaderId"]     # the active controller's metrics endpoint
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=10).read().decode()
         wanted = [ln for ln in metrics.splitlines() if ln.startswith((
             "kafka_server_raft_metrics_current_state", "kafka_server_raft_metrics_current_leader",
             "kafka_server_raft_metrics_high_watermark", "kafka_server_raft_metrics_commit_latency_avg",
-            "kafka_controller_kafkacontroller_", "process_resident_memory_bytes", "process_open_fds",
+            "kafka_controller_kafkacontroller_", "kafka_controller_controllereventmanager_",
+            "process_resident_memory_bytes", "process_open_fds",
             "# TYPE kafka_server_socket_server_metrics_connection_count",
             "kafka_server_socket_server_metrics_connection_count"))]
-        ready = urllib.request.urlopen(f"http://127.0.0.1:{p + 101}/ready", timeout=10).read().decode()
-        block("Metrics", f"$ curl -s http://127.0.0.1:{p + 101}/metrics | grep -E 'raft_metrics_(current|high|commit_latency_avg)|kafkacontroller|process_(resident|open)'\n"
-              + "\n".join(wanted), f"$ curl -s http://127.0.0.1:{p + 101}/ready\n{ready.strip()}")
+        ready = urllib.request.urlopen(f"http://127.0.0.1:{mport}/ready", timeout=10).read().decode()
+        block("Metrics (the active controller's endpoint)", f"$ curl -s http://127.0.0.1:{mport}/metrics | grep -E 'raft_metrics_(current|high|commit_latency_avg)|kafkacontroller|controllereventmanager|process_(resident|open)'\n"
+              + "\n".join(wanted), f"$ curl -s http://127.0.0.1:{mport}/ready\n{ready.strip()}")
     finally:
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
