@@ -140,3 +140,43 @@ def test_upgrade_from_39_iv0_to_41_iv1_with_kafka_features(kafka41, tmp_path):
         assert broker.running() and ctl.running()
         rc, out = kafka41.run("kafka-topics.sh", [*boot, "--create", "--topic", "after", "--partitions", "1"])
         assert rc == 0, out
+
+
+def test_kraftwire_voter_in_a_kafka41_controller_quorum(kafka41, tmp_path):
+    """Two Kafka 4.1 controllers and a kraftwire voter, each formatted at its defaults: whichever bootstrap the
+    first leader commits, the quorum has a leader and every node stays up; with ELR finalized (a Kafka
+    leader's bootstrap) the kraftwire voter replays but says once that it will not become active."""
+    with Fleet(tmp_path) as fleet:
+        hosts = fleet.hosts(3)
+        voters = [(i + 1, hosts[i], CONTROLLER_PORT) for i in range(3)]
+        cluster = random_uuid()
+        kafkas = [fleet.add(KafkaNode(kafka41, tmp_path, i + 1, "controller", hosts[i], voters)) for i in range(2)]
+        kw = KraftwireNode(tmp_path, 3, "controller", hosts[2], voters)
+        fleet.add(kw)
+        fleet.watch("kraftwire voter", kw.log_path)
+        for n in kafkas:
+            n.format(cluster)
+        kw.format(cluster)
+        for n in (*kafkas, kw):
+            n.start()
+        for n in (*kafkas, kw):
+            n.wait_started()
+
+        def status() -> str | None:
+            rc, out = kafka41.run("kafka-metadata-quorum.sh", ["--bootstrap-controller", kafkas[0].controller_address,
+                                                               "describe", "--status"], timeout_s=60)
+            return out if rc == 0 and "LeaderId:" in out and "LeaderId:               -1" not in out else None
+
+        out = wait_for(status, 90, "a quorum leader")
+        assert '"id": 3' in out
+        wait_for(lambda: shell(kw.metadata_dir, "cat /features/metadata.version") == "27", 60,
+                 "metadata.version 27 replayed by the kraftwire voter")
+        elr = kraftwire_cli("metadata-shell", "--snapshot", str(kw.metadata_dir), "cat",
+                            "/features/eligible.leader.replicas.version")[1].strip()
+        lines = [x for x in kw.log_text().splitlines() if "will not become active" in x]
+        if elr == "1":
+            assert len(lines) == 1 and "eligible.leader.replicas.version 1" in lines[0], lines
+        else:
+            assert lines == []
+        assert kw.running() and all(n.running() for n in kafkas)
+        assert "Traceback" not in kw.log_text()
