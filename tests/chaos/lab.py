@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 from processes.harness import FAST, Cluster
 
+from kraftwire.cli.errors import OperatorError
 from kraftwire.cli.metadata_quorum import describe
 from kraftwire.cli.storage import format_storage
 from kraftwire.config import load_config
@@ -117,7 +118,7 @@ async def leader_of(c: ChaosCluster, timeout_s: float = 2.0) -> dict | None:
             continue
         try:
             st = await describe(c.addr(n), timeout_s)
-        except (RequestFailed, OSError, TimeoutError, KafkaProtocolError):
+        except (RequestFailed, OSError, TimeoutError, KafkaProtocolError, OperatorError):
             continue
         if st["LeaderId"] > 0:
             return st
