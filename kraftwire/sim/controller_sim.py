@@ -367,6 +367,12 @@ class ControllerSimulation(Simulation):
         return seq
 
     def _retarget(self, current: int) -> int:
+        """The next voter to ask after NOT_CONTROLLER or no answer: the leader the refusing voter knows
+        (what a client learns from Metadata's ControllerId), else a random other voter."""
+        node = self.nodes.get(current)
+        hint = None if node is None or node.core is None else node.core.leader_id
+        if hint is not None and hint != current and self.rng.random() < 0.8:
+            return hint
         others = [v for v in self.voter_ids if v != current] or self.voter_ids
         return self.rng.choice(others)
 

@@ -72,6 +72,15 @@ def test_cli_rejects_unknown_fault():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("voters", "seeds"), [(3, 600), (5, 300)])
+def test_ci_sample(voters, seeds):
+    """The slow sample CI runs (.ci/run): 3- and 5-voter quorums with observers and every fault."""
+    cfg = SimConfig(voters=voters, observers=1 + voters % 2, faults=frozenset(ALL_FAULTS))
+    failures = [f"{r.violations[0]} | {r.repro}" for r in run_seeds(range(50_000, 50_000 + seeds), cfg) if not r.ok]
+    assert failures == []
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("voters", [1, 3, 5])
 def test_soak_10k_seeds(voters):
     n = {1: 2000, 3: 4000, 5: 4000}[voters]
