@@ -64,10 +64,10 @@ class BrokerMetadataListener:
         try:
             ctl.replay_batches(batches)
         except Exception as e:  # noqa: BLE001 - any failure to apply a committed record is fatal
-            if not self._park(park_reason(ctl.committed_image.features, batches, BROKER_SUPPORTED_FEATURES)):
+            if not self._park(park_reason(ctl.committed_features, batches, BROKER_SUPPORTED_FEATURES)):
                 self._fail(e)
             return
-        self._park(park_reason(ctl.committed_image.features, (), BROKER_SUPPORTED_FEATURES))
+        self._park(park_reason(ctl.committed_features, (), BROKER_SUPPORTED_FEATURES))
         ctl.handle_commit(batches[-1].last_offset)
         for fn in self.on_commit:
             fn(batches)
@@ -90,7 +90,7 @@ class BrokerMetadataListener:
             if not self._park(park_reason({}, batches, BROKER_SUPPORTED_FEATURES)):
                 self._fail(e)
             return
-        self._park(park_reason(self.controller.committed_image.features, (), BROKER_SUPPORTED_FEATURES))
+        self._park(park_reason(self.controller.committed_features, (), BROKER_SUPPORTED_FEATURES))
         epoch = batches[0].leader_epoch if batches else 0
         for fn in self.on_snapshot:
             fn(end_offset, epoch)

@@ -153,9 +153,14 @@ class QuorumController:
     def versions(self) -> RecordVersions:
         return RecordVersions(self._latest.metadata_version)
 
+    @property
+    def committed_features(self) -> dict[str, int]:
+        """Finalized features of the committed state (cheap: a standby's pending replay is not frozen)."""
+        return self._committed.features if self._active else self._loader.features
+
     def unsupported(self, supported: dict[str, tuple[int, int]] | None = None) -> str | None:
         """One line saying which committed feature level this node lacks (and who needs it), or None."""
-        return unsupported_reason(self.committed_image.features, supported)
+        return unsupported_reason(self.committed_features, supported)
 
     def new_uuid(self) -> uuid.UUID:
         """A random (seedable) UUID for new topics and ACLs."""

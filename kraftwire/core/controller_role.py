@@ -108,7 +108,7 @@ class ControllerRole:
         try:
             ctl.replay_batches(batches)
         except Exception as e:  # noqa: BLE001 - a committed record we cannot apply: this replica must stop
-            if not self._park(park_reason(ctl.committed_image.features, batches)):
+            if not self._park(park_reason(ctl.committed_features, batches)):
                 self._fail(f"cannot apply committed metadata record: {e}", e)
             return
         self._check_features()
@@ -252,7 +252,7 @@ class ControllerRole:
     def _check_features(self) -> None:
         """Park on an unsupported metadata.version; refuse activation on another unsupported feature."""
         ctl = self.controller
-        if self._park(park_reason(ctl.committed_image.features)):
+        if self._park(park_reason(ctl.committed_features)):
             return
         reason = ctl.unsupported()
         if reason != self.unsupported:

@@ -106,7 +106,8 @@ def unsupported_reason(features: dict[str, int], supported: dict[str, tuple[int,
         if name == METADATA_VERSION:
             return (f"metadata.version {level} ({metadata_version_name(level)}) is finalized; it needs "
                     f"{_release(level)}, and this kraftwire supports metadata.version {lo}-{hi} "
-                    f"(up to {METADATA_VERSIONS[hi]}): upgrade kraftwire or keep the cluster at {METADATA_VERSIONS[hi]}")
+                    f"(up to {metadata_version_name(hi)}): upgrade kraftwire or keep the cluster at "
+                    f"{metadata_version_name(hi)}")
         since = FEATURE_RELEASES.get((name, level))
         needs = _release(since) if since is not None else "a newer release"
         return (f"{name} {level} is finalized; it comes with {needs}, and this kraftwire supports {name} "

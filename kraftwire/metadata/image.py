@@ -643,6 +643,11 @@ class ImageLoader:
             self._delta = None
         return self._image
 
+    @property
+    def features(self) -> dict[str, int]:
+        """The finalized features replayed so far, without freezing the pending delta into an image."""
+        return self._image.features if self._delta is None else self._delta.features
+
     def _apply(self, msg: Any) -> None:
         if self._delta is None:
             self._delta = MetadataDelta(self._image, self.on_partition)

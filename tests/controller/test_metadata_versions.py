@@ -171,3 +171,18 @@ def test_unsupported_levels_name_the_release_that_needs_them() -> None:
     assert unsupported_reason({"eligible.leader.replicas.version": 1}, BROKER_SUPPORTED_FEATURES) is None
     share = unsupported_reason({"share.version": 1}, BROKER_SUPPORTED_FEATURES)
     assert share is not None and "4.2-IV0" in share
+
+
+def test_feature_checks_do_not_freeze_a_standby_replay() -> None:
+    """Nodes check the committed features after every batch; that must not materialize an image each time."""
+    from kraftwire.controller import QuorumController
+    from kraftwire.protocol.messages.feature_level_record import FeatureLevelRecord
+
+    ctl = QuorumController()
+    ctl.replay(0, FeatureLevelRecord(name="metadata.version", feature_level=28))
+    ctl.replay(1, TopicRecord("t", uuid.uuid4()))
+    assert ctl.committed_features == {"metadata.version": 28}
+    assert ctl._loader._delta is not None, "reading the features froze the pending delta"
+    why = ctl.unsupported()
+    assert why is not None and "4.2-IV0" in why
+    assert ctl.committed_image.metadata_version == 28 and ctl.committed_image.topic_by_name("t") is not None
