@@ -2,8 +2,8 @@
 
     python benchmarks/startup.py [--runs 7] [--kafka /path/to/kafka]
 
-Each pair runs interleaved (A B A B ...) as whole processes; the table prints the medians and the
-ratio kraftwire / Kafka. Kafka's tools come from ``../shared/kafka`` (or ``--kafka``, ``KAFKA_HOME``);
+Each pair runs interleaved (A B A B ...) as whole processes after one warm-up run each (which writes
+the .pyc files an installed package has); the table prints the medians and the ratio kraftwire / Kafka. Kafka's tools come from ``../shared/kafka`` (or ``--kafka``, ``KAFKA_HOME``);
 without a JDK or a distribution the Kafka column is left empty.
 """
 
@@ -33,12 +33,46 @@ def kafka_tool(base: Path, release: str, script: str) -> Path | None:
     return path if path.exists() and shutil.which("java") else None
 
 
+DEFAULT_TIMEOUTS = ("controller.quorum.election.timeout.ms=1000", "controller.quorum.fetch.timeout.ms=2000",
+                    "controller.quorum.election.backoff.max.ms=1000", "controller.quorum.request.timeout.ms=2000")
+
+
+def quorum_to_leader(trials: int) -> list[float]:
+    """Seconds from launching 3 freshly formatted voters (Kafka's default timeouts) until one of them
+    answers DescribeQuorum with a leader; the poll itself is a `kraftwire metadata-quorum` process."""
+    import tempfile
+
+    sys.path.insert(0, str(ROOT))
+    from tests.processes.harness import Cluster
+
+    out = []
+    for _ in range(trials):
+        with tempfile.TemporaryDirectory() as d:
+            c = Cluster(Path(d), 3)
+            t0 = time.perf_counter()
+            try:
+                for node in (1, 2, 3):
+                    c.start(node, *DEFAULT_TIMEOUTS)
+                deadline = t0 + 60
+                while time.perf_counter() < deadline:
+                    status = c.describe(1 + len(out) % 3, timeout=1.0)
+                    if status is not None and status.get("LeaderId", -1) > 0:
+                        out.append(time.perf_counter() - t0)
+                        break
+            finally:
+                c.stop_all()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--quorum", type=int, default=0, metavar="TRIALS",
+                    help="also time 3 fresh voters from launch to an elected leader")
     ap.add_argument("--kafka", type=Path, default=Path(os.environ.get("KAFKA_HOME_BASE", DEFAULT_KAFKA)))
     args = ap.parse_args(argv)
     env = dict(os.environ, PYTHONPATH=str(ROOT), KAFKA_HEAP_OPTS="-Xmx256m -Xms64m")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # the warm-up run writes .pyc files, as an installed package has
     kw = [sys.executable, "-m", "kraftwire"]
     q39 = kafka_tool(args.kafka, "3.9.0", "kafka-metadata-quorum.sh")
     s39 = kafka_tool(args.kafka, "3.9.0", "kafka-storage.sh")
@@ -68,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:<46} {ma:>9.3f}  {peer_name:<40} {mb:>9.3f} {ma / mb:>6.2f}")
         else:
             print(f"{name:<46} {ma:>9.3f}  {peer_name:<40} {'':>9} {'':>6}")
+    if args.quorum:
+        times = quorum_to_leader(args.quorum)
+        print(f"{'3 fresh voters: launch to leader':<46} {statistics.median(times):>9.3f}  "
+              f"(median of {len(times)}, max {max(times):.3f}; Kafka's default timeouts)")
     return 0
 
 

@@ -38,6 +38,7 @@ from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.no_op_record import NoOpRecord
 from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRecord
 from kraftwire.protocol.metadata import MetadataRecord, decode_record
+from kraftwire.protocol.runtime import gc_paused
 
 
 @dataclass(slots=True)
@@ -201,11 +202,12 @@ class QuorumController:
                 if batch.records:
                     self.replay(batch.base_offset + len(batch.records) - 1, None)
             return
-        for batch in batches:
-            for i, rec in enumerate(batch.records):
-                offset = batch.base_offset + i
-                if rec.value is not None and offset > self._committed_offset:
-                    self.replay(offset, decode_record(rec.value))
+        with gc_paused():
+            for batch in batches:
+                for i, rec in enumerate(batch.records):
+                    offset = batch.base_offset + i
+                    if rec.value is not None and offset > self._committed_offset:
+                        self.replay(offset, decode_record(rec.value))
 
     def load_snapshot(self, image: MetadataImage, end_offset: int) -> None:
         """Replace the state with a snapshot's image (covering offsets below ``end_offset``)."""

@@ -38,6 +38,7 @@ from kraftwire.protocol.messages.user_scram_credential_record import UserScramCr
 from kraftwire.protocol.messages.zk_migration_state_record import ZkMigrationStateRecord
 from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.protocol.runtime import gc_paused
 from kraftwire.raft.log import SnapshotId
 from kraftwire.raft.snapshot import frame, with_raw
 
@@ -130,13 +131,14 @@ def image_from_snapshot(batches: Iterable[RecordBatch]) -> MetadataImage:
     Raises MetadataReplayError (or a DecodeError) when the content cannot be applied.
     """
     loader = ImageLoader(EMPTY_IMAGE)
-    for batch in batches:
-        if batch.control:
-            continue
-        for rec in batch.records:
-            if rec.value is not None:
-                loader.replay(decode_record(rec.value).message)
-    return loader.image
+    with gc_paused():
+        for batch in batches:
+            if batch.control:
+                continue
+            for rec in batch.records:
+                if rec.value is not None:
+                    loader.replay(decode_record(rec.value).message)
+        return loader.image
 
 
 @dataclass(slots=True)

@@ -56,6 +56,7 @@ from typing import Any  # noqa: E402
 from crc32c import crc32c as _crc32c  # noqa: E402
 
 from kraftwire.protocol.errors import CorruptRecordError  # noqa: E402
+from kraftwire.protocol.runtime import gc_paused  # noqa: E402
 
 HEADER = _struct.Struct(">qiibIhiqqqhii")  # base offset .. records count
 HEADER_SIZE = HEADER.size  # 61
@@ -260,7 +261,8 @@ def iter_batches(buf: bytes | memoryview, *, verify_crc: bool = True) -> Iterato
 
 def decode_batches(buf: bytes | memoryview, *, verify_crc: bool = True) -> list[RecordBatch]:
     """Every whole batch in ``buf`` (a trailing partial batch is ignored)."""
-    return [b for b, _, _ in iter_batches(buf, verify_crc=verify_crc)]
+    with gc_paused():
+        return [b for b, _, _ in iter_batches(buf, verify_crc=verify_crc)]
 
 
 def _record_maker():

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import base64
+import gc
 import struct
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -50,6 +53,23 @@ class Message:
     def __repr__(self) -> str:
         inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
         return f"{type(self).__qualname__}({inner})"
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while bulk-building long-lived objects without cycles
+    (decoding a snapshot or a log, replaying it into an image). Each automatic collection of the
+    oldest generation rescans every live object, so with a big image alive the collector, not the
+    decoding, dominated snapshot load (3× on 200k partitions); reference counting still frees
+    everything as usual, and the collector runs again afterwards."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def replace(obj: Any, /, **changes: Any) -> Any:

@@ -19,6 +19,7 @@ from kraftwire.protocol.control import (
 )
 from kraftwire.protocol.errors import CorruptRecordError
 from kraftwire.protocol.records import Record, RecordBatch, encode_batch, iter_batches
+from kraftwire.protocol.runtime import gc_paused
 from kraftwire.raft.log import SnapshotId
 
 DEFAULT_BATCH_BYTES = 1 << 20
@@ -72,9 +73,10 @@ def parse(data: bytes) -> list[RecordBatch]:
     """Every batch of a whole snapshot, CRCs and framing checked (CorruptRecordError otherwise)."""
     batches: list[RecordBatch] = []
     end = 0
-    for batch, pos, size in iter_batches(data, verify_crc=True):
-        batches.append(batch)
-        end = pos + size
+    with gc_paused():
+        for batch, pos, size in iter_batches(data, verify_crc=True):
+            batches.append(batch)
+            end = pos + size
     if end != len(data):
         raise CorruptRecordError(f"snapshot has {len(data) - end} bytes after its last whole batch")
     check_framing(batches)

@@ -33,7 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftwire.protocol.errors import CorruptRecordError
-from kraftwire.protocol.records import Record, RecordBatch, decode_batch, encode_batch, iter_batches
+from kraftwire.protocol.records import (
+    Record,
+    RecordBatch,
+    decode_batch,
+    decode_batches,
+    encode_batch,
+    iter_batches,
+)
 from kraftwire.raft.log import OffsetAndEpoch, SnapshotId
 from kraftwire.storage.fsutil import atomic_write, fsync_dir
 from kraftwire.storage.offset_checkpoint import (
@@ -439,7 +446,7 @@ class FileLog:
 
     def read(self, start_offset: int, max_bytes: int) -> list[RecordBatch]:
         data = self.read_raw(start_offset, max_bytes)
-        return [batch for batch, _, _ in iter_batches(data, verify_crc=False)]
+        return decode_batches(data, verify_crc=False)
 
     # -- epochs -----------------------------------------------------------------------------------
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
