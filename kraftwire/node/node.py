@@ -95,7 +95,10 @@ class Node:
             log = FileLog(cfg.metadata_log_dir / "__cluster_metadata-0",
                           segment_bytes=cfg["metadata.log.segment.bytes"])
             store = FileQuorumStateStore(cfg.metadata_log_dir / "__cluster_metadata-0" / "quorum-state")
-            if (len(cfg.voters) > 1 and any(v.node_id == cfg.node_id for v in cfg.voters) and store.read() is None
+            saved = store.read()
+            if saved is not None:
+                log.discard_epochs_above(saved.epoch)
+            elif (len(cfg.voters) > 1 and any(v.node_id == cfg.node_id for v in cfg.voters)
                     and log.end_offset == 0 and log.latest_snapshot_id() is None):
                 # Fresh or wiped? Only the other voters can tell: re-join until they say (raft/core.py).
                 log.mark_rejoining("voter started on an empty directory (fresh, or wiped and re-formatted)")

@@ -212,6 +212,26 @@ class FileLog:
         self._truncate_fully_and_start_at(0)
         self.damage = problem
 
+    def discard_epochs_above(self, epoch: int) -> bool:
+        """Drop batches stamped with an epoch above ``epoch`` (the highest its node ever knew) and re-join.
+
+        A batch's partitionLeaderEpoch lies outside the CRC, so a damaged one passes recovery; a log
+        can never legitimately hold an epoch above its node's quorum-state epoch. True if it did.
+        """
+        last = self.last_epoch()
+        if last <= epoch:
+            return False
+        cut = self.end_offset_for_epoch(epoch).offset
+        problem = (f"the log holds leader epoch {last} from offset {cut} but this node never knew an epoch above "
+                   f"{epoch} (a damaged batch header)")
+        log.warning("%s: %s; truncating to %d and fetching the rest from the leader (the node re-joins the "
+                    "quorum: it votes for nobody until it has caught up)", self.dir, problem, cut)
+        self.mark_rejoining(problem)
+        self.truncate_to(max(cut, self.start_offset))
+        self.flush()
+        self.damage = problem
+        return True
+
     def mark_rejoining(self, reason: str) -> None:
         """Make the node start re-joining until its core says it has (durable before the core runs)."""
         log.info("%s: %s: re-joining (it votes for nobody until the other voters have answered and, if the "

@@ -322,3 +322,21 @@ def test_snapshot_batches_are_plain_v2_for_dump_log(tmp_path) -> None:
     values = [r.value for b in batches if not b.control for r in b.records]
     assert values == [encode_record(r.message, r.version) for r in RECORDS]
     assert all(isinstance(r, Record) for b in batches for r in b.records)
+
+
+def test_a_batch_epoch_above_any_the_node_knew_is_dropped_and_the_node_rejoins(tmp_path) -> None:
+    log = filled(tmp_path)                       # epochs 1, 1, 2, 2, 3 (3 records each)
+    log.close()
+    seg = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
+    data = bytearray(seg.read_bytes())
+    pos = 0
+    for _ in range(4):                           # the fifth (newest) batch
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    data[pos + 13] ^= 0x10                       # its leader epoch, outside the CRC: 3 -> 1,048,579
+    seg.write_bytes(bytes(data))
+    again = open_log(tmp_path)
+    assert again.last_epoch() > 1000 and again.end_offset == 15   # the CRC cannot tell
+    assert not again.discard_epochs_above(again.last_epoch())
+    assert again.discard_epochs_above(3)
+    assert again.end_offset == 12 and again.last_epoch() == 2 and again.rejoining
+    assert "never knew an epoch above 3" in again.damage
