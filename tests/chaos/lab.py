@@ -95,7 +95,7 @@ class ChaosCluster(Cluster):
             if node not in self.expected_down and proc.poll() is not None:
                 lines = self.log_text(node).strip().splitlines()
                 self.expected_down.add(node)
-                if any("No space left on device" in ln for ln in lines[-80:]):
+                if any("no space left" in ln.lower() for ln in lines[-80:]):
                     self.disk_stops.append(node)     # stopping on a full disk is Kafka's behaviour too
                     continue
                 tail = [ln for ln in lines if ln.strip(" |+-")][-1:] or ["(empty log)"]
