@@ -1,8 +1,8 @@
-"""A broker's metadata image: committed records replayed through the controller's image code.
+"""A broker's metadata image: committed records replayed with the image code every role shares.
 
 ``BrokerMetadataListener`` is the broker's Raft listener. Every committed batch is decoded and
-replayed into a standby ``QuorumController`` (never activated on a broker), so brokers and
-controllers build their images with the same code. A committed record that cannot be applied
+replayed into a ``MetadataLoader`` (``kraftwire.metadata``), the same image code the controller's
+replay runs. A committed record that cannot be applied
 stops the broker loudly (``fatal``): serving clients from an image that disagrees with the log
 would be worse than stopping. A feature level the broker does not support (say a newer
 metadata.version) is different: the broker stops replaying there, logs one line naming the level
@@ -22,9 +22,9 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kraftwire.controller import QuorumController
 from kraftwire.metadata import ImageLoader, MetadataImage
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
+from kraftwire.metadata.loader import MetadataLoader
 from kraftwire.metadata.support import park_reason
 from kraftwire.protocol.records import RecordBatch
 
@@ -34,8 +34,8 @@ log = logging.getLogger(__name__)
 class BrokerMetadataListener:
     """RaftListener that keeps a broker's image up to date."""
 
-    def __init__(self, controller: QuorumController) -> None:
-        self.controller = controller
+    def __init__(self, loader: MetadataLoader | None = None) -> None:
+        self.loader = loader or MetadataLoader()
         self.leader: tuple[int | None, int] = (None, 0)
         self.fatal: BaseException | None = None
         self.parked: str | None = None  # why replay stopped at a feature level this broker lacks
@@ -49,18 +49,18 @@ class BrokerMetadataListener:
 
     @property
     def image(self) -> MetadataImage:
-        return self.controller.committed_image
+        return self.loader.committed_image
 
     @property
     def applied_offset(self) -> int:
         """Offset of the last record replayed into the image (-1 before any)."""
-        return self.controller.committed_offset
+        return self.loader.committed_offset
 
     # -- RaftListener ---------------------------------------------------------------------------
     def handle_commit(self, batches: list[RecordBatch]) -> None:
         if self.fatal is not None or self.parked is not None:
             return
-        ctl = self.controller
+        ctl = self.loader
         try:
             ctl.replay_batches(batches)
         except Exception as e:  # noqa: BLE001 - any failure to apply a committed record is fatal
@@ -68,7 +68,6 @@ class BrokerMetadataListener:
                 self._fail(e)
             return
         self._park(park_reason(ctl.committed_features, (), BROKER_SUPPORTED_FEATURES))
-        ctl.handle_commit(batches[-1].last_offset)
         for fn in self.on_commit:
             fn(batches)
         self._changed()
@@ -90,7 +89,7 @@ class BrokerMetadataListener:
             if not self._park(park_reason({}, batches, BROKER_SUPPORTED_FEATURES)):
                 self._fail(e)
             return
-        self._park(park_reason(self.controller.committed_features, (), BROKER_SUPPORTED_FEATURES))
+        self._park(park_reason(self.loader.committed_features, (), BROKER_SUPPORTED_FEATURES))
         epoch = batches[0].leader_epoch if batches else 0
         for fn in self.on_snapshot:
             fn(end_offset, epoch)
@@ -100,7 +99,7 @@ class BrokerMetadataListener:
         loader = ImageLoader()
         for msg in records:
             loader.replay(msg)
-        self.controller.load_snapshot(loader.image, end_offset)
+        self.loader.load_snapshot(loader.image, end_offset)
         self.snapshots_loaded += 1
         log.info("metadata image loaded from the snapshot ending at offset %d", end_offset)
         self._changed()

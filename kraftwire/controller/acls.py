@@ -139,14 +139,20 @@ def delete_acls(ctl: QuorumController, now: int, req: Any, version: int) -> tupl
 
 
 def describe_acls(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:
+    """The controller-command form of ``describe`` (the latest image)."""
+    return [], describe(ctl.image, req)
+
+
+def describe(image: MetadataImage, req: Any) -> Any:
+    """DescribeAcls answered from ``image`` (controllers and brokers alike); raises CommandError."""
     if not filter_is_valid(req.resource_type_filter, req.pattern_type_filter, req.operation,
                            req.permission_type):
         raise CommandError(Errors.INVALID_REQUEST, "filter contains UNKNOWN elements")
     groups: dict[tuple[int, str, int], list] = {}
-    for _, e in matching(ctl.image, req, describe=True):
+    for _, e in matching(image, req, describe=True):
         groups.setdefault((e.resource_type, e.resource_name, e.pattern_type), []).append(
             dsr.AclDescription(e.principal, e.host, e.operation, e.permission_type))
     resp = dsr.DescribeAclsResponse(error_message=None)
     for (rt, rn, pt), descs in sorted(groups.items()):
         resp.resources.append(dsr.DescribeAclsResource(rt, rn, pt, descs))
-    return [], resp
+    return resp

@@ -312,10 +312,10 @@ def _entry(name: str, value: str | None, source: int, d: ConfigDef | None,
     )
 
 
-def describe_resource(ctl: QuorumController, rtype: int, rname: str,
+def describe_resource(image: MetadataImage, static: dict[str, str], rtype: int, rname: str,
                       keys: list[str] | None, version: int) -> list[Any]:
-    """Effective configs of one resource for a DescribeConfigs ``version`` (no synonyms)."""
-    image = ctl.image
+    """Effective configs of one resource for a DescribeConfigs ``version`` (no synonyms); ``static``
+    are the answering node's own server.properties values."""
     _check_resource(image, rtype, rname)
     out = []
     if rtype == TOPIC_RESOURCE:
@@ -328,7 +328,6 @@ def describe_resource(ctl: QuorumController, rtype: int, rname: str,
     else:
         own = image.configs.get((rtype, rname), {}) if rname else {}
         cluster = image.configs.get((rtype, ""), {})
-        static = ctl.config.static_broker_configs
         names = sorted(set(BROKER_CONFIGS) | set(own) | set(cluster) | set(static))
         for k in names:
             d = BROKER_CONFIGS.get(k)
@@ -347,12 +346,19 @@ def describe_resource(ctl: QuorumController, rtype: int, rname: str,
 
 
 def describe_configs(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:
+    """The controller-command form of ``describe`` (the latest image, this controller's static configs)."""
+    return [], describe(ctl.image, req, version, ctl.config.static_broker_configs)
+
+
+def describe(image: MetadataImage, req: Any, version: int, static: dict[str, str]) -> Any:
+    """DescribeConfigs answered from ``image`` (controllers and brokers alike)."""
     resp = dcr.DescribeConfigsResponse()
     for r in req.resources:
         try:
-            entries = describe_resource(ctl, r.resource_type, r.resource_name, r.configuration_keys, version)
+            entries = describe_resource(image, static, r.resource_type, r.resource_name, r.configuration_keys,
+                                        version)
             resp.results.append(dcr.DescribeConfigsResult(0, None, r.resource_type, r.resource_name, entries))
         except CommandError as e:
             resp.results.append(dcr.DescribeConfigsResult(int(e.code), e.message, r.resource_type,
                                                           r.resource_name, []))
-    return [], resp
+    return resp

@@ -31,7 +31,6 @@ from kraftwire.broker.metadata_cache import (
     metadata_response,
 )
 from kraftwire.config import NodeConfig
-from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import acls as acl_cmds
 from kraftwire.controller import configs as config_cmds
 from kraftwire.controller import scram as scram_cmds
@@ -147,8 +146,7 @@ class BrokerNode:
         self.log = log
         self.directory_id = directory_id   # KIP-853 ReplicaDirectoryId of its Fetches
         self.store = store
-        self.ctl = QuorumController(ControllerConfig(node_id=cfg.node_id, cluster_id=self.cluster_id))
-        self.metadata = BrokerMetadataListener(self.ctl)
+        self.metadata = BrokerMetadataListener()
         # The broker snapshots its own image and cleans its log under the voters' policy (KIP-630).
         self.snapshotter = snapshotter_for(cfg)
         self.snapshots_taken = 0
@@ -290,7 +288,7 @@ class BrokerNode:
         """Snapshot the replayed image when the policy says so; clean the log below as retention allows."""
         snap = self.snapshotter
         while True:
-            if self.metadata.fatal is None and await snapshot_step(snap, self.core, self.ctl, wall_ms):
+            if self.metadata.fatal is None and await snapshot_step(snap, self.core, self.metadata.loader, wall_ms):
                 self.snapshots_taken += 1
             deadline = snap.next_deadline()
             delay = 1.0 if deadline is None else max(0.01, (deadline - wall_ms()) / 1000)
@@ -426,9 +424,12 @@ class BrokerNode:
         if not self.lifecycle.serving:
             return body.error_response(version, Errors.REQUEST_TIMED_OUT,
                                        f"broker {self.cfg.node_id} is fenced or catching up; retry")
-        fn = {29: acl_cmds.describe_acls, 32: config_cmds.describe_configs, 50: scram_cmds.describe_credentials}[key]
+        image = self.metadata.image
         try:
-            _, resp = fn(self.ctl, wall_ms(), body, version)
+            if key == 29:
+                return acl_cmds.describe(image, body)
+            if key == 32:
+                return config_cmds.describe(image, body, version, {})
+            return scram_cmds.describe(image, body)
         except CommandError as e:
             return body.error_response(version, e.code, e.message)
-        return resp

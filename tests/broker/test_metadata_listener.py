@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 from kraftwire.broker.metadata import BrokerMetadataListener
-from kraftwire.controller import QuorumController
 from kraftwire.metadata import image_to_records
 from kraftwire.metadata.features import bootstrap_records
 from kraftwire.protocol.messages.partition_record import PartitionRecord
@@ -24,7 +23,7 @@ def batch(base: int, *msgs) -> RecordBatch:
 
 
 def test_committed_batches_build_the_image_and_duplicates_are_ignored():
-    lst = BrokerMetadataListener(QuorumController())
+    lst = BrokerMetadataListener()
     changes = []
     lst.on_change.append(lambda: changes.append(1))
     boot = [r.message for r in bootstrap_records()]
@@ -38,7 +37,7 @@ def test_committed_batches_build_the_image_and_duplicates_are_ignored():
 
 
 def test_a_record_that_does_not_apply_stops_the_broker():
-    lst = BrokerMetadataListener(QuorumController())
+    lst = BrokerMetadataListener()
     seen = []
     lst.on_fatal.append(seen.append)
     lst.handle_commit([batch(0, RemoveTopicRecord(topic_id=TID))])   # no such topic
@@ -48,13 +47,13 @@ def test_a_record_that_does_not_apply_stops_the_broker():
 
 
 def test_a_snapshot_replaces_the_image_and_replay_continues_after_it():
-    source = BrokerMetadataListener(QuorumController())
+    source = BrokerMetadataListener()
     boot = [r.message for r in bootstrap_records()]
     source.handle_commit([batch(0, *boot, TopicRecord(name="t", topic_id=TID),
                                 PartitionRecord(partition_id=0, topic_id=TID, replicas=[1], isr=[1], leader=1))])
     end = source.applied_offset + 1
     batches = frame_snapshot(SnapshotId(end, 1), image_to_records(source.image))
-    fresh = BrokerMetadataListener(QuorumController())
+    fresh = BrokerMetadataListener()
     fresh.handle_snapshot(end, batches)
     assert fresh.fatal is None
     assert fresh.applied_offset == end - 1
@@ -64,7 +63,7 @@ def test_a_snapshot_replaces_the_image_and_replay_continues_after_it():
 
 
 def test_records_below_a_loaded_snapshot_are_not_replayed_twice():
-    lst = BrokerMetadataListener(QuorumController())
+    lst = BrokerMetadataListener()
     lst.load_snapshot(10, [r.message if isinstance(r, MetadataRecord) else r for r in bootstrap_records()]
                       + [TopicRecord(name="t", topic_id=TID)])
     lst.handle_commit([batch(5, TopicRecord(name="t", topic_id=TID))])

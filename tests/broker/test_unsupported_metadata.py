@@ -54,7 +54,7 @@ def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_broker_parks_on_a_newer_metadata_version_and_does_not_stop(caplog: pytest.LogCaptureFixture) -> None:
-    lst = BrokerMetadataListener(QuorumController())
+    lst = BrokerMetadataListener()
     stopped: list = []
     lst.on_fatal.append(stopped.append)
     b = boot()
@@ -71,7 +71,7 @@ def test_broker_parks_on_a_newer_metadata_version_and_does_not_stop(caplog: pyte
 
 
 def test_broker_parks_when_the_undecodable_record_comes_in_the_same_batch() -> None:
-    lst = BrokerMetadataListener(QuorumController())
+    lst = BrokerMetadataListener()
     b = boot()
     lst.handle_commit([batch(0, *b)])
     lst.handle_commit([RecordBatch(len(b), 1, (Record(value=encode_record(mv(29))), future_record()))])
@@ -79,17 +79,17 @@ def test_broker_parks_when_the_undecodable_record_comes_in_the_same_batch() -> N
 
 
 def test_broker_parks_on_a_snapshot_it_cannot_read() -> None:
-    src = BrokerMetadataListener(QuorumController())
+    src = BrokerMetadataListener()
     src.handle_commit([batch(0, *boot(), mv(28))])
     records = image_to_records(src.image)
     snap = frame_snapshot(SnapshotId(10, 1), records)
-    fresh = BrokerMetadataListener(QuorumController())
+    fresh = BrokerMetadataListener()
     fresh.handle_snapshot(10, snap)
     assert fresh.fatal is None and fresh.parked is not None and "metadata.version 28" in fresh.parked
 
 
 def test_a_broker_follows_elr_level_1_but_a_broken_record_still_stops_it() -> None:
-    lst = BrokerMetadataListener(QuorumController())
+    lst = BrokerMetadataListener()
     lst.handle_commit([batch(0, *boot(), FeatureLevelRecord("eligible.leader.replicas.version", 1))])
     assert lst.parked is None and lst.fatal is None
     lst.handle_commit([RecordBatch(100, 1, (future_record(),))])  # not a newer level: a broken log
