@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from kraftwire.net.server import RefusedRequest
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from kraftwire.net.server import RefusedRequest, Reply
 from kraftwire.protocol.api import request_class
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.api_versions_response import ApiVersion, ApiVersionsResponse
@@ -87,3 +90,39 @@ def answer_api_versions(table: dict[int, tuple[int, int]], key: int, version: in
     if key == 18:
         return api_versions_response(table)
     return None
+
+
+Handler = Callable[[Any, Any], Awaitable[Reply | None]]   # (Request, RequestContext) -> Reply
+
+
+class Dispatcher:
+    """A node's one API key → handler table. ApiVersions is answered from ``table`` (the versions the
+    node advertises), an API or version outside it is refused, and every advertised API must have a
+    handler (``check``), so what a node says it serves and what it handles cannot drift apart."""
+
+    def __init__(self, table: dict[int, tuple[int, int]], where: str) -> None:
+        self.table = table
+        self.where = where
+        self.handlers: dict[int, Handler] = {}
+
+    def on(self, keys: int | Iterable[int], handler: Handler) -> None:
+        for key in [keys] if isinstance(keys, int) else keys:
+            if key in self.handlers:
+                raise ValueError(f"API {key} has two handlers")
+            self.handlers[key] = handler
+
+    def check(self, answered_elsewhere: Iterable[int] = ()) -> None:
+        """Raise if an advertised API (other than ApiVersions and ``answered_elsewhere``) has no handler."""
+        missing = sorted(set(self.table) - set(self.handlers) - {18} - set(answered_elsewhere))
+        if missing:
+            raise ValueError(f"advertised APIs without a handler {self.where}: {missing}")
+
+    async def dispatch(self, request: Any, ctx: Any) -> Reply | None:
+        key, version = request.api_key, request.api_version
+        versions = answer_api_versions(self.table, key, version, self.where)
+        if versions is not None:
+            return Reply(versions, version if versions.error_code == 0 else 0)
+        handler = self.handlers.get(key)
+        if handler is None:
+            raise RefusedRequest(f"API {key} has no handler {self.where}")
+        return await handler(request, ctx)

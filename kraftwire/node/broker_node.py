@@ -39,13 +39,13 @@ from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.net.limits import ConnectionLimits
-from kraftwire.net.server import KafkaServer, RefusedRequest, Reply, RequestContext
+from kraftwire.net.server import KafkaServer, Reply, RequestContext
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import (
     BROKER_FORWARDED_APIS,
     BROKER_LOCAL_APIS,
     RAFT_APIS,
-    answer_api_versions,
+    Dispatcher,
     api_versions_response,
     supported,
 )
@@ -198,6 +198,7 @@ class BrokerNode:
         self.apis = supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS, **GROUP_APIS, 55: RAFT_APIS[55],
                                **SASL_APIS}, raft=False)
         # Forwarded admin writes are authorized by the controller, as the client inside the Envelope.
+        self.dispatcher = self._dispatcher()
         self.security = NodeSecurity(cfg, lambda: self.metadata.image, skip=FORWARDED_APIS)
         self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
             self.apis, int(Errors.UNSUPPORTED_VERSION)), 0),
@@ -335,43 +336,69 @@ class BrokerNode:
         """Every request passes the authorizer's rules (forwarded admin writes: at the controller)."""
         return await self.security.handle(request, ctx, self._dispatch)
 
+    def _dispatcher(self) -> Dispatcher:
+        """Every API a broker serves, with its handler (one table; ApiVersions answered from it)."""
+        d = Dispatcher(self.apis, "by a broker")
+        d.on(3, self._on_metadata)
+        d.on(60, self._on_describe_cluster)
+        d.on([k for k in FORWARDED_APIS if k in self.apis], self.forwarding.forward)
+        d.on(1, self._on_fetch)
+        d.on(2, self._on_list_offsets)
+        d.on(BROKER_LOCAL_APIS, self._on_describe)
+        d.on(FIND_COORDINATOR, self._on_find_coordinator)
+        d.on(LIST_GROUPS, self._on_list_groups)
+        d.on([k for k in GROUP_APIS if k not in (FIND_COORDINATOR, LIST_GROUPS)], self._on_group)
+        d.on(55, self._on_describe_quorum)
+        d.on(0, self._on_produce)
+        d.check(answered_elsewhere=SASL_APIS)
+        return d
+
     async def _dispatch(self, request: Request, ctx: RequestContext) -> Reply | None:
-        key, version, body = request.api_key, request.api_version, request.body
-        versions = answer_api_versions(self.apis, key, version, "by a broker")
-        if versions is not None:
-            return Reply(versions, version if versions.error_code == 0 else 0)
-        if key == 3:
-            return Reply(metadata_response(body, version, image=self.metadata.image, listener=ctx.listener,
-                                           local=self.local_view(ctx.listener), cluster_id=self.cluster_id),
-                         version)
-        if key == 60:
-            return Reply(describe_cluster_response(body, version, image=self.metadata.image, listener=ctx.listener,
-                                                   local=self.local_view(ctx.listener), cluster_id=self.cluster_id),
-                         version)
-        if key in FORWARDED_APIS:
-            return await self.forwarding.forward(request, ctx)
-        if key == 1:
-            replica = body.replica_state.replica_id if version >= 15 else body.replica_id
-            if replica >= 0:  # not a voter: the core answers NOT_LEADER_OR_FOLLOWER
-                return Reply(await self.driver.handle_inbound(1, body, version), version)
-            return Reply(await serving.consumer_fetch(body, version, self.view, lambda: self.driver.changed),
-                         version)
-        if key == 2:
-            return Reply(reads.list_offsets_response(body, version, self.view), version)
-        if key in BROKER_LOCAL_APIS:
-            return Reply(self._describe(key, body, version), version)
-        if key == FIND_COORDINATOR:
-            return Reply(find_coordinator(version, body, lambda _group: self._coordinator(ctx.listener)), version)
-        if key == LIST_GROUPS:
-            return Reply(await self._list_groups(body, version, request.header.client_id or "", ctx.listener),
-                         version)
-        if key in GROUP_APIS:
-            return Reply(await self.groups.route(key, version, body, request.header.client_id or ""), version)
-        if key == 55:
-            return Reply(await self._describe_quorum(body, version, request.header.client_id or ""), version)
-        if key == 0:
-            return serving.refuse_produce(body, version)
-        raise RefusedRequest(f"API {key} has no handler on a broker")
+        return await self.dispatcher.dispatch(request, ctx)
+
+    async def _on_metadata(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(metadata_response(request.body, v, image=self.metadata.image, listener=ctx.listener,
+                                       local=self.local_view(ctx.listener), cluster_id=self.cluster_id), v)
+
+    async def _on_describe_cluster(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(describe_cluster_response(request.body, v, image=self.metadata.image, listener=ctx.listener,
+                                               local=self.local_view(ctx.listener), cluster_id=self.cluster_id), v)
+
+    async def _on_fetch(self, request: Request, ctx: RequestContext) -> Reply:
+        body, version = request.body, request.api_version
+        replica = body.replica_state.replica_id if version >= 15 else body.replica_id
+        if replica >= 0:  # not a voter: the core answers NOT_LEADER_OR_FOLLOWER
+            return Reply(await self.driver.handle_inbound(1, body, version), version)
+        return Reply(await serving.consumer_fetch(body, version, self.view, lambda: self.driver.changed), version)
+
+    async def _on_list_offsets(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(reads.list_offsets_response(request.body, v, self.view), v)
+
+    async def _on_describe(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(self._describe(request.api_key, request.body, v), v)
+
+    async def _on_find_coordinator(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(find_coordinator(v, request.body, lambda _group: self._coordinator(ctx.listener)), v)
+
+    async def _on_list_groups(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(await self._list_groups(request.body, v, request.header.client_id or "", ctx.listener), v)
+
+    async def _on_group(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(await self.groups.route(request.api_key, v, request.body, request.header.client_id or ""), v)
+
+    async def _on_describe_quorum(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(await self._describe_quorum(request.body, v, request.header.client_id or ""), v)
+
+    async def _on_produce(self, request: Request, ctx: RequestContext) -> Reply | None:
+        return serving.refuse_produce(request.body, request.api_version)
 
     def _coordinator(self, listener: str) -> tuple[int, str, int] | None:
         """This broker, as every group's coordinator for its clients (it relays to the owning voter);

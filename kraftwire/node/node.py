@@ -22,12 +22,12 @@ from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoord
 from kraftwire.metadata import bootstrap_records
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.limits import ConnectionLimits
-from kraftwire.net.server import KafkaServer, RefusedRequest, Reply, RequestContext
+from kraftwire.net.server import KafkaServer, Reply, RequestContext
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import (
     CONTROLLER_APIS,
     ENVELOPE_APIS,
-    answer_api_versions,
+    Dispatcher,
     api_versions_response,
     supported,
 )
@@ -139,6 +139,7 @@ class Node:
             voters=[(v.node_id, v.host, v.port) for v in cfg.voters])
         self.view = LogPartitionView(self.core, self.log)
         self.apis = supported({**CONTROLLER_APIS, **GROUP_APIS, **ENVELOPE_APIS, **SASL_APIS})
+        self.dispatcher = self._dispatcher()
         self.security = NodeSecurity(cfg, lambda: self.controller.controller.committed_image, bootstrap=bootstrap)
         self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
             self.apis, int(Errors.UNSUPPORTED_VERSION)), 0),
@@ -198,42 +199,74 @@ class Node:
         """Every request, direct or from an Envelope, passes the authorizer's rules first."""
         return await self.security.handle(request, ctx, self._dispatch)
 
+    def _dispatcher(self) -> Dispatcher:
+        """Every API a voter serves, with its handler (one table; ApiVersions answered from it)."""
+        d = Dispatcher(self.apis, "here")
+        d.on(55, self._on_describe_quorum)
+        d.on([k for k in RAFT_KEYS if k != 55], self._on_raft)
+        d.on(1, self._on_fetch)
+        d.on(3, self._on_metadata)
+        d.on(2, self._on_list_offsets)
+        d.on(GROUP_APIS, self._on_group)
+        d.on(50, self._on_describe_scram)   # any controller answers from its committed image
+        d.on([k for k in CONTROLLER_APIS if k != 50], self._on_controller)
+        d.on(60, self._on_describe_cluster)
+        d.on(ENVELOPE, self._on_envelope)
+        d.on(0, self._on_produce)
+        d.check(answered_elsewhere=SASL_APIS)
+        return d
+
     async def _dispatch(self, request: Request, ctx: RequestContext) -> Reply | None:
-        key, version, body = request.api_key, request.api_version, request.body
-        versions = answer_api_versions(self.apis, key, version, "here")
-        if versions is not None:
-            return Reply(versions, version if versions.error_code == 0 else 0)
-        if key == 55:
-            return Reply(await self._describe_quorum(body, version), version)
-        if key in RAFT_KEYS:
-            return Reply(await self.driver.handle_inbound(key, body, version), version)
-        if key == 1:
-            replica = body.replica_state.replica_id if version >= 15 else body.replica_id
-            if replica >= 0:
-                return Reply(await self.driver.handle_inbound(1, body, version), version)
-            return Reply(await serving.consumer_fetch(body, version, self.view, lambda: self.driver.changed), version)
-        if key == 3:
-            return Reply(reads.metadata_response(body, version, view=self.view, brokers=self._brokers(ctx.listener),
-                                                 voters=self.voters, cluster_id=self.cluster_id,
-                                                 controller_id=self.view.leader_id), version)
-        if key == 2:
-            return Reply(reads.list_offsets_response(body, version, self.view), version)
-        if key in GROUP_APIS:
-            resp = await self.groups.handle(key, version, body, request.header.client_id or "", ctx.client_host)
-            return Reply(self._own_coordinator(resp, version, ctx.listener) if key == 10 else resp, version)
-        if key == 50:   # DescribeUserScramCredentials: any controller answers from its committed image
-            return Reply(scram_cmds.describe(self.controller.controller.committed_image, body), version)
-        if key in CONTROLLER_APIS:
-            return Reply(await self.controller.handle(body, version), version)
-        if key == 60:
-            return Reply(self._describe_cluster(body, version, ctx.listener), version)
-        if key == ENVELOPE:
-            self.controller.maybe_activate()
-            return Reply(await handle_envelope(body, ctx, active=self.controller.controller.active,
-                                               served=self.apis, dispatch=self.handle), version)
-        if key == 0:
-            return serving.refuse_produce(body, version)
-        raise RefusedRequest(f"API {key} has no handler")
+        return await self.dispatcher.dispatch(request, ctx)
+
+    async def _on_describe_quorum(self, request: Request, ctx: RequestContext) -> Reply:
+        return Reply(await self._describe_quorum(request.body, request.api_version), request.api_version)
+
+    async def _on_raft(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(await self.driver.handle_inbound(request.api_key, request.body, v), v)
+
+    async def _on_fetch(self, request: Request, ctx: RequestContext) -> Reply:
+        body, version = request.body, request.api_version
+        replica = body.replica_state.replica_id if version >= 15 else body.replica_id
+        if replica >= 0:
+            return Reply(await self.driver.handle_inbound(1, body, version), version)
+        return Reply(await serving.consumer_fetch(body, version, self.view, lambda: self.driver.changed), version)
+
+    async def _on_metadata(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(reads.metadata_response(request.body, v, view=self.view, brokers=self._brokers(ctx.listener),
+                                             voters=self.voters, cluster_id=self.cluster_id,
+                                             controller_id=self.view.leader_id), v)
+
+    async def _on_list_offsets(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(reads.list_offsets_response(request.body, v, self.view), v)
+
+    async def _on_group(self, request: Request, ctx: RequestContext) -> Reply:
+        key, v = request.api_key, request.api_version
+        resp = await self.groups.handle(key, v, request.body, request.header.client_id or "", ctx.client_host)
+        return Reply(self._own_coordinator(resp, v, ctx.listener) if key == 10 else resp, v)
+
+    async def _on_describe_scram(self, request: Request, ctx: RequestContext) -> Reply:
+        image = self.controller.controller.committed_image
+        return Reply(scram_cmds.describe(image, request.body), request.api_version)
+
+    async def _on_controller(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(await self.controller.handle(request.body, v), v)
+
+    async def _on_describe_cluster(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(self._describe_cluster(request.body, v, ctx.listener), v)
+
+    async def _on_envelope(self, request: Request, ctx: RequestContext) -> Reply:
+        self.controller.maybe_activate()
+        return Reply(await handle_envelope(request.body, ctx, active=self.controller.controller.active,
+                                           served=self.apis, dispatch=self.handle), request.api_version)
+
+    async def _on_produce(self, request: Request, ctx: RequestContext) -> Reply | None:
+        return serving.refuse_produce(request.body, request.api_version)
 
     def _maybe_rejoined(self) -> None:
         if not self.core.rejoining and getattr(self.log, "rejoining", False):
