@@ -152,7 +152,7 @@ NEMESES: dict[str, Callable[[ChaosCluster, random.Random], Awaitable[None]]] = {
 }
 
 
-KNOWN_BROKEN = {"epoch-corruption"}   # issue #12 item 6: a damaged epoch outside the CRC is trusted
+KNOWN_BROKEN = {"epoch-corruption"}   # two voters damaged at once cannot elect (docs/reliability.md)
 
 
 async def mixed(c: ChaosCluster, rng: random.Random) -> None:
