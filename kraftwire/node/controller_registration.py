@@ -81,4 +81,13 @@ class ControllerRegistrar:
                 elif code == 0:
                     log.info("controller %d registered listeners %s", self.node_id,
                              ", ".join(f"{e.name}://{e.host}:{e.port}" for e in self.endpoints))
+                    # Accepted: the record reaches our own image once our next Fetch learns the commit.
+                    # Wait for that (as Kafka's registration manager does) instead of registering twice.
+                    await self._await_current(self.retry_s * 20)
+                    continue
             await anyio.sleep(self.retry_s)
+
+    async def _await_current(self, timeout_s: float) -> None:
+        with anyio.move_on_after(timeout_s):
+            while not self.current():
+                await anyio.sleep(self.retry_s / 10)
