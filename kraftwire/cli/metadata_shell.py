@@ -39,7 +39,6 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from kraftwire.cli.errors import ExitCode, OperatorError, kafka_error
-from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.metadata import ImageLoader, MetadataImage
 from kraftwire.metadata.image import MetadataReplayError
 from kraftwire.net.client import RequestFailed
@@ -146,16 +145,21 @@ def image_tree(image: MetadataImage, provenance: dict[str, str]) -> Tree:
 
 
 def build_image(src: MetadataSource) -> MetadataImage:
-    """Replay a source through a standby QuorumController (snapshot first, then the log)."""
-    ctl = QuorumController(ControllerConfig(max_idle_interval_ms=0, auto_leader_rebalance=False))
-    if src.snapshot_id is not None or src.snapshot:
-        loader = ImageLoader()
-        for r in src.snapshot:
+    """Replay a source (snapshot first, then the log records after it) into an image; a large one shows a
+    progress bar on a terminal."""
+    from kraftwire.cli.progress import bar
+
+    loader = ImageLoader()
+    with bar(total=len(src.snapshot) + len(src.records), desc="replay", unit="rec") as progress:
+        for i, r in enumerate(src.snapshot, 1):
             loader.replay(r)
-        ctl.load_snapshot(loader.image, src.snapshot_id.end_offset if src.snapshot_id else len(src.snapshot))
-    for offset, record in src.records:
-        ctl.replay(offset, record)
-    return ctl.committed_image
+            if i % 4096 == 0:
+                progress.update(4096)
+        for i, (_offset, record) in enumerate(src.records, 1):
+            loader.replay(record)
+            if i % 4096 == 0:
+                progress.update(4096)
+    return loader.image
 
 
 def provenance(src: MetadataSource) -> dict[str, str]:

@@ -301,3 +301,25 @@ def test_terminal_session_completes_with_tab_and_keeps_history(cluster, tmp_path
         os.close(master)
     history = (tmp_path / ".kraftwire_metadata_shell_history").read_text()
     assert "cat /features/metadata.version" in history
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_rebuilding_a_large_image_shows_progress_on_a_terminal_only(monkeypatch) -> None:
+    """Issue #16: long work shows progress (stderr, terminals only) and the image is the same."""
+    from kraftwire.metadata.features import bootstrap_records
+    from kraftwire.protocol.messages.topic_record import TopicRecord
+    from kraftwire.storage.reader import MetadataSource
+
+    src = MetadataSource("test")
+    src.snapshot = [r.message for r in bootstrap_records()]
+    src.records = [(i, TopicRecord(name=f"t{i}", topic_id=uuid.UUID(int=i + 1))) for i in range(10_000)]
+    quiet = build_image(src)
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    shown = build_image(src)
+    assert shown.topic_by_name("t9999") is not None and shown.topics == quiet.topics
+    assert "replay" in term.getvalue() and "rec" in term.getvalue()
