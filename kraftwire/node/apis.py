@@ -8,7 +8,12 @@ from typing import Any
 from kraftwire.net.server import RefusedRequest, Reply
 from kraftwire.protocol.api import request_class
 from kraftwire.protocol.errors import Errors
-from kraftwire.protocol.messages.api_versions_response import ApiVersion, ApiVersionsResponse
+from kraftwire.protocol.messages.api_versions_response import (
+    ApiVersion,
+    ApiVersionsResponse,
+    FinalizedFeatureKey,
+    SupportedFeatureKey,
+)
 
 # API key -> (min, max) this node answers. Produce is listed (and refused per request) because
 # librdkafka enables its modern Fetch versions only when Produce is advertised.
@@ -93,6 +98,21 @@ def answer_api_versions(table: dict[int, tuple[int, int]], key: int, version: in
 
 
 Handler = Callable[[Any, Any], Awaitable[Reply | None]]   # (Request, RequestContext) -> Reply
+Features = tuple[dict[str, tuple[int, int]], dict[str, int], int]   # (supported, finalized, epoch)
+
+
+def with_features(resp: ApiVersionsResponse, version: int, supported: dict[str, tuple[int, int]],
+                  finalized: dict[str, int], epoch: int) -> ApiVersionsResponse:
+    """ApiVersions v3+ carries the node's supported feature ranges and the cluster's finalized levels (what
+    ``kafka-features.sh describe`` prints); ``epoch`` is the committed metadata offset they were read at.
+    Before v4, ranges starting at 0 are left out, as Kafka does."""
+    if version < 3 or resp.error_code:
+        return resp
+    resp.supported_features = [SupportedFeatureKey(n, lo, hi) for n, (lo, hi) in sorted(supported.items())
+                               if version >= 4 or lo > 0]
+    resp.finalized_features_epoch = max(epoch, 0)
+    resp.finalized_features = [FinalizedFeatureKey(n, level, level) for n, level in sorted(finalized.items()) if level]
+    return resp
 
 
 class Dispatcher:
@@ -100,9 +120,11 @@ class Dispatcher:
     node advertises), an API or version outside it is refused, and every advertised API must have a
     handler (``check``), so what a node says it serves and what it handles cannot drift apart."""
 
-    def __init__(self, table: dict[int, tuple[int, int]], where: str) -> None:
+    def __init__(self, table: dict[int, tuple[int, int]], where: str,
+                 features: Callable[[], Features] | None = None) -> None:
         self.table = table
         self.where = where
+        self.features = features   # what ApiVersions v3+ reports: see ``with_features``
         self.handlers: dict[int, Handler] = {}
 
     def on(self, keys: int | Iterable[int], handler: Handler) -> None:
@@ -121,6 +143,8 @@ class Dispatcher:
         key, version = request.api_key, request.api_version
         versions = answer_api_versions(self.table, key, version, self.where)
         if versions is not None:
+            if self.features is not None:
+                with_features(versions, version, *self.features())
             return Reply(versions, version if versions.error_code == 0 else 0)
         handler = self.handlers.get(key)
         if handler is None:

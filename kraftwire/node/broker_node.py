@@ -338,7 +338,8 @@ class BrokerNode:
 
     def _dispatcher(self) -> Dispatcher:
         """Every API a broker serves, with its handler (one table; ApiVersions answered from it)."""
-        d = Dispatcher(self.apis, "by a broker")
+        d = Dispatcher(self.apis, "by a broker", features=lambda: (
+            BROKER_SUPPORTED_FEATURES, self.metadata.image.features, self.metadata.applied_offset))
         d.on(3, self._on_metadata)
         d.on(60, self._on_describe_cluster)
         d.on([k for k in FORWARDED_APIS if k in self.apis], self.forwarding.forward)

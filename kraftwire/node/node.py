@@ -20,6 +20,7 @@ from kraftwire.controller import scram as scram_cmds
 from kraftwire.core.listeners import FanOutListener
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.metadata import bootstrap_records
+from kraftwire.metadata.features import SUPPORTED_FEATURES
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.server import KafkaServer, Reply, RequestContext
@@ -201,7 +202,9 @@ class Node:
 
     def _dispatcher(self) -> Dispatcher:
         """Every API a voter serves, with its handler (one table; ApiVersions answered from it)."""
-        d = Dispatcher(self.apis, "here")
+        d = Dispatcher(self.apis, "here", features=lambda: (
+            SUPPORTED_FEATURES, self.controller.controller.committed_image.features,
+            self.controller.controller.committed_offset))
         d.on(55, self._on_describe_quorum)
         d.on([k for k in RAFT_KEYS if k != 55], self._on_raft)
         d.on(1, self._on_fetch)

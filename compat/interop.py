@@ -1,0 +1,482 @@
+"""The interop matrix against real Apache Kafka releases: clusters mixing kraftwire and Kafka nodes, and
+the checks (cells) run on them. Each check returns a ``Result``; ``python -m compat --kafka`` prints them
+as rows per release and ``tests/interop`` asserts them.
+
+Clusters (every node on its own loopback address, see ``compat/kafka.py``):
+
+* ``KraftwireControllers``: 3 kraftwire voters and 2 Kafka brokers — rows (a) Kafka's tools on kraftwire
+  and (b) real Kafka brokers on a kraftwire controller quorum;
+* ``KafkaControllers``: 3 Kafka controllers and 1 kraftwire broker — rows (c) and (e);
+* ``MixedQuorum``: kraftwire and Kafka voters in one quorum — row (d).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from compat.kafka import (
+    CONTROLLER_PORT,
+    KafkaDist,
+    KafkaNode,
+    KraftwireNode,
+    loopback_hosts,
+    start_all,
+    wait_for,
+)
+from compat.matrix import Result
+from kraftwire.metadata.features import parse_release_version
+from kraftwire.protocol.records import iter_batches
+from kraftwire.storage.meta_properties import random_uuid
+
+#: (format at, upgrade to) per release: a level every node knows, then the newest both sides share.
+#: Kafka 4.1 knows up to 4.1-IV1 (27); kraftwire's table stops at 3.9-IV0 until the 4.x levels land,
+#: so 4.1 clusters are pinned to 3.9-IV0.
+RELEASE_LEVELS = {(3, 7): ("3.7-IV0", "3.7-IV4"), (3, 9): ("3.7-IV4", "3.9-IV0"), (4, 1): ("3.7-IV4", "3.9-IV0")}
+KRAFTWIRE_FAST = {"metadata.max.idle.interval.ms": "500", "controller.quorum.request.timeout.ms": "2000",
+                  "metadata.log.max.record.bytes.between.snapshots": "4000",
+                  "metadata.log.max.snapshot.interval.ms": "10000"}
+KAFKA_BROKER_FAST = {"replica.lag.time.max.ms": "4000", "default.replication.factor": "2",
+                     "min.insync.replicas": "1", "offsets.topic.replication.factor": "2",
+                     "transaction.state.log.replication.factor": "2", "auto.create.topics.enable": "false"}
+
+
+def release_levels(dist: KafkaDist) -> tuple[str, str]:
+    return RELEASE_LEVELS.get(dist.version_tuple[:2], ("3.7-IV4", "3.9-IV0"))
+
+
+def kraftwire_cli(*args: str, timeout_s: float = 60.0) -> tuple[int, str]:
+    p = subprocess.run([sys.executable, "-m", "kraftwire", *args], capture_output=True, text=True, timeout=timeout_s)
+    return p.returncode, p.stdout + p.stderr
+
+
+def describe_quorum(bootstrap: str, what: str = "--status", *, server: bool = False) -> dict | list | None:
+    """kraftwire's ``metadata-quorum describe --json`` (None when it fails)."""
+    flag = "--bootstrap-server" if server else "--bootstrap-controller"
+    p = subprocess.run([sys.executable, "-m", "kraftwire", "metadata-quorum", flag, bootstrap, "--timeout", "5",
+                        "describe", what, "--json"], capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        return None
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        return None
+
+
+class Cluster:
+    """Nodes of one test cluster; ``stop()`` ends them all (brokers first)."""
+
+    def __init__(self, dist: KafkaDist, root: Path) -> None:
+        self.dist = dist
+        self.root = Path(root)
+        self.cluster_id = random_uuid()
+        self.nodes: dict[int, KafkaNode | KraftwireNode] = {}
+        self.format_level, self.upgrade_level = release_levels(dist)
+
+    def voters(self) -> list[int]:
+        return sorted(i for i, n in self.nodes.items() if n.is_controller)
+
+    def brokers(self) -> list[int]:
+        return sorted(i for i, n in self.nodes.items() if n.is_broker)
+
+    def voter_addrs(self) -> str:
+        return ",".join(self.nodes[i].controller_address for i in self.voters())
+
+    def stop(self) -> None:
+        for node in sorted(self.nodes.values(), key=lambda n: n.is_controller):
+            node.stop(timeout_s=20.0)
+
+    def logs(self, lines: int = 60) -> str:
+        return "\n".join(n.log_tail(lines) for n in self.nodes.values())
+
+    def status(self) -> dict | None:
+        """DescribeQuorum (kraftwire's tool) asked of each voter in turn."""
+        for i in self.voters():
+            if self.nodes[i].running():
+                d = describe_quorum(self.nodes[i].controller_address)
+                if d is not None and d.get("LeaderId", -1) >= 0:
+                    return d
+        return None
+
+    def wait_leader(self, timeout_s: float = 60.0, exclude: int | None = None) -> dict:
+        return wait_for(lambda: (s := self.status()) and s["LeaderId"] != exclude and s, timeout_s,
+                        "a quorum leader")
+
+    # -- clients (librdkafka, no JVM start per call) --------------------------------------------
+    def admin(self, broker: int | None = None):  # noqa: ANN201
+        from confluent_kafka.admin import AdminClient
+
+        ids = [broker] if broker is not None else [b for b in self.brokers() if self.nodes[b].running()]
+        return AdminClient({"bootstrap.servers": ",".join(self.nodes[b].bootstrap for b in ids)})
+
+    def partitions(self, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
+        """partition → (leader, replicas, isr) as a broker's Metadata answers."""
+        md = self.admin().list_topics(topic, timeout=10)
+        t = md.topics.get(topic)
+        if t is None or t.error is not None:
+            return {}
+        return {p.id: (p.leader, sorted(p.replicas), sorted(p.isrs)) for p in t.partitions.values()}
+
+
+class KraftwireControllers(Cluster):
+    """3 kraftwire voters (ids 1-3) and 2 Kafka brokers (ids 4, 5) of ``dist``."""
+
+    def __init__(self, dist: KafkaDist, root: Path, voters: int = 3, brokers: int = 2) -> None:
+        super().__init__(dist, root)
+        hosts = loopback_hosts(voters + brokers)
+        quorum = [(i, hosts[i - 1], CONTROLLER_PORT) for i in range(1, voters + 1)]
+        for i in range(1, voters + 1):
+            self.nodes[i] = KraftwireNode(self.root, i, "controller", hosts[i - 1], quorum, props=KRAFTWIRE_FAST)
+        for i in range(voters + 1, voters + brokers + 1):
+            self.nodes[i] = KafkaNode(dist, self.root, i, "broker", hosts[i - 1], quorum, props=KAFKA_BROKER_FAST)
+
+    def start(self, timeout_s: float = 150.0) -> None:
+        for node in self.nodes.values():
+            node.format(self.cluster_id, release_version=self.format_level)
+        start_all([self.nodes[i] for i in self.voters()], 60)
+        self.wait_leader(60)
+        start_all([self.nodes[i] for i in self.brokers()], timeout_s)
+
+
+# -- (b) real Kafka brokers on kraftwire controllers -------------------------------------------------
+def check_brokers_register(c: Cluster) -> Result:
+    """Both Kafka brokers register with the kraftwire controller and are unfenced (a broker lists both)."""
+    want = c.brokers()
+    got = wait_for(lambda: sorted(c.admin().list_topics(timeout=10).brokers) == want and want, 60,
+                   f"brokers {want} listed")
+    return Result("pass", f"brokers {got} registered and unfenced (Kafka {c.dist.version}, metadata.version "
+                          f"{c.format_level})")
+
+
+def create_topic(c: Cluster, topic: str, partitions: int = 4, rf: int = 2, broker: int | None = None) -> str:
+    """``kafka-topics.sh --create`` through a Kafka broker: the broker forwards it in an Envelope."""
+    b = broker if broker is not None else c.brokers()[0]
+    rc, out = c.dist.run("kafka-topics.sh", ["--bootstrap-server", c.nodes[b].bootstrap, "--create", "--topic",
+                                             topic, "--partitions", str(partitions), "--replication-factor",
+                                             str(rf)], timeout_s=90)
+    if rc != 0:
+        raise AssertionError(f"kafka-topics.sh --create {topic} exited {rc}: {out.strip()[-400:]}")
+    wait_for(lambda: len(c.partitions(topic)) == partitions and all(
+        len(isr) == rf and leader >= 0 for leader, _, isr in c.partitions(topic).values()), 60,
+        f"{topic}: {partitions} partitions with full ISR")
+    return out.strip().splitlines()[-1]
+
+
+class Producer:
+    """An idempotent acks=all producer whose acknowledged values are remembered."""
+
+    def __init__(self, c: Cluster, topic: str) -> None:
+        from confluent_kafka import Producer as P
+
+        self.topic = topic
+        self.p = P({"bootstrap.servers": ",".join(c.nodes[b].bootstrap for b in c.brokers()),
+                    "enable.idempotence": True, "acks": "all", "linger.ms": 5, "message.timeout.ms": 120000})
+        self.acked: set[str] = set()
+        self.errors: list[str] = []
+
+    def _cb(self, err, msg) -> None:  # noqa: ANN001
+        if err is None:
+            self.acked.add(msg.value().decode())
+        else:
+            self.errors.append(str(err))
+
+    def send(self, values: list[str]) -> None:
+        for v in values:
+            while True:
+                try:
+                    self.p.produce(self.topic, v.encode(), key=v.encode(), on_delivery=self._cb)
+                    break
+                except BufferError:
+                    self.p.poll(0.1)
+            self.p.poll(0)
+
+    def flush(self, timeout_s: float = 120.0) -> int:
+        return self.p.flush(timeout_s)
+
+
+def consume_all(c: Cluster, topic: str, expect: int, timeout_s: float = 90.0) -> list[str]:
+    """Every value of ``topic`` from the beginning (a fresh group), until ``expect`` or the deadline."""
+    from confluent_kafka import Consumer
+
+    cons = Consumer({"bootstrap.servers": ",".join(c.nodes[b].bootstrap for b in c.brokers() if c.nodes[b].running()),
+                     "group.id": f"interop-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "earliest",
+                     "enable.auto.commit": False})
+    out: list[str] = []
+    try:
+        cons.subscribe([topic])
+        deadline = time.monotonic() + timeout_s
+        while len(out) < expect and time.monotonic() < deadline:
+            m = cons.poll(0.5)
+            if m is not None and m.error() is None:
+                out.append(m.value().decode())
+    finally:
+        cons.close()
+    return out
+
+
+def check_produce_consume(c: Cluster, topic: str = "interop-orders", n: int = 1000) -> Result:
+    """A topic with RF 2 created through a Kafka broker; n idempotent acks=all messages produced and read."""
+    create_topic(c, topic)
+    prod = Producer(c, topic)
+    prod.send([f"m{i}" for i in range(n)])
+    left = prod.flush()
+    if left or prod.errors or len(prod.acked) != n:
+        return Result("fail", f"{len(prod.acked)}/{n} acknowledged, {left} unflushed, errors {prod.errors[:3]}")
+    got = consume_all(c, topic, n)
+    if sorted(got) != sorted(prod.acked):
+        return Result("fail", f"consumed {len(got)} ({len(set(got))} distinct), produced {n}")
+    return Result("pass", f"topic {topic} (4 partitions, RF 2) created via Envelope; {n}/{n} produced "
+                          f"(idempotent, acks=all) and consumed")
+
+
+def _replica_partitions(c: Cluster, topic: str, broker: int) -> list[int]:
+    return [p for p, (_, replicas, _) in c.partitions(topic).items() if broker in replicas]
+
+
+def check_isr_shrink_expand(c: Cluster, topic: str = "interop-orders") -> Result:
+    """Stop a replica broker (controlled shutdown): it leaves every ISR; start it again: the leaders' AlterPartition
+    requests bring it back into every ISR (KIP-497 with real brokers)."""
+    victim = c.brokers()[-1]
+    parts = _replica_partitions(c, topic, victim)
+    c.nodes[victim].stop()
+    wait_for(lambda: all(victim not in c.partitions(topic)[p][2] for p in parts), 60,
+             f"broker {victim} out of the ISR of {topic} {parts}")
+    shrunk = {p: c.partitions(topic)[p][2] for p in parts}
+    c.nodes[victim].start()
+    c.nodes[victim].wait_started(120)
+    wait_for(lambda: all(victim in c.partitions(topic)[p][2] for p in parts), 90,
+             f"broker {victim} back in the ISR of {topic} {parts}")
+    return Result("pass", f"broker {victim} stopped: ISRs {shrunk}; restarted: back in the ISR of partitions {parts}")
+
+
+def check_leader_election(c: Cluster, topic: str = "interop-orders") -> Result:
+    """kill -9 of a broker leading partitions: after its session expires the other replica leads them all."""
+    victim, other = c.brokers()[0], c.brokers()[1]
+    led = [p for p, (leader, _, _) in c.partitions(topic).items() if leader == victim]
+    if not led:
+        return Result("fail", f"broker {victim} leads no partition of {topic}: {c.partitions(topic)}")
+    c.nodes[victim].kill()
+    t0 = time.monotonic()
+    wait_for(lambda: all(c.partitions(topic).get(p, (-1,))[0] == other for p in led), 60,
+             f"broker {other} leading {topic} {led}")
+    took = time.monotonic() - t0
+    c.nodes[victim].start()
+    c.nodes[victim].wait_started(120)
+    wait_for(lambda: all(victim in isr for _, _, isr in c.partitions(topic).values()), 90, f"broker {victim} in all ISRs")
+    return Result("pass", f"broker {victim} killed (-9): partitions {led} led by {other} after {took:.1f}s; "
+                          f"restarted, back in every ISR")
+
+
+def check_controlled_shutdown(c: Cluster, topic: str = "interop-orders") -> Result:
+    """SIGTERM of a Kafka broker: the kraftwire controller moves its leaderships away before it exits by itself."""
+    victim, other = c.brokers()[-1], c.brokers()[0]
+    led = [p for p, (leader, _, _) in c.partitions(topic).items() if leader == victim]
+    node = c.nodes[victim]
+    assert isinstance(node, KafkaNode)
+    node.stop(timeout_s=60)
+    text = node.stdout_since_start()
+    after = c.partitions(topic)
+    problems = []
+    if not all(after[p][0] == other for p in after):
+        problems.append(f"leaders after shutdown {after}")
+    if "controlled shutdown" not in text.lower() and "controlledshutdown" not in text.lower():
+        problems.append("no controlled shutdown in the broker's log")
+    if "shut down completed" not in text.lower() and "shutdown completed" not in text.lower():
+        problems.append("the broker did not report a completed shutdown")
+    node.start()
+    node.wait_started(120)
+    wait_for(lambda: all(victim in isr for _, _, isr in c.partitions(topic).values()), 90, f"broker {victim} in all ISRs")
+    if problems:
+        return Result("fail", "; ".join(problems))
+    return Result("pass", f"broker {victim} shut down cleanly; its partitions {led} moved to {other}; restarted")
+
+
+def check_controller_failover(c: Cluster, topic: str = "interop-failover", seconds: float = 6.0) -> Result:
+    """kill -9 of the active kraftwire controller while a producer writes: a new controller takes over, the brokers
+    follow it, and no acknowledged message is lost."""
+    create_topic(c, topic, partitions=2)
+    prod = Producer(c, topic)
+    stop = threading.Event()
+    sent = [0]
+
+    def produce() -> None:
+        while not stop.is_set():
+            prod.send([f"f{sent[0] + i}" for i in range(20)])
+            sent[0] += 20
+            time.sleep(0.02)
+
+    t = threading.Thread(target=produce, daemon=True)
+    t.start()
+    try:
+        time.sleep(seconds / 2)
+        before = c.wait_leader(30)
+        old = before["LeaderId"]
+        c.nodes[old].kill()
+        after = wait_for(lambda: (s := c.status()) and s["LeaderId"] not in (-1, old) and s, 60,
+                         "a new kraftwire leader")
+        c.nodes[old].start()
+        c.nodes[old].wait_started(60)
+        time.sleep(seconds / 2)
+        create_topic(c, topic + "-after", partitions=1)  # forwarded to the new controller
+    finally:
+        stop.set()
+        t.join(30)
+    left = prod.flush()
+    got = set(consume_all(c, topic, len(prod.acked)))
+    lost = prod.acked - got
+    if lost or left:
+        return Result("fail", f"{len(lost)} acknowledged messages lost (e.g. {sorted(lost)[:3]}), {left} unflushed; "
+                              f"errors {prod.errors[:2]}")
+    return Result("pass", f"leader {old} killed mid-traffic, {after['LeaderId']} took over in epoch "
+                          f"{after['LeaderEpoch']}; {len(prod.acked)}/{sent[0]} acknowledged, all consumed; "
+                          f"topic created after the failover")
+
+
+# -- (a) Kafka's tools on kraftwire ------------------------------------------------------------------
+def _copy_dir(src: Path) -> Path:
+    """A readable copy of a node's log directory (Kafka's tools take the directory's lock)."""
+    dst = Path(tempfile.mkdtemp(prefix="kraftwire-interop-"))
+    for f in src.iterdir():
+        if f.is_file() and f.name != ".lock":
+            shutil.copyfile(f, dst / f.name)
+    return dst
+
+
+def check_dump_log(c: Cluster) -> Result:
+    """``kafka-dump-log.sh --cluster-metadata-decoder`` decodes every record of the kraftwire leader's segment."""
+    leader = c.wait_leader()["LeaderId"]
+    copy = _copy_dir(c.nodes[leader].metadata_dir)
+    try:
+        seg = sorted(copy.glob("*.log"), key=lambda p: int(p.stem))[0]
+        offsets = [b.base_offset + i for b, _, _ in iter_batches(seg.read_bytes()) for i in range(len(b.records))]
+        rc, out = c.dist.run("kafka-dump-log.sh", ["--cluster-metadata-decoder", "--files", str(seg)], timeout_s=90)
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    seen = [int(m) for m in re.findall(r"^\| offset: (\d+)", out, re.M)]
+    bad = [ln for ln in out.splitlines() if re.search(r"exception|error", ln, re.I)]
+    if rc != 0 or bad or seen != offsets:
+        return Result("fail", f"exit {rc}, {len(seen)} records decoded of {len(offsets)}: {(bad or [out[-200:]])[0]}")
+    kinds = sorted(set(re.findall(r'"type":"?(\w+)', out)) | set(re.findall(r"payload: \{\"type\":\"(\w+)", out)))
+    return Result("pass", f"{len(seen)} records of {seg.name} decoded" + (f" ({', '.join(kinds[:6])}...)" if kinds else ""))
+
+
+def check_metadata_shell(c: Cluster) -> Result:
+    """``kafka-metadata-shell.sh --snapshot`` reads a kraftwire snapshot and a kraftwire log segment (the two
+    inputs Kafka's shell takes) and finds the brokers under /image/cluster/brokers."""
+    leader = c.wait_leader()["LeaderId"]
+    node = c.nodes[leader]
+    wait_for(lambda: sorted(node.metadata_dir.glob("*.checkpoint")), 60, "a kraftwire snapshot")
+    copy = _copy_dir(node.metadata_dir)
+    details = []
+    try:
+        snap = sorted(copy.glob("*.checkpoint"))[-1]
+        seg = sorted(copy.glob("*.log"), key=lambda p: int(p.stem))[-1]
+        for target in (snap, seg):
+            for _ in range(3):  # Kafka's shell may answer before its loader published the whole file: ask again
+                rc, out = c.dist.run("kafka-metadata-shell.sh", ["--snapshot", str(target), "ls",
+                                                                 "/image/cluster/brokers"], timeout_s=90)
+                listed = sorted(int(x) for x in re.findall(r"^(\d+)$", out, re.M))
+                if rc == 0 and listed == c.brokers():
+                    break
+            if rc != 0 or listed != c.brokers():
+                return Result("fail", f"--snapshot {target.name}: exit {rc}, /image/cluster/brokers lists {listed}: "
+                                      + " | ".join(ln for ln in out.splitlines() if "control record" not in ln)[-300:])
+            details.append(f"{target.name}: brokers {listed}")
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    return Result("pass", "; ".join(details))
+
+
+def check_metadata_quorum(c: Cluster) -> Result:
+    """``kafka-metadata-quorum.sh describe --status/--replication`` through a kraftwire voter and through a Kafka
+    broker (which forwards DescribeQuorum to the kraftwire controller in an Envelope)."""
+    truth = c.wait_leader()
+    out_all = []
+    for flag, addr in (("--bootstrap-controller", c.nodes[c.voters()[0]].controller_address),
+                       ("--bootstrap-server", c.nodes[c.brokers()[0]].bootstrap)):
+        for what in ("--status", "--replication"):
+            rc, out = c.dist.run("kafka-metadata-quorum.sh", [flag, addr, "describe", what], timeout_s=90)
+            if rc != 0:
+                return Result("fail", f"{flag} {what}: exit {rc}: {out.strip()[-300:]}")
+            if what == "--status":
+                fields = dict(re.findall(r"^(\w+):\s+(.*)$", out, re.M))
+                voters = sorted({int(v) for v in re.findall(r'"id":\s*(\d+)', fields.get("CurrentVoters", ""))}
+                                or {int(v) for v in re.findall(r"\d+", fields.get("CurrentVoters", ""))})
+                got = (fields.get("ClusterId"), int(fields.get("LeaderId", -1)), voters)
+                if got != (c.cluster_id, truth["LeaderId"], c.voters()):
+                    return Result("fail", f"{flag} --status: {got}, the quorum is "
+                                          f"{(c.cluster_id, truth['LeaderId'], c.voters())}")
+            else:
+                rows = re.findall(r"^\s*(\d+)\s.*\s(Leader|Follower|Observer)\s*$", out, re.M)
+                roles = {int(i): r for i, r in rows}
+                want = {**{v: "Follower" for v in c.voters()}, truth["LeaderId"]: "Leader",
+                        **{b: "Observer" for b in c.brokers() if c.nodes[b].running()}}
+                if {k: roles.get(k) for k in want} != want:
+                    return Result("fail", f"{flag} --replication: roles {roles}, expected {want}")
+        out_all.append(flag)
+    return Result("pass", f"--status and --replication via {' and '.join(out_all)}: leader {truth['LeaderId']}, "
+                          f"voters {c.voters()}, brokers as observers")
+
+
+def check_storage_info(c: Cluster) -> Result:
+    """``kafka-storage.sh info`` reads a kraftwire node's meta.properties."""
+    node = c.nodes[c.voters()[0]]
+    rc, out = c.dist.run("kafka-storage.sh", ["info", "-c", str(node.config)], timeout_s=60)
+    if rc != 0 or c.cluster_id not in out or "problem" in out.lower():
+        return Result("fail", f"exit {rc}: {out.strip()[-300:]}")
+    return Result("pass", f"cluster.id {c.cluster_id}, node.id {node.node_id} read from {node.data.name}")
+
+
+def _finalized_mv(c: Cluster, flag: str, addr: str) -> tuple[int, str]:
+    rc, out = c.dist.run("kafka-features.sh", [flag, addr, "describe"], timeout_s=60)
+    m = re.search(r"Feature: metadata\.version\s+SupportedMinVersion: [^\t]+\s+SupportedMaxVersion: ([^\t]+)\s+"
+                  r"FinalizedVersionLevel: (\S+)", out)
+    if rc != 0 or m is None:
+        raise AssertionError(f"kafka-features.sh {flag} describe: exit {rc}: {out.strip()[-300:]}")
+    return parse_release_version(m.group(2)), out
+
+
+def check_features(c: Cluster) -> Result:
+    """``kafka-features.sh describe`` via a broker and via a kraftwire voter, then ``upgrade`` metadata.version
+    from the format level to the newest level every node supports, while Kafka and kraftwire nodes run."""
+    broker = ("--bootstrap-server", c.nodes[c.brokers()[0]].bootstrap)
+    voter = ("--bootstrap-controller", c.nodes[c.voters()[0]].controller_address)
+    start, target = parse_release_version(c.format_level), parse_release_version(c.upgrade_level)
+    for flag, addr in (broker, voter):
+        level, out = _finalized_mv(c, flag, addr)
+        if level != start:
+            return Result("fail", f"{flag} describe: finalized metadata.version {level}, formatted {start}")
+    rc, out = c.dist.run("kafka-features.sh", [*broker, "upgrade", "--feature", f"metadata.version={target}"],
+                         timeout_s=90)
+    if rc != 0:
+        return Result("fail", f"upgrade to {target}: exit {rc}: {out.strip()[-300:]}")
+    for flag, addr in (broker, voter):
+        wait_for(lambda f=flag, a=addr: _finalized_mv(c, f, a)[0] == target, 60, f"{flag} describes {target}")
+    return Result("pass", f"described via broker and controller; upgraded metadata.version {c.format_level} "
+                          f"→ {c.upgrade_level} ({start} → {target})")
+
+
+#: (row, check title, function) of the KraftwireControllers cluster, in the order they run.
+KRAFTWIRE_CONTROLLER_CHECKS: list[tuple[str, str, Callable[[Cluster], Result]]] = [
+    ("(b) Kafka brokers on kraftwire controllers", "register, unfence", check_brokers_register),
+    ("(b) Kafka brokers on kraftwire controllers", "create RF 2, idempotent produce, consume", check_produce_consume),
+    ("(a) Kafka tools on kraftwire", "kafka-dump-log.sh", check_dump_log),
+    ("(a) Kafka tools on kraftwire", "kafka-metadata-shell.sh", check_metadata_shell),
+    ("(a) Kafka tools on kraftwire", "kafka-metadata-quorum.sh", check_metadata_quorum),
+    ("(a) Kafka tools on kraftwire", "kafka-storage.sh info", check_storage_info),
+    ("(a) Kafka tools on kraftwire", "kafka-features.sh describe, upgrade", check_features),
+    ("(b) Kafka brokers on kraftwire controllers", "ISR shrink and expand (AlterPartition)", check_isr_shrink_expand),
+    ("(b) Kafka brokers on kraftwire controllers", "leader election after kill -9", check_leader_election),
+    ("(b) Kafka brokers on kraftwire controllers", "controlled shutdown", check_controlled_shutdown),
+    ("(b) Kafka brokers on kraftwire controllers", "kill -9 of the active controller mid-traffic",
+     check_controller_failover),
+]
