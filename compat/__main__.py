@@ -33,6 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=default_cache(),
                    help="where compiled Java classes and the kafkajs install are kept "
                         "(default $KRAFTWIRE_COMPAT_CACHE or ~/.cache/kraftwire-compat)")
+    p.add_argument("--kafka", action="store_true",
+                   help="also run the interop matrix against every Apache Kafka release found (KAFKA_HOME, "
+                        "KRAFTWIRE_KAFKA_DISTS or ../shared/kafka): Kafka brokers on kraftwire controllers, "
+                        "Kafka's tools on kraftwire, a kraftwire broker on Kafka controllers, mixed quorums")
+    p.add_argument("--kafka-release", action="append", default=[], metavar="VERSION",
+                   help="with --kafka: only this release, e.g. 3.9.0 (repeatable)")
     p.add_argument("--timeout", type=float, default=45.0, help="seconds each check may take (default 45)")
     p.add_argument("--keep", action="store_true", help="keep the quorum's data directory")
     p.add_argument("--json", type=Path, help="also write the results as JSON to this file")
@@ -71,9 +77,19 @@ def main(argv: list[str] | None = None) -> int:
         quorum.stop()
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
+    cells = run_kafka(args) if args.kafka else []
     print(render(rows, [ASSIGN, GROUP, DESCRIBE, BROKER, DUMP]))
     print()
     print(details(rows))
+    if args.kafka:
+        from compat.interop import render_cells
+
+        print()
+        print(render_cells(cells))
+        for v, row, title, res in cells:
+            if res.detail:
+                print(f"- Kafka {v} {row} / {title}: {res.status}: {res.detail}")
+        rows += [Row(f"Kafka {v} {row}", v, {title: res}) for v, row, title, res in cells]
     failed = [f"{r.client} {c}" for r in rows for c, res in r.results.items() if res.status == "fail"]
     print(f"\n{sum(res.status == 'pass' for r in rows for res in r.results.values())} passed, {len(failed)} failed, "
           f"{sum(res.status == 'skip' for r in rows for res in r.results.values())} skipped "
@@ -81,6 +97,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=2))
     return 1 if failed else 0
+
+
+def run_kafka(args: argparse.Namespace) -> list:
+    """The interop matrix against real Kafka releases (a skip row with the reason when there is none)."""
+    from compat.interop import run_release
+    from compat.kafka import KafkaUnavailable, find_distributions
+    from compat.matrix import Result
+
+    try:
+        dists = [d for d in find_distributions() if not args.kafka_release or d.version in args.kafka_release]
+    except KafkaUnavailable as e:
+        return [("-", "Apache Kafka releases", "all", Result("skip", str(e)))]
+    cells = []
+    for dist in dists:
+        root = Path(tempfile.mkdtemp(prefix=f"kraftwire-interop-{dist.version}-"))
+        try:
+            cells += run_release(dist, root, log)
+        finally:
+            if not args.keep:
+                shutil.rmtree(root, ignore_errors=True)
+    return cells
 
 
 def log(msg: str) -> None:
