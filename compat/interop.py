@@ -38,10 +38,10 @@ from kraftwire.metadata.features import parse_release_version
 from kraftwire.protocol.records import iter_batches
 from kraftwire.storage.meta_properties import random_uuid
 
-#: (format at, upgrade to) per release: a level every node knows, then the newest both sides share.
-#: Kafka 4.1 knows up to 4.1-IV1 (27); kraftwire's table stops at 3.9-IV0 until the 4.x levels land,
-#: so 4.1 clusters are pinned to 3.9-IV0.
-RELEASE_LEVELS = {(3, 7): ("3.7-IV0", "3.7-IV4"), (3, 9): ("3.7-IV4", "3.9-IV0"), (4, 1): ("3.7-IV4", "3.9-IV0")}
+#: (format at, upgrade to) per release: an older level every node knows, then the newest both sides share.
+#: Kafka controllers (row c) are formatted at the second; mixed quorums (row d) at the first, so that Kafka 4.1
+#: voters do not finalize eligible.leader.replicas.version 1, which a kraftwire controller does not implement.
+RELEASE_LEVELS = {(3, 7): ("3.7-IV0", "3.7-IV4"), (3, 9): ("3.7-IV4", "3.9-IV0"), (4, 1): ("3.9-IV0", "4.1-IV1")}
 KRAFTWIRE_FAST = {"metadata.max.idle.interval.ms": "500", "controller.quorum.request.timeout.ms": "2000",
                   "metadata.log.max.record.bytes.between.snapshots": "4000",
                   "metadata.log.max.snapshot.interval.ms": "10000"}
@@ -51,7 +51,7 @@ KAFKA_BROKER_FAST = {"replica.lag.time.max.ms": "4000", "default.replication.fac
 
 
 def release_levels(dist: KafkaDist) -> tuple[str, str]:
-    return RELEASE_LEVELS.get(dist.version_tuple[:2], ("3.7-IV4", "3.9-IV0"))
+    return RELEASE_LEVELS.get(dist.version_tuple[:2], ("3.9-IV0", "4.1-IV1"))
 
 
 def kraftwire_cli(*args: str, timeout_s: float = 60.0) -> tuple[int, str]:
@@ -623,7 +623,7 @@ class MixedQuorum(Cluster):
 
     def start(self, timeout_s: float = 150.0) -> None:
         for node in self.nodes.values():
-            node.format(self.cluster_id, release_version=self.upgrade_level)
+            node.format(self.cluster_id, release_version=self.format_level)
         start_all(list(self.nodes.values()), timeout_s)
         self.wait_leader(90)
 
@@ -652,15 +652,20 @@ def check_mixed_quorum_forms(c: Cluster) -> Result:
 
 
 def check_leadership_both_ways(c: Cluster, rounds: int = 10) -> Result:
-    """Stop the leader (gracefully), let the others elect, restart it; until leadership has passed from kraftwire
-    to Kafka and from Kafka to kraftwire."""
+    """Stop the leader, let the others elect, restart it; until leadership has passed from kraftwire to Kafka and
+    from Kafka to kraftwire. A Kafka leader stops gracefully; a kraftwire leader is killed (-9): its graceful
+    EndQuorumEpoch names the other kraftwire voter first (it is as far ahead and answers sooner), so that one
+    would always win, while after a kill both followers wait out the fetch timeout and race fairly."""
     assert isinstance(c, MixedQuorum)
     moves: list[tuple[int, int]] = []
     seen: set[tuple[str, str]] = set()
     for _ in range(rounds):
         before = c.wait_leader(60)
         old = before["LeaderId"]
-        c.nodes[old].stop(timeout_s=30)
+        if isinstance(c.nodes[old], KraftwireNode):
+            c.nodes[old].kill()
+        else:
+            c.nodes[old].stop(timeout_s=30)
         after = wait_for(lambda old=old: (s := c.status()) and s["LeaderId"] not in (-1, old) and s, 90,
                          f"a new leader after stopping {old}")
         c.nodes[old].start()
