@@ -11,7 +11,7 @@ import pytest
 from compat.interop import KRAFTWIRE_CONTROLLER_CHECKS, KraftwireControllers
 from tests.interop.kafka import Fleet
 
-pytestmark = [pytest.mark.kafka, pytest.mark.compat, pytest.mark.processes]
+pytestmark = [pytest.mark.kafka, pytest.mark.compat, pytest.mark.processes, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

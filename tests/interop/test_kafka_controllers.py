@@ -9,7 +9,7 @@ import pytest
 from compat.interop import KAFKA_CONTROLLER_CHECKS, KafkaControllers
 from tests.interop.kafka import Fleet
 
-pytestmark = [pytest.mark.kafka, pytest.mark.compat, pytest.mark.processes]
+pytestmark = [pytest.mark.kafka, pytest.mark.compat, pytest.mark.processes, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

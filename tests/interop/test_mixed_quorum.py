@@ -1,6 +1,6 @@
 """(d) mixed quorums, per release: kraftwire and Kafka voters elect each other, and their logs agree.
 
-One cluster per release and module: 2 kraftwire voters and 1 Kafka voter (compat/interop.py)."""
+One cluster per release and module: 1 kraftwire voter and 2 Kafka voters (compat/interop.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from compat.interop import MIXED_QUORUM_CHECKS, MixedQuorum
 from tests.interop.kafka import Fleet
 
-pytestmark = [pytest.mark.kafka, pytest.mark.compat, pytest.mark.processes]
+pytestmark = [pytest.mark.kafka, pytest.mark.compat, pytest.mark.processes, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
