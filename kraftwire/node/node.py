@@ -120,7 +120,9 @@ class Node:
         self.raft_listeners = FanOutListener([self.controller.role])
         self.core = RaftCore(cfg.node_id, frozenset(self.voters), raft_config(cfg), self.log, self.store,
                              random.Random(), self.cluster_id, wall_ms(), listener=self.raft_listeners,
-                             rejoining=bool(getattr(self.log, "rejoining", False)), directory_id=directory_id)
+                             rejoining=bool(getattr(self.log, "rejoining", False))
+                             and getattr(self.log, "vote_floor", None) is None,
+                             directory_id=directory_id, vote_floor=getattr(self.log, "vote_floor", None))
         listener = cfg.controller_listener
         self.nodes = [(v.node_id, v.host, v.port, listener) for v in cfg.voters]
         own = [e for e in cfg.advertised() if e.name == listener]
@@ -128,7 +130,7 @@ class Node:
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"], nodes=self.nodes,
                                  leader_endpoints=[(e.name, e.host, e.port) for e in own])
         self.controller.attach(self.core, self.driver)
-        if self.core.rejoining:  # damaged data was discarded on open (storage/log.py): clear once re-joined
+        if self.core.rejoining or self.core.vote_floor is not None:  # damage discarded on open: clear once back
             self.driver.on_change.append(self._maybe_rejoined)
         self.metrics = RaftMetrics(self.core, self.log, controller=self.controller.role)
         self.driver.metrics = self.controller.metrics = self.metrics
@@ -272,7 +274,7 @@ class Node:
         return serving.refuse_produce(request.body, request.api_version)
 
     def _maybe_rejoined(self) -> None:
-        if not self.core.rejoining and getattr(self.log, "rejoining", False):
+        if not self.core.rejoining and self.core.vote_floor is None and getattr(self.log, "rejoining", False):
             self.log.rejoined()
 
     def _own_endpoint(self, listener: str | None) -> tuple[str, int] | None:

@@ -108,9 +108,11 @@ class RaftCore:
     def __init__(self, node_id: int | None, voters: Iterable[int], config: RaftConfig, log: ReplicatedLog,
                  store: QuorumStateStore, rng: random.Random, cluster_id: str | None, now_ms: int,
                  listener: RaftListener | None = None, *, rejoining: bool = False,
-                 directory_id: uuid.UUID | None = None) -> None:
+                 directory_id: uuid.UUID | None = None, vote_floor: tuple[int, int] | None = None) -> None:
         self.node_id = -1 if node_id is None else node_id
         self.directory_id = directory_id  # meta.properties directory.id (KIP-853 ReplicaDirectoryId)
+        # (epoch, end offset) an undamaged log of ours reached at most (see ``vote_floor``).
+        self._vote_floor = vote_floor
         self.voters: tuple[int, ...] = tuple(sorted(set(voters)))
         self.is_voter = self.node_id in self.voters
         self.config = config
@@ -167,8 +169,29 @@ class RaftCore:
 
     @property
     def can_elect(self) -> bool:
-        """May vote and stand for election (a voter that is not re-joining after a wipe)."""
+        """May vote (a voter that is not re-joining after a wipe)."""
         return self.is_voter and self._rejoin is None
+
+    @property
+    def can_stand(self) -> bool:
+        """May stand for election: may vote, and its log is not below its vote floor."""
+        return self.can_elect and self._vote_floor is None
+
+    @property
+    def vote_floor(self) -> tuple[int, int] | None:
+        """Set when the shell dropped batches whose epoch it could not trust (a damaged header).
+
+        Their true epoch was at most the floor's epoch, so until our log reaches the floor we vote
+        only for candidates at least as up to date as the floor (as strict as Raft with our lost
+        tail) and never stand (our log lacks entries we may have acknowledged).
+        """
+        return self._vote_floor
+
+    def _up_to_date(self, last_epoch: int, last_offset: int) -> bool:
+        ours = (self.log.last_epoch(), self.log.end_offset)
+        if self._vote_floor is not None:
+            ours = max(ours, self._vote_floor)
+        return (last_epoch, last_offset) >= ours
 
     def voted_for(self) -> int | None:
         st = self.state
@@ -279,7 +302,7 @@ class RaftCore:
         st = self.state
         times: list[int] = []
         if isinstance(st, Unattached | Voted):
-            if self.can_elect:
+            if self.can_stand:
                 times.append(st.election_deadline)
         elif isinstance(st, Candidate):
             times.append(st.backoff_until if st.backoff_until is not None else st.election_deadline)
@@ -511,7 +534,7 @@ class RaftCore:
         elif isinstance(st, Follower):
             self._poll_follower(now, st)
         elif isinstance(st, Unattached | Voted):
-            if self.can_elect and (now >= st.election_deadline or len(self.voters) == 1):
+            if self.can_stand and (now >= st.election_deadline or len(self.voters) == 1):
                 self._to_prospective(now)
         elif isinstance(st, Observer):
             self._poll_observer(now, st)
@@ -577,7 +600,7 @@ class RaftCore:
 
     def _poll_follower(self, now: int, st: Follower) -> None:
         if now >= st.fetch_deadline:
-            if self.can_elect:
+            if self.can_stand:
                 self._to_prospective(now)
             else:
                 self._set_state(Observer(st.epoch, next_index=self.rng.randrange(len(self.voters))))
@@ -604,7 +627,7 @@ class RaftCore:
                 self._send(now, v, "eqe", m.EndQuorumEpochRequest(self.cluster_id, self.node_id, st.epoch,
                                                                   st.preferred_successors))
         if not st.shutting_down and now >= st.election_deadline:
-            if self.can_elect:
+            if self.can_stand:
                 self._to_prospective(now)
             else:
                 self._to_unattached(now, st.epoch + 1)
@@ -673,7 +696,7 @@ class RaftCore:
         st = self.state
         if not self.can_elect or req.candidate_id not in self.voters:
             return False
-        up_to_date = (req.last_offset_epoch, req.last_offset) >= (self.log.last_epoch(), self.log.end_offset)
+        up_to_date = self._up_to_date(req.last_offset_epoch, req.last_offset)
         if isinstance(st, Unattached):
             return up_to_date
         if isinstance(st, Voted):
@@ -701,7 +724,7 @@ class RaftCore:
             quiet_ms = self.config.fetch_timeout_ms - int(self.config.fetch_timeout_ms * self.config.fetch_timeout_jitter)
             if now - st.last_fetch_ok < quiet_ms:
                 return False
-        return (req.last_offset_epoch, req.last_offset) >= (self.log.last_epoch(), self.log.end_offset)
+        return self._up_to_date(req.last_offset_epoch, req.last_offset)
 
     def _vote_response(self, err: Errors, granted: bool) -> m.VoteResponse:
         leader = self.leader_id
@@ -998,6 +1021,8 @@ class RaftCore:
         self._flush()
         if p.high_watermark >= 0 and p.diverging_epoch is None:
             self._raise_hw(min(self.log.flushed_offset, p.high_watermark))
+        if self._vote_floor is not None and (self.log.last_epoch(), self.log.end_offset) >= self._vote_floor:
+            self._vote_floor = None   # our log holds again at least what the damaged one did
         if rj is not None and rj.floor_epoch is not None and st.epoch >= rj.floor_epoch:
             if rj.target_hw is None and p.high_watermark >= 0:
                 rj.target_hw = p.high_watermark

@@ -222,21 +222,40 @@ class FileLog:
         if last <= epoch:
             return False
         cut = self.end_offset_for_epoch(epoch).offset
+        end = self.end_offset
         problem = (f"the log holds leader epoch {last} from offset {cut} but this node never knew an epoch above "
                    f"{epoch} (a damaged batch header)")
-        log.warning("%s: %s; truncating to %d and fetching the rest from the leader (the node re-joins the "
-                    "quorum: it votes for nobody until it has caught up)", self.dir, problem, cut)
-        self.mark_rejoining(problem)
+        log.warning("%s: %s; truncating to %d and fetching the rest from the leader (until its log is back at "
+                    "epoch %d offset %d the node stands for nothing and votes only for candidates that far)",
+                    self.dir, problem, cut, epoch, end)
+        self.mark_rejoining(problem, vote_floor=(epoch, end))
         self.truncate_to(max(cut, self.start_offset))
         self.flush()
         self.damage = problem
         return True
 
-    def mark_rejoining(self, reason: str) -> None:
-        """Make the node start re-joining until its core says it has (durable before the core runs)."""
-        log.info("%s: %s: re-joining (it votes for nobody until the other voters have answered and, if the "
-                 "quorum has a history, it holds the committed log)", self.dir, reason)
-        write_durably(self.rejoin_marker, (reason + "\n").encode())
+    def mark_rejoining(self, reason: str, vote_floor: tuple[int, int] | None = None) -> None:
+        """Make the node start re-joining until its core says it has (durable before the core runs).
+
+        With ``vote_floor`` (epoch, end offset) it re-joins the lighter way: it votes, but only for
+        candidates at least that up to date, and stands once its log is back there (raft/core.py).
+        """
+        if vote_floor is None:
+            log.info("%s: %s: re-joining (it votes for nobody until the other voters have answered and, if the "
+                     "quorum has a history, it holds the committed log)", self.dir, reason)
+        text = reason + "\n" + ("" if vote_floor is None else f"vote-floor {vote_floor[0]} {vote_floor[1]}\n")
+        write_durably(self.rejoin_marker, text.encode())
+
+    @property
+    def vote_floor(self) -> tuple[int, int] | None:
+        """The (epoch, end offset) floor the marker names, if it names one."""
+        if not self.rejoin_marker.exists():
+            return None
+        for line in self.rejoin_marker.read_text(errors="replace").splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "vote-floor" and parts[1].isdigit() and parts[2].isdigit():
+                return int(parts[1]), int(parts[2])
+        return None
 
     @property
     def rejoining(self) -> bool:
@@ -246,7 +265,8 @@ class FileLog:
     def rejoined(self) -> None:
         """The Raft core re-joined: forget the marker."""
         if self.rejoin_marker.exists():
-            reason = self.rejoin_marker.read_text(errors="replace").strip()
+            lines = self.rejoin_marker.read_text(errors="replace").splitlines()
+            reason = lines[0] if lines else "?"
             self.rejoin_marker.unlink()
             fsync_dir(self.dir)
             log.info("%s: re-joined the quorum (it had started re-joining: %s)", self.dir, reason)

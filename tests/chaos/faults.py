@@ -152,7 +152,10 @@ NEMESES: dict[str, Callable[[ChaosCluster, random.Random], Awaitable[None]]] = {
 }
 
 
-KNOWN_BROKEN = {"epoch-corruption"}   # two voters damaged at once cannot elect (docs/reliability.md)
+# Left out of the sample, long and mixed runs: since issue #12 item 6 (vote floor) the 12 s run and three
+# 300 s runs lose nothing, but one 300 s pytest run lost acknowledged writes, not yet explained
+# (test_epoch_corruption_loses_nothing runs it alone; docs/reliability.md).
+KNOWN_BROKEN = {"epoch-corruption"}
 
 
 async def mixed(c: ChaosCluster, rng: random.Random) -> None:

@@ -178,3 +178,21 @@ def test_a_controller_on_bootstrap_servers_alone_is_refused_until_kip_853_works(
              "controller.listener.names": "CONTROLLER", "controller.quorum.bootstrap.servers": "127.0.0.1:19091"}
     with pytest.raises(ConfigError, match="dynamic quorums"):
         load_config(props)
+
+
+def test_vote_floor_after_a_damaged_tail_votes_only_that_far_and_never_stands():
+    core, log, store, _ = make(batches=[(1, 4)], state=ElectionState(3, None, None, VOTERS), now=0)
+    core._vote_floor = (3, 9)   # the shell dropped a batch of epoch <= 3 that ended the log at 9
+    core.tick(10_000)
+    assert core.state_name == "unattached" and core.next_deadline() is None     # never stands
+    assert not answer(core.handle_request(10_001, 1, 2, m.VoteRequest(CID, 4, 2, 1, 4))).vote_granted
+    assert not answer(core.handle_request(10_002, 2, 2, prevote(3, last_epoch=3, last_offset=8))).vote_granted
+    assert answer(core.handle_request(10_003, 3, 3, m.VoteRequest(CID, 4, 3, 3, 9))).vote_granted
+    # A leader of epoch 4 brings the log past the floor: an ordinary voter again.
+    out = core.handle_request(10_004, 4, 3, m.BeginQuorumEpochRequest(CID, 3, 4)) + core.tick(10_005)
+    (f,) = requests(out, m.FetchRequest)
+    from kraftwire.protocol.records import Record, RecordBatch
+    batch = RecordBatch(4, 4, [Record(value=b"y")] * 5)
+    core.handle_response(10_006, f.request_id, m.FetchResponse(0, m.FetchPartition(
+        0, 9, 0, current_leader=m.LeaderIdAndEpoch(3, 4), batches=[batch])))
+    assert log.end_offset == 9 and core.vote_floor is None and core.can_stand

@@ -340,3 +340,4 @@ def test_a_batch_epoch_above_any_the_node_knew_is_dropped_and_the_node_rejoins(t
     assert again.discard_epochs_above(3)
     assert again.end_offset == 12 and again.last_epoch() == 2 and again.rejoining
     assert "never knew an epoch above 3" in again.damage
+    assert again.vote_floor == (3, 15)            # what the undamaged log reached at most
