@@ -67,6 +67,8 @@ async def test_broker_snapshots_its_own_image_cleans_its_log_and_restarts_from_t
     async with broker_cluster(broker_ids=(11,), **SNAPSHOT_PROPS) as c:
         await all_running(c)
         broker = c.broker(11)
+        # Every voter's ControllerRegistration first, so that only NoOps follow the broker's snapshot.
+        await wait_for(lambda: len(broker.metadata.image.controllers) == len(c.controllers), 15)
         for i in range(3):
             topic = ctq.CreatableTopic(name=f"snap-{i}", num_partitions=2, replication_factor=1)
             resp = await request(c.port(11), ctq.CreateTopicsRequest(topics=[topic], timeout_ms=10000), 7)
