@@ -28,6 +28,7 @@ class LifecycleDriver:
         self.request_timeout_s = request_timeout_ms / 1000
         self.stopped = anyio.Event()
         self.changed = anyio.Event()       # set (and replaced) on every state change
+        self.first_serving = anyio.Event() # set once the broker is first unfenced (caught up)
         self._wake = anyio.Event()
         self._state = machine.state
         self._fenced = machine.fenced
@@ -92,6 +93,8 @@ class LifecycleDriver:
                 log.error("broker %d: %s", m.config.node_id, event)
             else:
                 log.info("broker %d: %s", m.config.node_id, event)
+        if m.serving:
+            self.first_serving.set()
         if m.state != self._state or m.fenced != self._fenced:
             self._state, self._fenced = m.state, m.fenced
             ev, self.changed = self.changed, anyio.Event()

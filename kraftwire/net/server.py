@@ -108,17 +108,27 @@ class KafkaServer:
         """The socket-server metrics (Prometheus text) for the node's /metrics endpoint."""
         return self.limits.render(self.accept_failures)
 
-    async def serve(self, spec: ListenerSpec, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-        """Listen until cancelled; reports the bound (host, port) through ``task_status``."""
+    async def serve(self, spec: ListenerSpec, task_status: Any = anyio.TASK_STATUS_IGNORED, *,
+                    open_when: anyio.Event | None = None, waiting_for: str = "ready") -> None:
+        """Listen until cancelled; reports the bound (host, port) through ``task_status``.
+
+        With ``open_when`` the port is bound at once but connections are accepted only after the event
+        is set, as a Kafka broker enables request processing only once it has caught up: until then
+        they wait in the kernel's backlog, so clients see a slow connect, never stale answers."""
         listener = await anyio.create_tcp_listener(local_host=spec.host, local_port=spec.port,
                                                    reuse_port=False)
         sockname = listener.extra(SocketAttribute.local_address)
         self.bound[spec.name] = (sockname[0], sockname[1])
-        log.info("listening on %s://%s:%d", spec.name, sockname[0], sockname[1])
         task_status.started(self.bound[spec.name])
-        async with listener, anyio.create_task_group() as tg:
-            for one in listener.listeners:
-                tg.start_soon(self._accept_loop, one, spec, tg)
+        async with listener:
+            if open_when is not None and not open_when.is_set():
+                log.info("bound %s://%s:%d; accepting connections once %s", spec.name, sockname[0],
+                         sockname[1], waiting_for)
+                await open_when.wait()
+            log.info("listening on %s://%s:%d", spec.name, sockname[0], sockname[1])
+            async with anyio.create_task_group() as tg:
+                for one in listener.listeners:
+                    tg.start_soon(self._accept_loop, one, spec, tg)
 
     async def _accept_loop(self, listener: Any, spec: ListenerSpec, tg: Any) -> None:
         """Accept connections forever; running out of descriptors backs off instead of failing."""

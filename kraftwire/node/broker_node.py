@@ -14,6 +14,7 @@ import base64
 import logging
 import random
 import uuid
+from functools import partial
 from typing import Any
 
 import anyio
@@ -273,8 +274,12 @@ class BrokerNode:
                                                                            self.server),
                                             cfg["kraftwire.metrics.host"], cfg["kraftwire.metrics.port"])
                 log.info("metrics on http://%s:%d/metrics", host, port)
+            # Client listeners are bound now but accept only once the broker has caught up with the
+            # metadata log and been unfenced: a restarted broker must not answer from an empty image.
             for ep in (cfg.broker_listeners() if self.voter is not None else cfg.listeners):
-                self.bound[ep.name] = await tg.start(self.server.serve, self.security.spec(ep))
+                self.bound[ep.name] = await tg.start(partial(
+                    self.server.serve, self.security.spec(ep), open_when=self.lifecycle_driver.first_serving,
+                    waiting_for=f"broker {cfg.node_id} has caught up with the metadata log and been unfenced"))
             task_status.started(dict(self.bound))
             await self._fatal_event.wait()
             raise FatalNodeError(f"broker {cfg.node_id} stopped: {self._fatal}")
