@@ -69,7 +69,7 @@ def raft_config(cfg: NodeConfig) -> RaftConfig:
         request_timeout_ms=cfg["controller.quorum.request.timeout.ms"],
         retry_backoff_ms=cfg["controller.quorum.retry.backoff.ms"],
         append_linger_ms=cfg["controller.quorum.append.linger.ms"],
-        defer_leader_flush=True,
+        defer_flush=True,
     )
 
 

@@ -1,8 +1,9 @@
 """The async shell around the sans-I/O Raft core.
 
 All calls into the core happen on the event loop's single thread, one at a time, so the core
-never needs locks. ``PersistLog`` (the leader's fsync) runs in a worker thread and is reported back
-with ``handle_persisted``; the log's ``sync`` is safe beside appends on the loop. Outputs are dispatched here: ``SendRequest`` becomes a task that sends the
+never needs locks. ``PersistLog`` (every log fsync of the hot paths, leader's and fetcher's) runs in a
+worker thread and is reported back with ``handle_persisted``; the log's ``sync`` is safe beside appends
+on the loop. Outputs are dispatched here: ``SendRequest`` becomes a task that sends the
 wire request to the peer and feeds the reply (or the failure) back; ``SendResponse`` wakes the
 connection task that is waiting to answer that inbound request. A timer task calls ``tick`` at
 the core's next deadline.
@@ -111,7 +112,7 @@ class RaftDriver:
                 self._tg.start_soon(self._persist, out.end_offset)
 
     async def _persist(self, end_offset: int) -> None:
-        """The leader's fsync in a worker thread: no connection of the node waits for the disk."""
+        """The log's fsync in a worker thread: no connection of the node waits for the disk."""
         await anyio.to_thread.run_sync(self.core.log.sync)
         self.call(self.core.handle_persisted, end_offset)
 

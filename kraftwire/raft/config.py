@@ -23,10 +23,11 @@ class RaftConfig:
     ``_bugs`` is TEST-ONLY: names from ``KNOWN_BUGS`` switch the core into deliberately broken
     behaviour so mutation tests can show the simulator's invariants catch it. Never set it elsewhere.
 
-    ``defer_leader_flush``: a leader does not fsync inside the core; it emits ``PersistLog`` and counts
-    its own log toward the high watermark when ``handle_persisted`` reports the fsync done. Its
-    sends do not wait (Raft needs a majority's durable copies, not the leader's first), so replication
-    and the leader's fsync overlap, and the shell runs the fsync off its event loop.
+    ``defer_flush``: the core does not fsync its log on the hot paths; it emits ``PersistLog`` and the
+    shell runs the fsync off its event loop. A leader counts its own log toward the high watermark when
+    ``handle_persisted`` reports the fsync done; its sends do not wait (Raft needs a majority's durable
+    copies, not the leader's first). A follower or observer sends its next Fetch (which claims its log
+    end) only once the fsync is reported.
 
     ``pre_vote`` is Kafka 4.x's KIP-996 election: a replica whose timer fires first asks the voters
     whether they would vote for it (Vote with PreVote=true, no epoch bump) and stands only with a
@@ -47,7 +48,7 @@ class RaftConfig:
     check_quorum_factor: float = 1.5         # Kafka's CHECK_QUORUM_TIMEOUT_FACTOR
     fetch_timeout_jitter: float = 0.5
     pre_vote: bool = True                    # KIP-996 (Kafka 4.x); False = Kafka 3.9's direct candidacy
-    defer_leader_flush: bool = False         # a leader's fsync is a PersistLog output (server, simulator)
+    defer_flush: bool = False                # log fsyncs are PersistLog outputs (server, simulator)
     _bugs: frozenset[str] = field(default=frozenset())
 
     def __post_init__(self) -> None:

@@ -326,7 +326,7 @@ class RaftCore:
 
     # ------------------------------------------------------------------------------ plumbing
     def _drain(self) -> list[m.Output]:
-        if self.config.defer_leader_flush and isinstance(self.state, Leader):
+        if self.config.defer_flush:
             self._request_persist()
         else:
             self._flush()
@@ -341,13 +341,22 @@ class RaftCore:
             self._out.append(m.PersistLog(end))
 
     def handle_persisted(self, now: int, end_offset: int) -> list[m.Output]:
-        """The shell finished the ``PersistLog(end_offset)`` fsync: the leader's own copy counts now."""
+        """The shell finished the ``PersistLog(end_offset)`` fsync: a leader's own copy counts now; a
+        follower may raise its high watermark over it and announce it in its next Fetch."""
         self._persist_inflight = None
         self.log.mark_flushed(end_offset)
         st = self.state
         if isinstance(st, Leader):
             self._leader_progress(now, st)
+        elif isinstance(st, Follower) and st.leader_hw >= 0:
+            self._raise_hw(min(self.log.flushed_offset, st.leader_hw))
+        self._poll(now)   # a fetcher's next Fetch waited for this
         return self._drain()
+
+    def _durable(self) -> bool:
+        """True when the whole log is fsynced and no PersistLog is running (with ``defer_flush``, a
+        fetcher sends nothing that claims its log end, and changes its log, only then)."""
+        return self._persist_inflight is None and self.log.flushed_offset >= self.log.end_offset
 
     def _flush(self) -> None:
         if self.log.flushed_offset < self.log.end_offset:
@@ -549,7 +558,7 @@ class RaftCore:
                            or len(st.pending) >= self.config.max_batch_records):
             records, st.pending, st.linger_deadline = st.pending, [], None
             self.log.append_as_leader(records, st.epoch, timestamp_ms=now)
-            if not self.config.defer_leader_flush:
+            if not self.config.defer_flush:
                 self._flush()
             self._leader_progress(now, st)
         if st.unendorsed and now >= st.bqe_next_ms:
@@ -605,14 +614,14 @@ class RaftCore:
             else:
                 self._set_state(Observer(st.epoch, next_index=self.rng.randrange(len(self.voters))))
             return
-        if self._can_send(st.leader_id, now):
+        if self._can_send(st.leader_id, now) and (not self.config.defer_flush or self._durable()):
             if st.snapshot is not None:
                 self._send_fetch_snapshot(now, st)
             else:
                 self._send_fetch(now, st.leader_id, st.epoch, self.config.fetch_max_wait_ms, "fetch")
 
     def _poll_observer(self, now: int, st: Observer) -> None:
-        if not self.voters or self._busy:
+        if not self.voters or self._busy or (self.config.defer_flush and not self._durable()):
             return
         for i in range(len(self.voters)):
             dest = self.voters[(st.next_index + i) % len(self.voters)]
@@ -652,6 +661,8 @@ class RaftCore:
     def _send_probes(self, now: int) -> None:
         rj = self._rejoin
         assert rj is not None
+        if self.config.defer_flush and not self._durable():
+            return
         for v in sorted(rj.unprobed):
             if self._can_send(v, now):
                 self._send_fetch(now, v, self.state.epoch, 0, "probe")
@@ -940,7 +951,7 @@ class RaftCore:
             offsets += [p.end_offset if p.end_offset is not None else -1 for p in st.observers.values()]
         offsets.sort(reverse=True)
         # A majority's durable copies commit an offset; like Kafka's leader, ours also waits for its own
-        # (with defer_leader_flush that fsync overlaps replication instead of preceding it).
+        # (with defer_flush that fsync overlaps replication instead of preceding it).
         candidate = min(offsets[len(self.voters) // 2], own.end_offset)
         if candidate <= 0:
             return
@@ -1018,8 +1029,10 @@ class RaftCore:
                 batches = [b for b in batches if b.base_offset >= self.log.end_offset]
             if batches and batches[0].base_offset == self.log.end_offset:
                 self.log.append_as_follower(batches)
-        self._flush()
+        if not self.config.defer_flush:
+            self._flush()
         if p.high_watermark >= 0 and p.diverging_epoch is None:
+            st.leader_hw = max(st.leader_hw, p.high_watermark)
             self._raise_hw(min(self.log.flushed_offset, p.high_watermark))
         if self._vote_floor is not None and (self.log.last_epoch(), self.log.end_offset) >= self._vote_floor:
             self._vote_floor = None   # our log holds again at least what the damaged one did

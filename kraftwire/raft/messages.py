@@ -228,8 +228,8 @@ class SendResponse:
 @dataclass(frozen=True, slots=True)
 class PersistLog:
     """Make the log durable up to ``end_offset`` off the critical path, then call
-    ``RaftCore.handle_persisted(now, end_offset)`` (a leader with ``defer_leader_flush``: its own
-    durability only moves the high watermark, so its sends need not wait for the fsync)."""
+    ``RaftCore.handle_persisted(now, end_offset)`` (with ``defer_flush``: a leader's own durability
+    only moves the high watermark, so its sends need not wait; a fetcher's next Fetch waits for it)."""
 
     end_offset: int
 

@@ -80,6 +80,7 @@ class Follower:
     fetch_deadline: int
     snapshot: SnapshotDownload | None = None
     last_fetch_ok: int | None = None   # time of the last successful answer from the leader
+    leader_hw: int = -1                # the highest high watermark the leader has told us
     name = "follower"
 
 

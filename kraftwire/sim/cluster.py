@@ -260,7 +260,7 @@ class Simulation:
         src = node.node_id
         for out in outputs:
             if isinstance(out, m.PersistLog):
-                # The leader's fsync completes after a disk latency of its own, unless the node crashes
+                # A node's fsync completes after a disk latency of its own, unless the node crashes
                 # first (then the data it covered was never durable: MemoryLog.crash drops it).
                 lo, hi = self.cfg.fsync_latency_ms
                 self.schedule(self.now + self.rng.randint(lo, hi) + node.slow_extra, PERSISTED,

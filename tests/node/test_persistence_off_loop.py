@@ -81,3 +81,43 @@ async def test_commit_heavy_load_never_fsyncs_the_log_on_the_event_loop(tmp_path
     assert len(acls) == WRITES, "every acknowledged write is committed"
     print(f"loop lag under {WRITES} commits: max {max(lags) * 1000:.1f} ms over {len(lags)} probes; "
           f"{len(segment_syncs)} segment fsyncs, all in worker threads")
+
+
+async def test_followers_fsync_replicated_batches_in_worker_threads_too(tmp_path, monkeypatch) -> None:
+    """A follower's fsync before it announces its offset is a PersistLog as well: under commit-heavy
+    load no voter of a 3-node quorum fsyncs a log segment on the (shared) event loop."""
+    ports = free_ports(3)
+    nodes = []
+    for i in (1, 2, 3):
+        part = tmp_path / f"n{i}" / "__cluster_metadata-0"
+        nodes.append(Node(node_config(i, ports), log=FileLog(part), store=FileQuorumStateStore(part / "quorum-state"),
+                          cluster_id="kw-test-cluster-0000001", offset_store=MemoryOffsetStore()))
+    recorder = FsyncRecorder()
+    monkeypatch.setattr(os, "fsync", recorder)
+    async with anyio.create_task_group() as tg:
+        recorder.loop_thread = threading.current_thread()
+        for node in nodes:
+            await tg.start(node.run)
+        leader = await wait_for(lambda: next((n for n in nodes if n.controller.controller.active), None))
+        followers = [n for n in nodes if n is not leader]
+        recorder.calls.clear()
+
+        async def writer(w: int) -> None:
+            for i in range(w, WRITES, 4):
+                req = CreateAclsRequest(creations=[AclCreation(2, f"topic-{i}", 3, f"User:u{i}", "*", 3, 3)])
+                resp = await leader.controller.handle(req, 3)
+                assert resp.results[0].error_code == 0
+
+        async with anyio.create_task_group() as writers:
+            for w in range(4):
+                writers.start_soon(writer, w)
+        end = leader.log.end_offset
+        await wait_for(lambda: all(f.log.flushed_offset >= end and (f.core.hw or 0) >= end - 1
+                                   for f in followers), timeout=30)
+        tg.cancel_scope.cancel()
+
+    follower_dirs = [str(tmp_path / f"n{f.cfg.node_id}") for f in followers]
+    synced = [(p, on_loop) for p, on_loop in recorder.calls
+              if p.endswith(".log") and any(p.startswith(d) for d in follower_dirs)]
+    assert synced, "the followers made the replicated batches durable"
+    assert not [p for p, on_loop in synced if on_loop], "a follower's log fsync ran on the event loop"
