@@ -169,6 +169,7 @@ SPEC: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "metadata.max.idle.interval.ms": (_int(0), "500"),
     "num.partitions": (_int(1), "1"),
     "default.replication.factor": (_int(1), "1"),
+    "min.insync.replicas": (_int(1), "1"),
     "super.users": (_str, ""),
     "broker.rack": (_str, ""),
     "request.timeout.ms": (_int(1), "30000"),

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kraftwire.controller.elr import change_options, elr_enabled
 from kraftwire.controller.partition_change import build_change
 from kraftwire.controller.result import CommandError, ControllerResult
 from kraftwire.metadata.features import (
@@ -140,9 +141,14 @@ def register_broker(ctl: QuorumController, now: int, req: Any, version: int) -> 
                  rec.broker_epoch, ", ".join(f"{x.name}://{x.host}:{x.port}" for x in req.listeners),
                  "; its previous incarnation is gone (unclean shutdown)" if existing is not None else "")
     if existing is not None and not same:
-        # A new incarnation means the old process is gone (unclean shutdown): the fenced registration
-        # must not keep leading or sit in ISRs. Kafka does this since 3.7 (handleBrokerUncleanShutdown).
-        records.extend(remove_from_isrs(ctl, bid))
+        # A new incarnation means the old process is gone. With ELR on, Kafka 4.1 trusts a broker that
+        # names its previous epoch (a clean shutdown) to keep its ISR and ELR seats; otherwise it leaves
+        # both and may not join an ELR (handleBrokerShutdown). With ELR off the registration must not
+        # keep leading or sit in ISRs.
+        if not elr_enabled(image):
+            records.extend(remove_from_isrs(ctl, bid))
+        elif req.previous_broker_epoch != existing.epoch:
+            records.extend(remove_from_isrs(ctl, bid, unclean=True))
     return records, BrokerRegistrationResponse(broker_epoch=rec.broker_epoch)
 
 
@@ -160,18 +166,32 @@ def _active_pred(image: MetadataImage, exclude: int = -1, include: int = -1) -> 
     return ok
 
 
-def remove_from_isrs(ctl: QuorumController, broker_id: int) -> Records:
-    """PartitionChangeRecords taking ``broker_id`` out of every ISR and away from every leadership."""
+def remove_from_isrs(ctl: QuorumController, broker_id: int, *, unclean: bool = False,
+                     elrs: bool = False) -> Records:
+    """PartitionChangeRecords taking ``broker_id`` out of every ISR and away from every leadership.
+
+    With ELR on, a replica leaving an ISR below min ISR joins the ELR, unless ``unclean`` (its shutdown
+    was unclean: it leaves ELRs too and may not lead); ``elrs`` also visits the ELRs it is in (the
+    broker unregisters).
+    """
     image = ctl.image
     versions = RecordVersions(image.metadata_version)
     ok = _active_pred(image, exclude=broker_id)
     v = versions.partition_change
+    static, node = ctl.config.static_broker_configs, ctl.config.node_id
     out: Records = []
     for tid, t in image.topics.items():
+        opts = None
         for pid, p in t.partitions.items():
-            if broker_id in p.isr or p.leader == broker_id:
+            if broker_id in p.isr or p.leader == broker_id or ((unclean or elrs) and broker_id in p.elr):
+                if opts is None:
+                    opts = change_options(image, t, static, node)
                 isr = [r for r in p.isr if r != broker_id]
-                rec = build_change(tid, pid, p, ok, versions, target_isr=isr)
+                if unclean:
+                    rec = build_change(tid, pid, p, ok, versions, target_isr=isr,
+                                       unclean_shutdown=[broker_id], **opts)
+                else:
+                    rec = build_change(tid, pid, p, ok, versions, target_isr=isr, **opts)
                 if rec is not None:
                     out.append(MetadataRecord(5, v, rec))
     return out
@@ -201,11 +221,13 @@ def unfence_records(ctl: QuorumController, broker_id: int) -> Records:
         out = [wrap(UnfenceBrokerRecord(id_=broker_id, epoch=b.epoch))]
     log.info("Unfencing broker %d (epoch %d): it caught up with the metadata log", broker_id, b.epoch)
     ok = _active_pred(image, include=broker_id)
+    static, node = ctl.config.static_broker_configs, ctl.config.node_id
     for tid, pid in sorted(ctl.index.leaderless):
-        p = image.partition(tid, pid)
-        if p is None:
+        t = image.topics.get(tid)
+        p = None if t is None else t.partitions.get(pid)
+        if p is None or t is None:
             continue
-        rec = build_change(tid, pid, p, ok, versions)
+        rec = build_change(tid, pid, p, ok, versions, **change_options(image, t, static, node))
         if rec is not None:
             out.append(MetadataRecord(5, versions.partition_change, rec))
     return out
@@ -336,7 +358,7 @@ def unregister_broker(ctl: QuorumController, now: int, req: Any, version: int) -
     if b is None:
         raise CommandError(Errors.BROKER_ID_NOT_REGISTERED,
                            f"broker ID {req.broker_id} is not currently registered")
-    out = remove_from_isrs(ctl, b.id)
+    out = remove_from_isrs(ctl, b.id, elrs=True)
     out.append(wrap(UnregisterBrokerRecord(broker_id=b.id, broker_epoch=b.epoch)))
     ctl.sessions.pop(b.id, None)
     return out, UnregisterBrokerResponse(error_message=None)

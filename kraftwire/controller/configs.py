@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kraftwire.controller import elr
 from kraftwire.controller.result import CommandError
 from kraftwire.metadata.features import wrap
 from kraftwire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
@@ -195,10 +196,15 @@ def _validate_all(rtype: int, rname: str, configs: dict[str, str]) -> None:
             raise CommandError(Errors.INVALID_CONFIG, str(e)) from None
 
 
-def _records_for(rtype: int, rname: str, current: dict[str, str], new: dict[str, str | None]) -> Records:
+def _records_for(image: MetadataImage, rtype: int, rname: str, current: dict[str, str],
+                 new: dict[str, str | None]) -> Records:
     out: Records = []
     for k, v in new.items():
         if current.get(k) != v or rtype == BROKER_RESOURCE:
+            if k == elr.MIN_ISR:
+                why = elr.min_isr_change_error(image, rtype, rname, v)
+                if why is not None:
+                    raise CommandError(Errors.INVALID_CONFIG, why)
             out.append(wrap(ConfigRecord(resource_type=rtype, resource_name=rname, name=k, value=v)))
     return out
 
@@ -247,7 +253,7 @@ def _incremental_one(image: MetadataImage, res: Any) -> Records:
         else:
             merged[k] = v
     _validate_all(rtype, rname, {k: v for k, v in merged.items() if k in changes})
-    return _records_for(rtype, rname, current, changes)
+    return _records_for(image, rtype, rname, current, changes)
 
 
 def _legacy_one(image: MetadataImage, res: Any) -> Records:
@@ -264,7 +270,7 @@ def _legacy_one(image: MetadataImage, res: Any) -> Records:
     for k in current:
         if k not in new:
             changes[k] = None  # AlterConfigs replaces the whole resource
-    return _records_for(rtype, rname, current, changes)
+    return _records_for(image, rtype, rname, current, changes)
 
 
 def incremental_alter_configs(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:
@@ -281,7 +287,7 @@ def incremental_alter_configs(ctl: QuorumController, now: int, req: Any, version
             code, msg = e.code, e.message
         resp.responses.append(iacr.AlterConfigsResourceResponse(int(code), msg, res.resource_type,
                                                                 res.resource_name))
-    return out, resp
+    return out + elr.clear_elr_records(image, out), resp
 
 
 def alter_configs(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:
@@ -297,7 +303,7 @@ def alter_configs(ctl: QuorumController, now: int, req: Any, version: int) -> tu
         except CommandError as e:
             code, msg = e.code, e.message
         resp.responses.append(AlterConfigsResourceResponse(int(code), msg, res.resource_type, res.resource_name))
-    return out, resp
+    return out + elr.clear_elr_records(image, out), resp
 
 
 def _entry(name: str, value: str | None, source: int, d: ConfigDef | None,

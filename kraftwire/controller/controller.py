@@ -23,8 +23,15 @@ from typing import Any
 
 from kraftwire.controller import acls, cluster, configs, replication, scram
 from kraftwire.controller import feature_control as features_cmd
+from kraftwire.controller.elr import cluster_min_isr_record
 from kraftwire.controller.result import CommandError, ControllerConfig, ControllerResult
-from kraftwire.metadata.features import METADATA_VERSION, RecordVersions, unsupported_reason, wrap
+from kraftwire.metadata.features import (
+    ELR_VERSION,
+    METADATA_VERSION,
+    RecordVersions,
+    unsupported_reason,
+    wrap,
+)
 from kraftwire.metadata.image import (
     EMPTY_IMAGE,
     NO_LEADER,
@@ -35,6 +42,8 @@ from kraftwire.metadata.image import (
     Partition,
 )
 from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.messages.end_transaction_record import EndTransactionRecord
+from kraftwire.protocol.messages.feature_level_record import FeatureLevelRecord
 from kraftwire.protocol.messages.no_op_record import NoOpRecord
 from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRecord
 from kraftwire.protocol.metadata import MetadataRecord, decode_record
@@ -256,8 +265,16 @@ class QuorumController:
         self._last_write_ms = now
         self._next_rebalance_ms = now + self.config.leader_imbalance_check_interval_ms
         if METADATA_VERSION not in self._latest.features and bootstrap:
-            self._write(list(bootstrap))
-            return list(bootstrap)
+            records = list(bootstrap)
+            if any(type(r.message) is FeatureLevelRecord and r.message.name == ELR_VERSION
+                   and r.message.feature_level > 0 for r in records):
+                # Kafka's activation on an empty log: ELR on from the start comes with a cluster-level
+                # min.insync.replicas (the static value), in the same transaction.
+                end = next((i for i, r in enumerate(records) if type(r.message) is EndTransactionRecord),
+                           len(records))
+                records.insert(end, cluster_min_isr_record(self.config.static_broker_configs))
+            self._write(records)
+            return records
         return []
 
     def deactivate(self) -> None:

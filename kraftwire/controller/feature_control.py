@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kraftwire.controller import elr
 from kraftwire.controller.result import CommandError
 from kraftwire.metadata.features import (
+    ELR_VERSION,
+    FEATURE_DEPENDENCIES,
     METADATA_VERSION,
     METADATA_VERSIONS,
     MINIMUM_BOOTSTRAP_LEVEL,
@@ -45,7 +48,19 @@ def _check_nodes(image: MetadataImage, name: str, level: int) -> None:
             raise _bad(name, level, f"Controller {c.id} does not support this feature.")
 
 
-def check_update(image: MetadataImage, name: str, level: int, upgrade_type: int) -> MetadataRecord:
+def _check_dependencies(image: MetadataImage, name: str, level: int, proposed: dict[str, int]) -> None:
+    """Kafka's Feature.validateVersion: a level's dependencies hold among the proposed levels."""
+    needs = FEATURE_DEPENDENCIES.get((name, level))
+    if needs is None:
+        return
+    mv = proposed.get(METADATA_VERSION, image.features.get(METADATA_VERSION, 0))
+    if mv < needs:
+        raise _bad(name, level, f"{name} could not be set to {level} because it depends on metadata.version "
+                                f"level {needs} ({METADATA_VERSIONS[needs]}).")
+
+
+def check_update(image: MetadataImage, name: str, level: int, upgrade_type: int,
+                 proposed: dict[str, int] | None = None) -> MetadataRecord:
     if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
         raise _bad(name, level, "The controller does not support the given upgrade type.")
     current = image.features.get(name, 0)
@@ -55,6 +70,7 @@ def check_update(image: MetadataImage, name: str, level: int, upgrade_type: int)
     if not lo <= level <= hi:
         raise _bad(name, level, f"The controller only supports versions {lo}-{hi}.")
     _check_nodes(image, name, level)
+    _check_dependencies(image, name, level, proposed or {})
     if level < current and upgrade_type == UPGRADE:
         raise _bad(name, level, "Can't downgrade the version of this feature without setting the "
                                 "upgrade type to either safe or unsafe downgrade.")
@@ -78,12 +94,18 @@ def update_features(ctl: QuorumController, now: int, req: Any, version: int) -> 
     image = ctl.image
     records = []
     seen: set[str] = set()
+    proposed = {u.feature: u.max_version_level for u in req.feature_updates}
     for u in req.feature_updates:
         if u.feature in seen:
             raise CommandError(Errors.INVALID_REQUEST, f"duplicate feature update {u.feature}")
         seen.add(u.feature)
         upgrade_type = u.upgrade_type if version >= 1 else (SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE)
-        records.append(check_update(image, u.feature, u.max_version_level, upgrade_type))
+        records.append(check_update(image, u.feature, u.max_version_level, upgrade_type, proposed))
     resp = UpdateFeaturesResponse(error_message=None, results=[
         UpdatableFeatureResult(u.feature, 0, None) for u in req.feature_updates])
-    return ([] if req.validate_only else records), resp
+    if req.validate_only:
+        return [], resp
+    if proposed.get(ELR_VERSION, 0) > 0:
+        # Kafka writes the ELR safety configs first, in the same atomic batch.
+        records = elr.safety_records(image, ctl.config.static_broker_configs) + records
+    return records, resp

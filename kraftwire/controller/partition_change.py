@@ -1,8 +1,11 @@
-"""Leader election and ISR changes for one partition (Kafka's PartitionChangeBuilder, ELR off).
+"""Leader election and ISR/ELR changes for one partition (Kafka 4.1's PartitionChangeBuilder).
 
-Eligible leader replicas (KIP-966) need metadata.version 4.0-IV0, above what kraftwire finalizes, so
-ISR/ELR handling follows the pre-ELR rules: the ISR never becomes empty (the last member stays, the
-partition becomes leaderless), and an unclean election resets the ISR to the new leader.
+With eligible leader replicas (KIP-966, ``eligible.leader.replicas.version`` 1) the ISR may become
+empty: replicas that leave an ISR smaller than ``min.insync.replicas`` move to the ELR (unless they
+shut down uncleanly), an ELR member may be elected when the ISR is empty, and the last leader is
+kept in LastKnownElr when the partition becomes leaderless, so that it can lead again alone. With
+ELR off the pre-4.0 rules hold: the ISR never becomes empty (the last member stays, the partition
+becomes leaderless) and an unclean election resets the ISR to the new leader.
 """
 
 from __future__ import annotations
@@ -21,15 +24,43 @@ RECOVERING = 1
 
 class Election(Enum):
     PREFERRED = "preferred"   # the first replica if it is eligible, else as ONLINE
-    ONLINE = "online"         # keep a valid leader, else the first eligible ISR member
+    ONLINE = "online"         # keep a valid leader, else the first eligible ISR (or ELR) member
     UNCLEAN = "unclean"       # as ONLINE, then any acceptable replica (ISR reset to it)
 
 
-def _elect(part: Partition, isr: Sequence[int], replicas: Sequence[int], ok: Callable[[int], bool],
-           election: Election) -> tuple[int, bool]:
-    def valid(r: int) -> bool:
-        return r in isr and ok(r)
+class _Target:
+    """The partition state a change aims at (Kafka's builder fields)."""
 
+    __slots__ = ("isr", "elr", "last_known_elr")
+
+    def __init__(self, part: Partition, isr: Sequence[int]) -> None:
+        self.isr = list(isr)
+        self.elr = list(part.elr)
+        self.last_known_elr = list(part.last_known_elr)
+
+
+def _populate_elr(part: Partition, t: _Target, min_isr: int, unclean_shutdown: Sequence[int]) -> None:
+    """Replicas leaving an ISR below min ISR join the ELR; a full-enough ISR clears both ELR lists."""
+    if len(t.isr) >= min_isr:
+        t.elr, t.last_known_elr = [], []
+        return
+    in_isr = set(t.isr)
+    candidates = set(t.elr) | set(part.isr)
+    t.elr = sorted(r for r in candidates if r not in in_isr and r not in unclean_shutdown)
+    candidates |= set(t.last_known_elr)
+    t.last_known_elr = sorted(r for r in candidates if r not in in_isr and r not in t.elr)
+
+
+def _elect(part: Partition, t: _Target, ok: Callable[[int], bool], election: Election,
+           elr_on: bool) -> tuple[int, bool]:
+    def valid(r: int) -> bool:
+        return (r in t.isr or (not t.isr and r in t.elr)) and ok(r)
+
+    def last_known_leader() -> bool:
+        return (elr_on and not t.elr and not t.isr and len(part.last_known_elr) == 1
+                and ok(part.last_known_elr[0]))
+
+    replicas = part.replicas
     if election is Election.PREFERRED and replicas and valid(replicas[0]):
         return replicas[0], False
     if part.leader != NO_LEADER and valid(part.leader):
@@ -37,6 +68,8 @@ def _elect(part: Partition, isr: Sequence[int], replicas: Sequence[int], ok: Cal
     for r in replicas:
         if valid(r):
             return r, False
+    if last_known_leader():
+        return part.last_known_elr[0], True
     if election is Election.UNCLEAN:
         for r in replicas:
             if ok(r):
@@ -54,30 +87,63 @@ def build_change(
     target_isr: Sequence[int] | None = None,
     election: Election = Election.ONLINE,
     target_recovery_state: int | None = None,
+    elr: bool = False,
+    min_isr: int = 1,
+    unclean_shutdown: Sequence[int] = (),
 ) -> PartitionChangeRecord | None:
     """The PartitionChangeRecord moving ``part`` towards ``target_isr`` with a valid leader, or None.
 
     ``acceptable(broker)`` says whether a broker may lead (normally: registered, unfenced and not in
     controlled shutdown). The current leader is kept while it is valid (in the target ISR and
-    acceptable) unless ``election`` is PREFERRED and the first replica is valid.
+    acceptable) unless ``election`` is PREFERRED and the first replica is valid. ``elr`` turns on
+    KIP-966 with the topic's effective ``min_isr``; ``unclean_shutdown`` replicas never join the ELR.
     """
-    isr = list(part.isr if target_isr is None else target_isr)
+    t = _Target(part, part.isr if target_isr is None else target_isr)
     rec = PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id)
-    leader, unclean = _elect(part, isr, part.replicas, acceptable, election)
+    if elr:
+        _populate_elr(part, t, min_isr, unclean_shutdown)
+    leader, unclean = _elect(part, t, acceptable, election, elr)
     if leader != part.leader:
+        if leader in t.elr:
+            t.isr = [leader]
+            t.elr = [r for r in t.elr if r != leader]
         rec.leader = leader
         if unclean:
             rec.isr = [leader]
             if part.leader_recovery_state != RECOVERING:
                 rec.leader_recovery_state = RECOVERING
-    if rec.isr is None and isr and tuple(isr) != part.isr:
-        rec.isr = isr
+    _record_elr(part, t, rec, elr)
+    if rec.isr is None and (t.isr or elr) and tuple(t.isr) != part.isr:
+        rec.isr = t.isr
     if (versions.epoch_bump_on_isr_shrink and rec.leader == NO_LEADER_CHANGE and rec.isr is not None
             and not set(part.isr) <= set(rec.isr)):
         rec.leader = part.leader
+    if elr:
+        _record_last_known_leader(part, rec)
     if (target_recovery_state is not None and rec.leader_recovery_state == -1
             and target_recovery_state != part.leader_recovery_state):
         rec.leader_recovery_state = target_recovery_state
-    if rec.leader == NO_LEADER_CHANGE and rec.isr is None and rec.leader_recovery_state == -1:
+    if (rec.leader == NO_LEADER_CHANGE and rec.isr is None and rec.leader_recovery_state == -1
+            and rec.eligible_leader_replicas is None and rec.last_known_elr is None):
         return None
     return rec
+
+
+def _record_elr(part: Partition, t: _Target, rec: PartitionChangeRecord, elr: bool) -> None:
+    """ELR fields of the record; an unclean election or ELR off empties both lists."""
+    if rec.isr is not None or not elr:
+        t.elr, t.last_known_elr = [], []
+    if tuple(t.elr) != part.elr:
+        rec.eligible_leader_replicas = t.elr
+    # LastKnownElr holds the last known leader (Kafka's balanced recovery): it is set or cleared
+    # below, and kept while the partition stays leaderless.
+
+
+def _record_last_known_leader(part: Partition, rec: PartitionChangeRecord) -> None:
+    """Remember the leader when the ISR first empties; forget it once the partition has a leader."""
+    if rec.isr is not None and not rec.isr and (len(part.last_known_elr) != 1
+                                                or part.last_known_elr[0] != part.leader):
+        rec.last_known_elr = [part.leader]
+    elif ((rec.leader >= 0 or (part.leader != NO_LEADER and rec.leader != NO_LEADER))
+          and part.last_known_elr):
+        rec.last_known_elr = []

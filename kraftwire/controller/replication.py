@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from kraftwire.controller import configs as cfgs
 from kraftwire.controller.cluster import _active_pred, check_broker_epoch, default_dir
+from kraftwire.controller.elr import change_options
 from kraftwire.controller.partition_change import RECOVERING, Election, build_change
 from kraftwire.controller.placement import PlacementError, place
 from kraftwire.controller.result import CommandError
@@ -349,7 +350,9 @@ def alter_partition(ctl: QuorumController, now: int, req: Any, version: int) -> 
             assert part is not None
             election = Election.UNCLEAN if _unclean_enabled(image, topic.name) else Election.ONLINE
             rec = build_change(topic.id, pid, part, ok, versions, target_isr=[b for b, _ in states],
-                               election=election, target_recovery_state=pd.leader_recovery_state)
+                               election=election, target_recovery_state=pd.leader_recovery_state,
+                               **change_options(image, topic, ctl.config.static_broker_configs,
+                                                ctl.config.node_id))
             if rec is not None:
                 out.append(MetadataRecord(5, versions.partition_change, rec))
                 part = part.merge(rec)
@@ -365,7 +368,7 @@ def alter_partition(ctl: QuorumController, now: int, req: Any, version: int) -> 
 
 
 def _elect_one(image: MetadataImage, versions: RecordVersions, topic: str, pid: int, unclean: bool,
-               out: Records) -> Errors:
+               out: Records, static: dict[str, str], node_id: int) -> Errors:
     t = image.topic_by_name(topic)
     part = None if t is None else t.partitions.get(pid)
     if part is None or t is None:
@@ -373,7 +376,8 @@ def _elect_one(image: MetadataImage, versions: RecordVersions, topic: str, pid: 
     if (not unclean and part.replicas and part.leader == part.replicas[0]) or (unclean and part.leader != -1):
         return Errors.ELECTION_NOT_NEEDED
     rec = build_change(t.id, pid, part, _active_pred(image), versions,
-                       election=Election.UNCLEAN if unclean else Election.PREFERRED)
+                       election=Election.UNCLEAN if unclean else Election.PREFERRED,
+                       **change_options(image, t, static, node_id))
     if rec is None:
         return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE if unclean else Errors.PREFERRED_LEADER_NOT_AVAILABLE
     out.append(MetadataRecord(5, versions.partition_change, rec))
@@ -386,6 +390,7 @@ def elect_leaders(ctl: QuorumController, now: int, req: Any, version: int) -> tu
     if req.election_type not in (0, 1):
         raise CommandError(Errors.INVALID_REQUEST, f"unknown election type {req.election_type}")
     unclean = req.election_type == 1
+    static, node = ctl.config.static_broker_configs, ctl.config.node_id
     out: Records = []
     resp = elr.ElectLeadersResponse()
     if req.topic_partitions is None:
@@ -393,7 +398,7 @@ def elect_leaders(ctl: QuorumController, now: int, req: Any, version: int) -> tu
             tr = elr.ReplicaElectionResult(topic=name)
             resp.replica_election_results.append(tr)
             for pid in sorted(image.topic_by_name(name).partitions):  # type: ignore[union-attr]
-                err = _elect_one(image, versions, name, pid, unclean, out)
+                err = _elect_one(image, versions, name, pid, unclean, out, static, node)
                 if err is not Errors.ELECTION_NOT_NEEDED:
                     tr.partition_result.append(elr.PartitionResult(pid, int(err), None))
     else:
@@ -401,7 +406,7 @@ def elect_leaders(ctl: QuorumController, now: int, req: Any, version: int) -> tu
             tr = elr.ReplicaElectionResult(topic=tp.topic)
             resp.replica_election_results.append(tr)
             for pid in tp.partitions:
-                err = _elect_one(image, versions, tp.topic, pid, unclean, out)
+                err = _elect_one(image, versions, tp.topic, pid, unclean, out, static, node)
                 tr.partition_result.append(elr.PartitionResult(pid, int(err), None))
     return out, resp
 
@@ -412,10 +417,12 @@ def rebalance_records(ctl: QuorumController, max_elections: int) -> Records:
     versions = RecordVersions(image.metadata_version)
     ok = _active_pred(image)
     out: Records = []
+    static, node = ctl.config.static_broker_configs, ctl.config.node_id
     for tid, t in image.topics.items():
         for pid, p in t.partitions.items():
             if p.replicas and p.leader != p.replicas[0] and p.replicas[0] in p.isr and ok(p.replicas[0]):
-                rec = build_change(tid, pid, p, ok, versions, election=Election.PREFERRED)
+                rec = build_change(tid, pid, p, ok, versions, election=Election.PREFERRED,
+                                   **change_options(image, t, static, node))
                 if rec is not None:
                     out.append(MetadataRecord(5, versions.partition_change, rec))
                     if len(out) >= max_elections:

@@ -47,20 +47,22 @@ MV_ELR = 23                         # 4.0-IV1: PartitionRecord/PartitionChangeRe
 
 #: Features this controller can finalize and the levels it supports (inclusive). Features missing
 #: here are supported at level 0 only, as Kafka treats features it does not know.
-#: eligible.leader.replicas.version stays at 0: this controller does not maintain ELRs (KIP-966).
 SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     METADATA_VERSION: (MINIMUM_KRAFT_LEVEL, LATEST_LEVEL),
     KRAFT_VERSION: (0, 0),   # 1 (KIP-853 dynamic quorums) is not built yet: never advertise it
     GROUP_VERSION: (0, 1),
     TRANSACTION_VERSION: (0, 2),
-    ELR_VERSION: (0, 0),
+    ELR_VERSION: (0, 1),
     SHARE_VERSION: (0, 0),
     STREAMS_VERSION: (0, 0),
 }
 
-#: What a kraftwire broker registers: it hosts no partition data, so ELRs (which only constrain
-#: the controller's elections and the data leaders' high watermarks) ask nothing of it.
-BROKER_SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {**SUPPORTED_FEATURES, ELR_VERSION: (0, 1)}
+#: What a kraftwire broker registers (the same ranges: it hosts no partition data, so ELRs, which
+#: constrain the controller's elections and the data leaders' high watermarks, ask nothing more of it).
+BROKER_SUPPORTED_FEATURES: dict[str, tuple[int, int]] = dict(SUPPORTED_FEATURES)
+
+#: Kafka 4.1's feature dependencies: (feature, level) -> the metadata.version level it needs.
+FEATURE_DEPENDENCIES: dict[tuple[str, int], int] = {(ELR_VERSION, 1): MV_ELR}
 
 #: Kafka 4.1's Feature.defaultLevel: the level `kafka-storage.sh format` and `kafka-features.sh
 #: upgrade --release-version` pick for each feature at a metadata.version: (feature, from level, value).

@@ -83,7 +83,8 @@ def iter_image_records(image: MetadataImage) -> Iterator[MetadataRecord]:
                 pid, tid, list(p.replicas), list(p.isr), list(p.removing_replicas),
                 list(p.adding_replicas), p.leader, p.leader_recovery_state, p.leader_epoch,
                 p.partition_epoch, list(p.directories),
-                list(p.elr) if v >= 2 else None, list(p.last_known_elr) if v >= 2 else None,
+                # as Kafka's PartitionRegistration.toRecord: ELR fields only when not empty
+                list(p.elr) if p.elr else None, list(p.last_known_elr) if p.last_known_elr else None,
             ))
     for (rtype, rname), kv in image.configs.items():
         for k, v in kv.items():

@@ -114,7 +114,9 @@ class Node:
             session_timeout_ms=cfg["broker.session.timeout.ms"],
             max_idle_interval_ms=cfg["metadata.max.idle.interval.ms"],
             default_num_partitions=cfg["num.partitions"],
-            default_replication_factor=cfg["default.replication.factor"])), bootstrap or bootstrap_records(),
+            default_replication_factor=cfg["default.replication.factor"],
+            static_broker_configs={k: str(cfg[k]) for k in ("min.insync.replicas",) if k in cfg.raw})),
+            bootstrap or bootstrap_records(),
             snapshotter_for(cfg))
         # More listeners (a combined node's broker metadata) may join before the first commit.
         self.raft_listeners = FanOutListener([self.controller.role])

@@ -129,15 +129,15 @@ def test_voter_replays_but_does_not_activate_under_a_feature_level_it_lacks(
         caplog: pytest.LogCaptureFixture) -> None:
     shell = _shell()
     b = boot()
-    shell.handle_commit([batch(0, *b, FeatureLevelRecord("eligible.leader.replicas.version", 1))])
+    shell.handle_commit([batch(0, *b, FeatureLevelRecord("share.version", 1))])
     shell.handle_commit([batch(len(b) + 1, TopicRecord(name="t", topic_id=TID))])
     assert shell.parked is None and shell.fatal is None
     assert shell.controller.committed_image.topic_by_name("t") is not None   # replay goes on
-    assert shell.unsupported is not None and "eligible.leader.replicas.version 1" in shell.unsupported
+    assert shell.unsupported is not None and "share.version 1" in shell.unsupported
     shell.maybe_activate()
     assert not shell.controller.active
     # the feature goes back to 0 (as `kafka-features.sh disable` does): this voter may lead again
-    shell.handle_commit([batch(len(b) + 2, FeatureLevelRecord("eligible.leader.replicas.version", 0))])
+    shell.handle_commit([batch(len(b) + 2, FeatureLevelRecord("share.version", 0))])
     assert shell.unsupported is None
     shell.maybe_activate()
     assert shell.controller.active

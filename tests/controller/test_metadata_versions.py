@@ -64,10 +64,13 @@ def test_default_feature_levels_follow_kafka_41() -> None:
 def test_bootstrap_at_the_default_level_finalizes_the_supported_defaults() -> None:
     recs = bootstrap_records()
     assert [(r.message.name, r.message.feature_level) for r in recs] == [
-        ("metadata.version", 27), ("group.version", 1), ("transaction.version", 2)]
-    # ELR (Kafka's default 1 at 4.1-IV0+) is not finalized: this controller supports level 0 only
-    assert SUPPORTED_FEATURES["eligible.leader.replicas.version"] == (0, 0)
+        ("metadata.version", 27), ("eligible.leader.replicas.version", 1), ("group.version", 1),
+        ("transaction.version", 2)]
+    # ELR (KIP-966) is Kafka's default from 4.1-IV0, as `kafka-storage.sh format` writes it
+    assert SUPPORTED_FEATURES["eligible.leader.replicas.version"] == (0, 1)
     assert BROKER_SUPPORTED_FEATURES["eligible.leader.replicas.version"] == (0, 1)
+    assert [(r.message.name, r.message.feature_level) for r in bootstrap_records(25)] == [
+        ("metadata.version", 25), ("group.version", 1), ("transaction.version", 2)]
     assert [r.message.name for r in bootstrap_records(21)] == ["metadata.version"]
     with pytest.raises(ValueError):
         bootstrap_records(28)
@@ -113,14 +116,16 @@ def test_upgrade_39_to_41_and_feature_rules() -> None:
     h.mv = 27
     h.start_brokers(1, 2)
     # what `kafka-features.sh upgrade --release-version 4.1-IV1` sends: every feature at its default
+    # ELR 1 depends on metadata.version 4.0-IV1 among the proposed levels
+    assert upd(metadata_version=22, eligible_leader_replicas_version=1) == Errors.INVALID_UPDATE_VERSION
+    assert h.image.metadata_version == 21
     assert upd(metadata_version=27, group_version=1, transaction_version=2,
                eligible_leader_replicas_version=1, share_version=0,
-               streams_version=0) == Errors.INVALID_UPDATE_VERSION  # ELR 1: not in this controller
-    assert h.image.metadata_version == 21
-    # without ELR the same upgrade goes through; unknown features at level 0 are accepted, as Kafka does
-    assert upd(metadata_version=27, group_version=1, transaction_version=2, share_version=0,
                streams_version=0, some_future_feature=0) == 0
-    assert h.image.features == {"metadata.version": 27, "group.version": 1, "transaction.version": 2}
+    # unknown features at level 0 are accepted, as Kafka does; turning ELR on sets the cluster min ISR
+    assert h.image.features == {"metadata.version": 27, "group.version": 1, "transaction.version": 2,
+                                "eligible.leader.replicas.version": 1}
+    assert h.image.configs[(4, "")] == {"min.insync.replicas": "1"}
     assert upd(some_future_feature=1) == Errors.INVALID_UPDATE_VERSION
     # 27 -> 23 changes no layout: a safe downgrade; 23 -> 22 crosses PartitionRecord v2
     assert h.run(ufq.UpdateFeaturesRequest(feature_updates=[
@@ -166,8 +171,9 @@ def test_unsupported_levels_name_the_release_that_needs_them() -> None:
     assert "4.1-IV1" in why and "\n" not in why
     far = unsupported_reason({"metadata.version": 40})
     assert far is not None and "newer than 4.2" in far
-    elr = unsupported_reason({"metadata.version": 27, "eligible.leader.replicas.version": 1})
-    assert elr is not None and elr.startswith("eligible.leader.replicas.version 1") and "4.1-IV0" in elr
+    assert unsupported_reason({"metadata.version": 27, "eligible.leader.replicas.version": 1}) is None
+    share = unsupported_reason({"metadata.version": 27, "share.version": 1})
+    assert share is not None and share.startswith("share.version 1") and "4.2-IV0" in share
     assert unsupported_reason({"eligible.leader.replicas.version": 1}, BROKER_SUPPORTED_FEATURES) is None
     share = unsupported_reason({"share.version": 1}, BROKER_SUPPORTED_FEATURES)
     assert share is not None and "4.2-IV0" in share
