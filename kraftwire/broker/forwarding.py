@@ -16,7 +16,6 @@ import logging
 
 import anyio
 
-from kraftwire.broker.channel import ControllerChannel
 from kraftwire.broker.envelope import (
     FORWARDED_APIS,
     PrincipalError,
@@ -28,9 +27,10 @@ from kraftwire.broker.envelope import (
     serialize_principal,
 )
 from kraftwire.net.client import RequestFailed
+from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import Reply, RequestContext
 from kraftwire.node.metrics import ForwardingMetrics
-from kraftwire.protocol.errors import DecodeError, Errors, KafkaProtocolError
+from kraftwire.protocol.errors import DecodeError, Errors
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages.envelope_request import EnvelopeRequest
 
@@ -40,9 +40,9 @@ log = logging.getLogger(__name__)
 class ForwardingManager:
     """Sends forwardable requests to the active controller and relays the answers."""
 
-    def __init__(self, channel: ControllerChannel, metrics: ForwardingMetrics | None = None, *,
+    def __init__(self, peers: PeerClient, metrics: ForwardingMetrics | None = None, *,
                  default_timeout_ms: int = 30000, retry_backoff_ms: int = 50) -> None:
-        self.channel = channel
+        self.peers = peers
         self.metrics = metrics or ForwardingMetrics()
         self.default_timeout_ms = default_timeout_ms
         self.retry_backoff_s = retry_backoff_ms / 1000
@@ -79,17 +79,17 @@ class ForwardingManager:
                 if remaining <= 0:
                     continue
             attempt += 1
-            node = self.channel.candidate()
+            node = self.peers.candidate()
             self.metrics.envelope_sent()
             try:
-                resp = await self.channel.send(node, envelope, remaining)
-            except (RequestFailed, KafkaProtocolError) as e:
+                resp = await self.peers.send(node, envelope, remaining, lane="forwarding")
+            except RequestFailed as e:
                 log.debug("forwarding %s to controller %d failed: %s", FORWARDED_APIS[key], node, e)
-                self.channel.failed(node)
+                self.peers.failed(node)
                 continue
             code = resp.error_code
             if code == Errors.NOT_CONTROLLER:
-                self.channel.failed(node)
+                self.peers.failed(node)
                 continue
             if code == Errors.CLUSTER_AUTHORIZATION_FAILED:
                 self.metrics.auth_failures += 1
@@ -101,7 +101,7 @@ class ForwardingManager:
             if code != Errors.NONE:
                 log.warning("controller %d refused an Envelope with %s", node, getattr(Errors.of(code), "name", code))
                 return self._error(request, Errors.UNKNOWN_SERVER_ERROR, None)
-            self.channel.succeeded(node)
+            self.peers.succeeded(node)
             try:
                 data = response_body(resp.response_data or b"", key, version, request.correlation_id)
             except DecodeError as e:

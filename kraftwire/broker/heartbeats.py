@@ -8,21 +8,22 @@ from collections.abc import Callable
 import anyio
 from anyio.abc import TaskGroup
 
-from kraftwire.broker.channel import ControllerChannel
 from kraftwire.broker.lifecycle import BrokerLifecycle, BrokerState, Send
 from kraftwire.net.client import RequestFailed
-from kraftwire.protocol.errors import Errors, KafkaProtocolError
+from kraftwire.net.peers import PeerClient
+from kraftwire.protocol.errors import Errors
 
 log = logging.getLogger(__name__)
 
 
 class LifecycleDriver:
-    """Runs a broker's registration/heartbeat state machine against the controller channel."""
+    """Runs a broker's registration/heartbeat state machine against the active controller (its own lane:
+    a heartbeat never waits behind a forwarded admin write)."""
 
-    def __init__(self, machine: BrokerLifecycle, channel: ControllerChannel, metadata_offset: Callable[[], int],
+    def __init__(self, machine: BrokerLifecycle, peers: PeerClient, metadata_offset: Callable[[], int],
                  clock: Callable[[], int], *, request_timeout_ms: int) -> None:
         self.machine = machine
-        self.channel = channel
+        self.peers = peers
         self.metadata_offset = metadata_offset
         self.clock = clock
         self.request_timeout_s = request_timeout_ms / 1000
@@ -67,18 +68,18 @@ class LifecycleDriver:
 
     async def _send(self, send: Send) -> None:
         m = self.machine
-        node = self.channel.candidate()
+        node = self.peers.candidate()
         try:
-            resp = await self.channel.send(node, send.request, self.request_timeout_s)
-        except (RequestFailed, KafkaProtocolError) as e:
+            resp = await self.peers.send(node, send.request, self.request_timeout_s, lane="heartbeats")
+        except RequestFailed as e:
             log.debug("%s to controller %d failed: %s", send.kind, node, e)
-            self.channel.failed(node)
+            self.peers.failed(node)
             m.on_failure(self.clock())
         else:
             if resp.error_code == Errors.NOT_CONTROLLER:
-                self.channel.failed(node)
+                self.peers.failed(node)
             else:
-                self.channel.succeeded(node)
+                self.peers.succeeded(node)
             if send.kind == "register":
                 m.on_registration(self.clock(), resp)
             else:

@@ -4,16 +4,15 @@
 requests tagged with correlation ids while one reader task matches responses to waiters. Any
 transport error fails every waiter and drops the connection; the next request reconnects.
 
-A ``ClientSecurity`` adds TLS and a SASL login (after ApiVersions, before any other request).
-Without one, a connection takes ``OUTBOUND_SECURITY``, which a node sets while it runs so that
-all of its inter-node connections secure themselves as its controller listener requires.
+A ``ClientSecurity`` adds TLS and a SASL login (after ApiVersions, before any other request);
+without one the connection is PLAINTEXT. A node's own connections to its peers take the node's
+inter-node security explicitly (``kraftwire.net.peers``).
 """
 
 from __future__ import annotations
 
 import logging
 import struct
-from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import count
 from typing import Any
@@ -32,7 +31,6 @@ from kraftwire.security.settings import ClientSecurity
 
 log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
-OUTBOUND_SECURITY: ContextVar[ClientSecurity | None] = ContextVar("kraftwire_outbound_security", default=None)
 
 
 class RequestFailed(Exception):
@@ -60,7 +58,7 @@ class Connection:
         self.connect_timeout_s = connect_timeout_s
         self.max_response_bytes = max_response_bytes
         self.negotiate = negotiate
-        self.security = security if security is not None else OUTBOUND_SECURITY.get()
+        self.security = security
         self._stream: ByteStream | None = None
         self._pending: dict[int, _Pending] = {}
         self._corr = count(1)

@@ -19,7 +19,6 @@ from typing import Any
 
 import anyio
 
-from kraftwire.broker.channel import ControllerChannel
 from kraftwire.broker.envelope import FORWARDED_APIS
 from kraftwire.broker.forwarding import ForwardingManager
 from kraftwire.broker.heartbeats import LifecycleDriver
@@ -40,6 +39,7 @@ from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.net.limits import ConnectionLimits
+from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import KafkaServer, Reply, RequestContext
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import (
@@ -59,11 +59,11 @@ from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.snapshots import snapshot_step
 from kraftwire.node.view import LogPartitionView
-from kraftwire.node.voter_pool import VoterPool
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.framing import Request
 from kraftwire.raft.core import RaftCore
 from kraftwire.security.sasl import SASL_APIS
+from kraftwire.security.settings import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,8 @@ def directory_uuid(directory_id: str) -> uuid.UUID:
     return uuid.uuid4()
 
 
-async def discover_voters(servers: list[str], listener: str, timeout_s: float) -> dict[int, tuple[str, int]]:
+async def discover_voters(servers: list[str], listener: str, timeout_s: float,
+                          security: ClientSecurity | None) -> dict[int, tuple[str, int]]:
     """Voter ids and controller endpoints from DescribeQuorum v2 on controller.quorum.bootstrap.servers."""
     from kraftwire.protocol.messages import describe_quorum_request as dq
 
@@ -100,7 +101,7 @@ async def discover_voters(servers: list[str], listener: str, timeout_s: float) -
         for server in servers:
             host, _, port = server.rpartition(":")
             conn = Connection(tg, host.strip("[]"), int(port), client_id="kraftwire-broker-bootstrap",
-                              connect_timeout_s=timeout_s)
+                              connect_timeout_s=timeout_s, security=security)
             try:
                 resp = await conn.request(dq.DescribeQuorumRequest([dq.TopicData(
                     reads.METADATA_TOPIC, [dq.PartitionData(0)])]), None, timeout_s)
@@ -157,6 +158,14 @@ class BrokerNode:
         self.voters: dict[int, tuple[str, int]] = {v.node_id: (v.host, v.port) for v in cfg.voters}
         self.core: Any = None
         self.driver: Any = None
+        # Forwarded admin writes are authorized by the controller, as the client inside the Envelope.
+        self.security = NodeSecurity(cfg, lambda: self.metadata.image, skip=FORWARDED_APIS)
+        # Every request to a voter (Raft's own, heartbeats, forwarded Envelopes, relayed group requests and
+        # DescribeQuorum) goes through one peer client; heartbeats and forwarding have lanes of their own,
+        # so that neither waits behind the other (a controller answers one connection's requests in order).
+        self.peers = PeerClient(self.voters, security=self.security.outbound, leader_hint=self._leader_hint,
+                                client_id=f"kraftwire-broker-{cfg.node_id}",
+                                connect_timeout_s=cfg["controller.quorum.request.timeout.ms"] / 1000)
         self.view: Any = None
         self.raft_metrics: Any = None
         if voter is not None:
@@ -178,29 +187,19 @@ class BrokerNode:
             initial_registration_timeout_ms=cfg["initial.broker.registration.timeout.ms"],
             retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]),
             max_backoff_ms=max(100, min(1000, cfg["broker.heartbeat.interval.ms"]))))
-        # Heartbeats and forwarded requests use separate connections, so that neither waits behind
-        # the other (a controller answers one connection's requests in order).
-        connect_s = cfg["controller.quorum.request.timeout.ms"] / 1000
-        self.channel = ControllerChannel(self.voters, self._leader_hint, client_id=f"kraftwire-broker-{cfg.node_id}",
-                                         connect_timeout_s=connect_s)
-        self.forwarding_channel = ControllerChannel(self.voters, self._leader_hint, connect_timeout_s=connect_s,
-                                                    client_id=f"kraftwire-broker-{cfg.node_id}-forwarding")
-        self.lifecycle_driver = LifecycleDriver(self.lifecycle, self.channel, lambda: self.metadata.applied_offset,
+        self.lifecycle_driver = LifecycleDriver(self.lifecycle, self.peers, lambda: self.metadata.applied_offset,
                                                 wall_ms, request_timeout_ms=cfg["controller.quorum.request.timeout.ms"])
         self.metadata.on_change.append(self.lifecycle_driver.wake)
         self.forwarding_metrics = ForwardingMetrics()
-        self.forwarding = ForwardingManager(self.forwarding_channel, self.forwarding_metrics,
+        self.forwarding = ForwardingManager(self.peers, self.forwarding_metrics,
                                             default_timeout_ms=cfg["request.timeout.ms"],
                                             retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]))
         # Consumer groups live on the voters: group requests are relayed to the group's owner over
         # connections of their own (a parked JoinGroup must not hold up other requests).
-        self.relay = VoterPool(self.voters, connect_timeout_s=connect_s)
-        self.groups = GroupRouter(self._voter_list(), self.relay)
+        self.groups = GroupRouter(self._voter_list(), self.peers)
         self.apis = supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS, **GROUP_APIS, 55: RAFT_APIS[55],
                                **SASL_APIS}, raft=False)
-        # Forwarded admin writes are authorized by the controller, as the client inside the Envelope.
         self.dispatcher = self._dispatcher()
-        self.security = NodeSecurity(cfg, lambda: self.metadata.image, skip=FORWARDED_APIS)
         self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
             self.apis, int(Errors.UNSUPPORTED_VERSION)), 0),
             max_request_bytes=cfg["socket.request.max.bytes"],
@@ -216,7 +215,7 @@ class BrokerNode:
         self.core = RaftCore(cfg.node_id, frozenset(self.voters), raft_config(cfg), self.log, self.store,
                              random.Random(), self.cluster_id, wall_ms(), listener=self.metadata,
                              directory_id=self.directory_id)
-        self.driver = RaftDriver(self.core, dict(self.voters),
+        self.driver = RaftDriver(self.core, self.peers,
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"], nodes=[],
                                  leader_endpoints=[])
         self.view = BrokerLogView(self.core, self.log, cfg.node_id)
@@ -249,17 +248,14 @@ class BrokerNode:
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve until cancelled; ``task_status`` gets the bound listener addresses."""
         cfg = self.cfg
-        self.security.activate()
         async with anyio.create_task_group() as tg:
-            self.channel.attach(tg)
-            self.forwarding_channel.attach(tg)
-            self.relay.attach(tg)
+            self.peers.attach(tg)
             if self.core is None:
                 self.voters = await discover_voters(cfg["controller.quorum.bootstrap.servers"],
                                                     cfg.controller_listener,
-                                                    cfg["controller.quorum.request.timeout.ms"] / 1000)
-                self.channel.voters = dict(self.voters)
-                self.forwarding_channel.voters = dict(self.voters)
+                                                    cfg["controller.quorum.request.timeout.ms"] / 1000,
+                                                    self.security.outbound)
+                self.peers.set_peers(self.voters)
                 self.groups.set_voters(self._voter_list())
                 self._build_raft()
             log.info("broker %d starting: cluster %s, voters %s, log end offset %d", cfg.node_id,
@@ -321,11 +317,7 @@ class BrokerNode:
             log.info("broker %d: controlled shutdown complete", self.cfg.node_id)
         if self.voter is None:
             self.log.flush()
-            if self.driver is not None:
-                await self.driver.close()
-        await self.channel.close()
-        await self.forwarding_channel.close()
-        await self.relay.close()
+        await self.peers.close()
 
     # -- request dispatch ----------------------------------------------------------------------
     def local_view(self, listener: str) -> LocalView:
@@ -438,7 +430,7 @@ class BrokerNode:
                 continue
             tried.add(node)
             try:
-                resp = await self.relay.request(node, body, version, max(0.1, budget - anyio.current_time()),
+                resp = await self.peers.relay(node, body, version, max(0.1, budget - anyio.current_time()),
                                                 client_id)
             except RequestFailed as e:
                 log.debug("DescribeQuorum via controller %d failed: %s", node, e)

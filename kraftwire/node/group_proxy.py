@@ -6,7 +6,7 @@ same way). Its state and committed offsets are kept by that voter only.
 
 ``GroupRouter`` serves group requests on a node that does not hold the group: always on a broker,
 and on a voter when a client sends a group request to it anyway. It sends the request to the owner
-over a ``VoterPool`` connection of its own (a parked JoinGroup must not block other members), under
+over a relay connection of its own (``PeerClient.relay``) (a parked JoinGroup must not block other members), under
 the client's own client id, and relays the answer. Requests naming several groups (DescribeGroups,
 OffsetFetch v8+) are split by owner and the answers merged in the request's order; ListGroups on a
 broker asks every voter. When the owner cannot be reached the client gets COORDINATOR_NOT_AVAILABLE,
@@ -26,7 +26,7 @@ from kraftwire.group.responses import (
     sync_response,
 )
 from kraftwire.net.client import RequestFailed
-from kraftwire.node.voter_pool import VoterPool
+from kraftwire.net.peers import PeerClient
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import describe_groups_response as dgr
 from kraftwire.protocol.messages import offset_commit_response as ocr
@@ -136,14 +136,13 @@ class GroupRouter:
     """Sends group requests to the voters that own their groups; ``local_id`` is this node's id if it
     is a voter (its own groups are served by the ``local`` callable passed to ``route``)."""
 
-    def __init__(self, voters: list[Voter], pool: VoterPool, local_id: int | None = None) -> None:
+    def __init__(self, voters: list[Voter], peers: PeerClient, local_id: int | None = None) -> None:
         self.voters = sorted(voters)
-        self.pool = pool
+        self.peers = peers
         self.local_id = local_id
 
     def set_voters(self, voters: list[Voter]) -> None:
         self.voters = sorted(voters)
-        self.pool.voters = {i: (h, p) for i, h, p in voters}
 
     def owner(self, group_id: str) -> Voter:
         return owner_of(group_id, self.voters)
@@ -189,7 +188,7 @@ class GroupRouter:
         if node_id == self.local_id and local is not None:
             return await local(body)
         try:
-            return await self.pool.request(node_id, body, version, _timeout_s(api_key, version, body), client_id)
+            return await self.peers.relay(node_id, body, version, _timeout_s(api_key, version, body), client_id)
         except RequestFailed as e:
             log.info("group coordinator %d unreachable for API %d: %s", node_id, api_key, e)
             return error_response(api_key, version, body)

@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 
 from kraftwire.group import Completion, Done, GroupCoordinator
+from kraftwire.net.peers import PeerClient
 from kraftwire.node.group_proxy import FIND_COORDINATOR, LIST_GROUPS, GroupRouter, find_coordinator, owner_of
-from kraftwire.node.voter_pool import VoterPool
 
 __all__ = ["GroupShell", "owner_of"]
 
@@ -22,13 +22,12 @@ __all__ = ["GroupShell", "owner_of"]
 class GroupShell:
     """Serves group APIs: immediate answers return at once, parked ones when their completion arrives."""
 
-    def __init__(self, coordinator: GroupCoordinator, clock: Callable[[], int],
+    def __init__(self, coordinator: GroupCoordinator, clock: Callable[[], int], peers: PeerClient,
                  voters: list[tuple[int, str, int]] | None = None) -> None:
         self.coordinator = coordinator
         self.clock = clock
         self.voters = voters or [(coordinator.node_id, coordinator.config.host, coordinator.config.port)]
-        self.router = GroupRouter(self.voters, VoterPool({i: (h, p) for i, h, p in self.voters}),
-                                  local_id=coordinator.node_id)
+        self.router = GroupRouter(self.voters, peers, local_id=coordinator.node_id)
         self._parked: dict[int, tuple[anyio.Event, list[Any]]] = {}
         self._wake = anyio.Event()
 
@@ -68,11 +67,6 @@ class GroupShell:
                 parked[0].set()
 
     async def run_timer(self) -> None:
-        async with anyio.create_task_group() as tg:
-            self.router.pool.attach(tg)
-            await self._timer()
-
-    async def _timer(self) -> None:
         self._complete(self.coordinator.tick(self.clock()))
         while True:
             deadline = self.coordinator.next_deadline()

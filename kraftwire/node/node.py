@@ -23,6 +23,7 @@ from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import SUPPORTED_FEATURES
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.limits import ConnectionLimits
+from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import KafkaServer, Reply, RequestContext
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import (
@@ -41,7 +42,6 @@ from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.view import LogPartitionView
-from kraftwire.node.voter_pool import VoterPool
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages.describe_cluster_response import (
@@ -128,7 +128,14 @@ class Node:
         listener = cfg.controller_listener
         self.nodes = [(v.node_id, v.host, v.port, listener) for v in cfg.voters]
         own = [e for e in cfg.advertised() if e.name == listener]
-        self.driver = RaftDriver(self.core, {v.node_id: (v.host, v.port) for v in cfg.voters},
+        self.security = NodeSecurity(cfg, lambda: self.controller.controller.committed_image, bootstrap=bootstrap)
+        # Every request to another voter (Raft's, its ControllerRegistration, a client's relayed group
+        # request or DescribeQuorum) goes through this one client; Raft has a lane of its own, so that
+        # nothing queues behind a follower's parked Fetch long-poll.
+        self.peers = PeerClient({v.node_id: (v.host, v.port) for v in cfg.voters}, security=self.security.outbound,
+                                client_id=f"kraftwire-{cfg.node_id}", leader_hint=lambda: self.core.leader_id,
+                                connect_timeout_s=cfg["controller.quorum.request.timeout.ms"] / 1000)
+        self.driver = RaftDriver(self.core, self.peers,
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"], nodes=self.nodes,
                                  leader_endpoints=[(e.name, e.host, e.port) for e in own])
         self.controller.attach(self.core, self.driver)
@@ -141,11 +148,10 @@ class Node:
             offset_store = FileOffsetStore(store_dir(cfg.metadata_log_dir))
         self.groups = GroupShell(GroupCoordinator(cfg.node_id, offset_store, GroupConfig.from_properties(
             cfg.raw, host=client.host, port=client.port)), wall_ms,
-            voters=[(v.node_id, v.host, v.port) for v in cfg.voters])
+            self.peers, voters=[(v.node_id, v.host, v.port) for v in cfg.voters])
         self.view = LogPartitionView(self.core, self.log)
         self.apis = supported({**CONTROLLER_APIS, **GROUP_APIS, **ENVELOPE_APIS, **SASL_APIS})
         self.dispatcher = self._dispatcher()
-        self.security = NodeSecurity(cfg, lambda: self.controller.controller.committed_image, bootstrap=bootstrap)
         self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
             self.apis, int(Errors.UNSUPPORTED_VERSION)), 0),
             max_request_bytes=cfg["socket.request.max.bytes"],
@@ -157,10 +163,6 @@ class Node:
         served = {e.name for e in self.serve_listeners}
         advertised = [e for e in cfg.advertised() if e.name in served]
         advertised += [e for e in cfg.listeners if e.name == listener and all(a.name != listener for a in advertised)]
-        # Requests this voter sends to another for itself or a client (its ControllerRegistration, a
-        # client's DescribeQuorum) use connections of their own, never the Raft driver's: on a
-        # follower's connection to the leader a Fetch long-poll is parked, and they would queue behind it.
-        self.peer_pool = VoterPool({v.node_id: (v.host, v.port) for v in cfg.voters}, max_idle=2)
         self.registrar: ControllerRegistrar | None = None
         if len(cfg.voters) > 1:
             self.registrar = ControllerRegistrar(
@@ -171,13 +173,12 @@ class Node:
         """Serve until cancelled; ``task_status`` gets the bound listener addresses."""
         log.info("node %d starting: cluster %s, voters %s, log end offset %d", self.cfg.node_id, self.cluster_id,
                  self.voters, self.log.end_offset)
-        self.security.activate()
         async with anyio.create_task_group() as tg:
+            self.peers.attach(tg)
             await tg.start(self.driver.run)
             tg.start_soon(self.controller.run_timer)
             tg.start_soon(self.groups.run_timer)
             if self.registrar is not None:
-                self.peer_pool.attach(tg)
                 tg.start_soon(self.registrar.run)
             if self.cfg["kraftwire.metrics.port"]:
                 host, port = await tg.start(serve_metrics, CombinedMetrics(self.metrics, self.server),
@@ -196,8 +197,7 @@ class Node:
             with anyio.move_on_after(grace_s):
                 await anyio.sleep(min(grace_s, 0.2))
         self.log.flush()
-        await self.driver.close()
-        await self.peer_pool.close()
+        await self.peers.close()
 
     # -- request dispatch ----------------------------------------------------------------------
     async def handle(self, request: Request, ctx: RequestContext) -> Reply | None:
@@ -306,8 +306,8 @@ class Node:
         if leader is None or leader < 0 or leader == self.cfg.node_id:
             return None
         try:
-            return await self.peer_pool.request(leader, body, 0, self.driver.request_timeout_s,
-                                                        "kraftwire-controller-registration")
+            return await self.peers.relay(leader, body, 0, self.driver.request_timeout_s,
+                                          "kraftwire-controller-registration")
         except RequestFailed as e:
             log.debug("controller registration to node %d failed: %s", leader, e)
             return None
@@ -331,8 +331,8 @@ class Node:
                 or leader == self.cfg.node_id):
             return resp
         try:
-            return await self.peer_pool.request(leader, body, version, self.driver.request_timeout_s,
-                                                "kraftwire-describe-quorum")
+            return await self.peers.relay(leader, body, version, self.driver.request_timeout_s,
+                                          "kraftwire-describe-quorum")
         except RequestFailed as e:
             log.debug("DescribeQuorum forwarded to leader %d failed: %s", leader, e)
             return resp

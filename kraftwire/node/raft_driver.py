@@ -20,7 +20,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from kraftwire.net.client import Connection, RequestFailed
+from kraftwire.net.client import RequestFailed
+from kraftwire.net.peers import PeerClient
 from kraftwire.node import wire
 from kraftwire.protocol.errors import DecodeError, KafkaProtocolError
 from kraftwire.raft import messages as m
@@ -38,7 +39,7 @@ def wall_ms() -> int:
 class RaftDriver:
     """Runs a RaftCore: inbound requests, outbound requests to voters, timers, change listeners."""
 
-    def __init__(self, core: Any, peers: dict[int, tuple[str, int]], *, request_timeout_ms: int,
+    def __init__(self, core: Any, peers: PeerClient, *, request_timeout_ms: int,
                  nodes: list[tuple[int, str, int, str]], leader_endpoints: list[tuple[str, str, int]],
                  clock: Callable[[], int] = wall_ms) -> None:
         self.core = core
@@ -49,7 +50,6 @@ class RaftDriver:
         self.clock = clock
         self._ids = count(1)
         self._waiting: dict[int, tuple[anyio.Event, list[Any]]] = {}
-        self._conns: dict[int, Connection] = {}
         self._tg: TaskGroup | None = None
         self._wake = anyio.Event()
         self.changed = anyio.Event()  # set (and replaced) whenever log end / HW / leader may have moved
@@ -135,12 +135,9 @@ class RaftDriver:
 
     async def _send(self, out: m.SendRequest) -> None:
         api_key = API_OF[type(out.msg)]
-        conn = self._conn(out.dest_id)
-        if conn is None:
-            self.call(self.core.handle_request_failed, out.request_id)
-            return
         try:
-            await conn.connect()  # the version is chosen from the peer's ApiVersions, never before it
+            # the version is chosen from the peer's ApiVersions, never before it
+            conn = await self.peers.connect(out.dest_id, "raft", self.request_timeout_s)
             version = conn.version_for(api_key)
             try:
                 body = wire.request_to_wire(out.msg, version, self.leader_endpoints)
@@ -161,21 +158,6 @@ class RaftDriver:
         if self.metrics is not None and isinstance(msg, m.FetchResponse) and msg.partition is not None:
             self.metrics.fetched(sum(len(b.records) for b in msg.partition.batches))
         self.call(self.core.handle_response, out.request_id, msg)
-
-    def _conn(self, node_id: int) -> Connection | None:
-        conn = self._conns.get(node_id)
-        if conn is None:
-            addr = self.peers.get(node_id)
-            if addr is None or self._tg is None:
-                return None
-            conn = Connection(self._tg, addr[0], addr[1], client_id=f"raft-client-{node_id}",
-                              connect_timeout_s=self.request_timeout_s)
-            self._conns[node_id] = conn
-        return conn
-
-    async def close(self) -> None:
-        for conn in self._conns.values():
-            await conn.close()
 
 
 def _error_response_msg(msg: m.Request, error: int) -> m.Response:

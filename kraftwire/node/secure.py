@@ -2,8 +2,8 @@
 
 ``NodeSecurity`` is built from the node's configuration and a function returning its current
 metadata image (SCRAM credentials and ACLs live there). Nodes call ``spec(endpoint)`` for each
-listener, ``activate()`` at the start of ``run`` (so the node's outbound connections secure
-themselves as the controller listener requires), and route every request through ``handle``,
+listener, give ``outbound`` (the controller listener's client security) to their peer client, and
+route every request through ``handle``,
 which runs the authorizer's rules when ``authorizer.class.name`` is set.
 """
 
@@ -15,7 +15,6 @@ from typing import Any
 
 from kraftwire.config import ConfigError, Endpoint, NodeConfig
 from kraftwire.metadata.image import MetadataImage
-from kraftwire.net.client import OUTBOUND_SECURITY
 from kraftwire.net.server import ListenerSpec, Reply, RequestContext
 from kraftwire.protocol.framing import Request
 from kraftwire.security.gate import Dispatch, RequestGate
@@ -60,10 +59,6 @@ class NodeSecurity:
     def spec(self, ep: Endpoint) -> ListenerSpec:
         return ListenerSpec(ep.name, ep.host, ep.port, self.cfg.security_protocol(ep.name),
                             security=self.listeners.get(ep.name))
-
-    def activate(self) -> None:
-        """Make this task's (and its children's) outbound connections use the inter-node security."""
-        OUTBOUND_SECURITY.set(self.outbound)
 
     async def handle(self, request: Request, ctx: RequestContext, dispatch: Dispatch) -> Reply | None:
         if self.gate is None:

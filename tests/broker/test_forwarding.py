@@ -7,9 +7,9 @@ import struct
 import anyio
 import pytest
 
-from kraftwire.broker.channel import ControllerChannel
 from kraftwire.broker.envelope import deserialize_principal, host_from_bytes, response_bytes
 from kraftwire.broker.forwarding import ForwardingManager
+from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import KafkaServer, ListenerSpec, Reply
 from kraftwire.node.apis import api_versions_response, supported
 from kraftwire.protocol.errors import Errors
@@ -80,8 +80,8 @@ async def test_not_controller_and_dead_controllers_are_skipped_and_the_inner_res
     async with anyio.create_task_group() as tg:
         await serve(tg, stale, p_stale)
         await serve(tg, good, p_good)
-        channel = ControllerChannel({1: ("127.0.0.1", p_stale), 2: ("127.0.0.1", p_dead), 3: ("127.0.0.1", p_good)},
-                                    lambda: 1, client_id="broker-9", connect_timeout_s=0.5)
+        channel = PeerClient({1: ("127.0.0.1", p_stale), 2: ("127.0.0.1", p_dead), 3: ("127.0.0.1", p_good)},
+                             security=None, leader_hint=lambda: 1, client_id="broker-9", connect_timeout_s=0.5)
         channel.attach(tg)
         fwd = ForwardingManager(channel, retry_backoff_ms=5)
         await run_broker(tg, fwd, p_broker)
@@ -104,7 +104,7 @@ async def test_cluster_authorization_failure_becomes_unknown_server_error():
     p_ctl, p_broker = free_ports(2)
     async with anyio.create_task_group() as tg:
         await serve(tg, refusing, p_ctl)
-        channel = ControllerChannel({1: ("127.0.0.1", p_ctl)}, lambda: 1, client_id="broker-9")
+        channel = PeerClient({1: ("127.0.0.1", p_ctl)}, security=None, leader_hint=lambda: 1, client_id="broker-9")
         channel.attach(tg)
         fwd = ForwardingManager(channel, retry_backoff_ms=5)
         await run_broker(tg, fwd, p_broker)
@@ -122,7 +122,7 @@ async def test_retries_stop_at_the_clients_timeout_with_request_timed_out():
     p_ctl, p_broker = free_ports(2)
     async with anyio.create_task_group() as tg:
         await serve(tg, nobody, p_ctl)
-        channel = ControllerChannel({1: ("127.0.0.1", p_ctl)}, lambda: None, client_id="broker-9")
+        channel = PeerClient({1: ("127.0.0.1", p_ctl)}, security=None, leader_hint=lambda: None, client_id="broker-9")
         channel.attach(tg)
         fwd = ForwardingManager(channel, retry_backoff_ms=20)
         await run_broker(tg, fwd, p_broker)
@@ -139,7 +139,7 @@ async def test_retries_stop_at_the_clients_timeout_with_request_timed_out():
 
 def test_channel_prefers_the_raft_leader_then_tries_every_other_voter():
     hint = [2]
-    ch = ControllerChannel({1: ("h", 1), 2: ("h", 2), 3: ("h", 3)}, lambda: hint[0], client_id="x")
+    ch = PeerClient({1: ("h", 1), 2: ("h", 2), 3: ("h", 3)}, security=None, leader_hint=lambda: hint[0], client_id="x")
     assert ch.candidate() == 2
     ch.failed(2)
     tried = {2}

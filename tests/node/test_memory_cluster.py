@@ -103,5 +103,5 @@ async def test_a_follower_forwards_describe_quorum_beside_its_fetch_long_poll():
             await conn.close()
         part = resp.topics[0].partitions[0]
         assert part.error_code == 0 and part.leader_id == leader.cfg.node_id
-        assert follower.peer_pool.opened == 1, "forwarded on a peer-pool connection, not the Raft one"
+        assert follower.peers.opened == 1, "forwarded on a peer-pool connection, not the Raft one"
         print("follower's DescribeQuorum answered in " + ", ".join(f"{t * 1000:.1f}" for t in took) + " ms")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import KafkaServer, ListenerSpec, Reply
 from kraftwire.node import wire
 from kraftwire.node.raft_driver import RaftDriver
@@ -76,11 +77,13 @@ async def test_first_vote_goes_out_at_the_peers_version():
         server = KafkaServer(peer.handle, lambda: Reply(ApiVersionsResponse(error_code=int(
             Errors.UNSUPPORTED_VERSION)), 0))
         host, port = await tg.start(server.serve, ListenerSpec("CONTROLLER", "127.0.0.1", 0))
-        driver = RaftDriver(core, {2: (host, port)}, request_timeout_ms=2000, nodes=[], leader_endpoints=[])
+        peers = PeerClient({2: (host, port)}, security=None, client_id="raft-test")
+        peers.attach(tg)
+        driver = RaftDriver(core, peers, request_timeout_ms=2000, nodes=[], leader_endpoints=[])
         await tg.start(driver.run)
         with anyio.fail_after(10):
             await core.done.wait()
-        await driver.close()
+        await peers.close()
         tg.cancel_scope.cancel()
     assert peer.seen == [(52, 0)]
     assert core.outcome and isinstance(core.outcome[0], m.VoteResponse) and core.outcome[0].partition.vote_granted
