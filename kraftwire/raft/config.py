@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-KNOWN_BUGS = frozenset({"double_vote", "observer_counts_for_hw", "no_own_epoch_hw_rule",
-                        "no_truncate_on_diverge", "snapshot_not_loaded", "prevote_lost_stands"})
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,9 +16,6 @@ class RaftConfig:
     ``fetch_snapshot_max_bytes`` is ours too: Kafka asks for a whole snapshot per FetchSnapshot
     (MaxBytes left at its 2^31-1 default); we ask for chunks of at most this size, so a large snapshot
     never needs one huge response buffer on either side.
-
-    ``_bugs`` is TEST-ONLY: names from ``KNOWN_BUGS`` switch the core into deliberately broken
-    behaviour so mutation tests can show the simulator's invariants catch it. Never set it elsewhere.
 
     ``defer_flush``: the core does not fsync its log on the hot paths; it emits ``PersistLog`` and the
     shell runs the fsync off its event loop. A leader counts its own log toward the high watermark when
@@ -49,11 +43,7 @@ class RaftConfig:
     fetch_timeout_jitter: float = 0.5
     pre_vote: bool = True                    # KIP-996 (Kafka 4.x); False = Kafka 3.9's direct candidacy
     defer_flush: bool = False                # log fsyncs are PersistLog outputs (server, simulator)
-    _bugs: frozenset[str] = field(default=frozenset())
 
     def __post_init__(self) -> None:
-        unknown = set(self._bugs) - KNOWN_BUGS
-        if unknown:
-            raise ValueError(f"unknown test bug flags: {sorted(unknown)}")
         if not 0.0 <= self.fetch_timeout_jitter < 1.0:
             raise ValueError("fetch_timeout_jitter must be in [0, 1)")

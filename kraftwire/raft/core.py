@@ -23,6 +23,7 @@ import random
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Protocol
 
 from kraftwire.protocol.control import leader_change_record
@@ -31,6 +32,7 @@ from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import messages as m
 from kraftwire.raft import story
 from kraftwire.raft.config import RaftConfig
+from kraftwire.raft.faults import NO_FAULTS, RaftFaults
 from kraftwire.raft.log import (
     ElectionState,
     LogTruncationError,
@@ -52,6 +54,7 @@ from kraftwire.raft.state import (
     State,
     Unattached,
     Voted,
+    check_transition,
 )
 
 NONE = int(Errors.NONE)
@@ -85,10 +88,22 @@ class SnapshotListener(Protocol):
         """
 
 
+class Kind(Enum):
+    """What an outbound request is for (its answer is handled by kind)."""
+
+    PREVOTE = "prevote"
+    VOTE = "vote"
+    BEGIN_EPOCH = "bqe"
+    END_EPOCH = "eqe"
+    FETCH = "fetch"
+    PROBE = "probe"          # a re-joining voter's Fetch to learn a voter's epoch
+    SNAPSHOT = "snapshot"
+
+
 @dataclass(slots=True)
 class _Inflight:
     dest: int
-    kind: str          # prevote | vote | bqe | eqe | fetch | probe | snapshot
+    kind: Kind
     epoch: int
     fetch_offset: int = -1   # fetch: the fetch offset; snapshot: the position asked for
 
@@ -108,7 +123,8 @@ class RaftCore:
     def __init__(self, node_id: int | None, voters: Iterable[int], config: RaftConfig, log: ReplicatedLog,
                  store: QuorumStateStore, rng: random.Random, cluster_id: str | None, now_ms: int,
                  listener: RaftListener | None = None, *, rejoining: bool = False,
-                 directory_id: uuid.UUID | None = None, vote_floor: tuple[int, int] | None = None) -> None:
+                 directory_id: uuid.UUID | None = None, vote_floor: tuple[int, int] | None = None,
+                 faults: RaftFaults = NO_FAULTS) -> None:
         self.node_id = -1 if node_id is None else node_id
         self.directory_id = directory_id  # meta.properties directory.id (KIP-853 ReplicaDirectoryId)
         # (epoch, end offset) an undamaged log of ours reached at most (see ``vote_floor``).
@@ -121,7 +137,7 @@ class RaftCore:
         self.rng = rng
         self.cluster_id = cluster_id
         self.listener = listener
-        self._bugs = config._bugs
+        self.faults = faults
         self.majority = len(self.voters) // 2 + 1
         self.hw: int | None = None            # this replica's high watermark (exclusive); None = unknown
         self._applied = 0                      # commits reported up to here
@@ -249,7 +265,7 @@ class RaftCore:
                 del self._busy[req.dest]
             self._backoff[req.dest] = now + self.config.retry_backoff_ms
             st = self.state
-            if req.kind == "fetch" and isinstance(st, Observer) and st.epoch == req.epoch:
+            if req.kind is Kind.FETCH and isinstance(st, Observer) and st.epoch == req.epoch:
                 st.next_index += 1
         self._poll(now)
         return self._drain()
@@ -368,7 +384,7 @@ class RaftCore:
     def _can_send(self, dest: int, now: int) -> bool:
         return dest not in self._busy and self._backoff.get(dest, 0) <= now
 
-    def _send(self, now: int, dest: int, kind: str, msg: m.Request, fetch_offset: int = -1) -> None:
+    def _send(self, now: int, dest: int, kind: Kind, msg: m.Request, fetch_offset: int = -1) -> None:
         rid = self._next_id
         self._next_id += 1
         self._inflight[rid] = _Inflight(dest, kind, self.state.epoch, fetch_offset)
@@ -431,6 +447,7 @@ class RaftCore:
             for parked in old.parked.values():
                 self._respond(parked.request_id, self._fetch_error(Errors.NOT_LEADER_OR_FOLLOWER, st))
             old.parked.clear()
+        check_transition(old, st)
         self.state = st
         story.transition(self, old, st)
         self._reset_connections()
@@ -461,7 +478,7 @@ class RaftCore:
 
     def _prevote_lost(self, now: int, st: Prospective) -> None:
         """Back to the role we came from, with a fresh timer; nothing was persisted meanwhile."""
-        if "prevote_lost_stands" in self._bugs:
+        if self.faults.prevote_lost_stands:
             self._to_candidate(now)
             return
         if st.leader_id == self.node_id:
@@ -564,7 +581,7 @@ class RaftCore:
         if st.unendorsed and now >= st.bqe_next_ms:
             for v in sorted(st.unendorsed):
                 if self._can_send(v, now):
-                    self._send(now, v, "bqe", m.BeginQuorumEpochRequest(self.cluster_id, self.node_id, st.epoch, v))
+                    self._send(now, v, Kind.BEGIN_EPOCH, m.BeginQuorumEpochRequest(self.cluster_id, self.node_id, st.epoch, v))
             st.bqe_next_ms = now + self.config.fetch_timeout_ms // 2
         for parked in list(st.parked.values()):
             if (now >= parked.deadline or self.log.end_offset > parked.fetch_offset
@@ -587,7 +604,7 @@ class RaftCore:
                             candidate_directory_id=self.directory_id)
         for v in self.voters:
             if v not in st.granted and v not in st.rejected and self._can_send(v, now):
-                self._send(now, v, "vote", req)
+                self._send(now, v, Kind.VOTE, req)
 
     def _poll_prospective(self, now: int, st: Prospective) -> None:
         if len(st.granted) >= self.majority:
@@ -600,7 +617,7 @@ class RaftCore:
                             pre_vote=True, candidate_directory_id=self.directory_id)
         for v in self.voters:
             if v not in st.granted and v not in st.rejected and self._can_send(v, now):
-                self._send(now, v, "prevote", req)
+                self._send(now, v, Kind.PREVOTE, req)
 
     def _start_backoff(self, now: int, st: Candidate) -> None:
         cap = min(self.config.election_backoff_max_ms,
@@ -618,7 +635,7 @@ class RaftCore:
             if st.snapshot is not None:
                 self._send_fetch_snapshot(now, st)
             else:
-                self._send_fetch(now, st.leader_id, st.epoch, self.config.fetch_max_wait_ms, "fetch")
+                self._send_fetch(now, st.leader_id, st.epoch, self.config.fetch_max_wait_ms, Kind.FETCH)
 
     def _poll_observer(self, now: int, st: Observer) -> None:
         if not self.voters or self._busy or (self.config.defer_flush and not self._durable()):
@@ -627,13 +644,13 @@ class RaftCore:
             dest = self.voters[(st.next_index + i) % len(self.voters)]
             if dest != self.node_id and self._can_send(dest, now):
                 st.next_index += i
-                self._send_fetch(now, dest, st.epoch, 0, "fetch")
+                self._send_fetch(now, dest, st.epoch, 0, Kind.FETCH)
                 return
 
     def _poll_resigned(self, now: int, st: Resigned) -> None:
         for v in sorted(st.unacked):
             if self._can_send(v, now):
-                self._send(now, v, "eqe", m.EndQuorumEpochRequest(self.cluster_id, self.node_id, st.epoch,
+                self._send(now, v, Kind.END_EPOCH, m.EndQuorumEpochRequest(self.cluster_id, self.node_id, st.epoch,
                                                                   st.preferred_successors))
         if not st.shutting_down and now >= st.election_deadline:
             if self.can_stand:
@@ -641,7 +658,7 @@ class RaftCore:
             else:
                 self._to_unattached(now, st.epoch + 1)
 
-    def _send_fetch(self, now: int, dest: int, epoch: int, max_wait: int, kind: str) -> None:
+    def _send_fetch(self, now: int, dest: int, epoch: int, max_wait: int, kind: Kind) -> None:
         self._flush()  # the leader counts our fetch offset as replicated: it must be durable
         offset = self.log.end_offset
         req = m.FetchRequest(self.cluster_id, self.node_id, max_wait, offset, self.log.last_epoch(), epoch,
@@ -656,7 +673,7 @@ class RaftCore:
         req = m.FetchSnapshotRequest(self.cluster_id, self.node_id, st.epoch,
                                      m.SnapshotIdField(dl.snapshot_id.end_offset, dl.snapshot_id.epoch),
                                      position, self.config.fetch_snapshot_max_bytes, self.directory_id)
-        self._send(now, st.leader_id, "snapshot", req, position)
+        self._send(now, st.leader_id, Kind.SNAPSHOT, req, position)
 
     def _send_probes(self, now: int) -> None:
         rj = self._rejoin
@@ -665,7 +682,7 @@ class RaftCore:
             return
         for v in sorted(rj.unprobed):
             if self._can_send(v, now):
-                self._send_fetch(now, v, self.state.epoch, 0, "probe")
+                self._send_fetch(now, v, self.state.epoch, 0, Kind.PROBE)
 
     # ------------------------------------------------------------------------------ Vote
     def _on_vote_request(self, now: int, rid: int, req: m.VoteRequest) -> None:
@@ -698,7 +715,7 @@ class RaftCore:
             return
         granted = self._can_grant(req)
         if granted and isinstance(self.state, Unattached | Voted):
-            if not isinstance(self.state, Voted) or self.state.voted_id != req.candidate_id:
+            if not isinstance(self.state, Voted):
                 self._set_state(Voted(self.state.epoch, req.candidate_id, now + self._election_timeout()))
         story.vote(self, req, granted)
         self._respond(rid, self._vote_response(Errors.NONE, granted))
@@ -713,7 +730,7 @@ class RaftCore:
         if isinstance(st, Voted):
             if st.voted_id == req.candidate_id:
                 return True
-            return "double_vote" in self._bugs and up_to_date
+            return self.faults.double_vote and up_to_date
         if isinstance(st, Candidate):
             return req.candidate_id == self.node_id
         return False
@@ -744,7 +761,7 @@ class RaftCore:
 
     def _on_vote_response(self, now: int, req: _Inflight, resp: m.VoteResponse) -> None:
         st = self.state
-        if (resp.error_code == Errors.UNSUPPORTED_VERSION and req.kind == "prevote"
+        if (resp.error_code == Errors.UNSUPPORTED_VERSION and req.kind is Kind.PREVOTE
                 and isinstance(st, Prospective) and st.epoch == req.epoch):
             # A voter that predates Vote v2 cannot answer a pre-vote: stand at once (Kafka 4.x).
             self._to_candidate(now)
@@ -760,11 +777,11 @@ class RaftCore:
         if p.error_code != NONE:
             self._backoff[req.dest] = now + self.config.retry_backoff_ms
             return
-        if isinstance(st, Prospective) and req.kind == "prevote" and p.leader_epoch == st.epoch == req.epoch:
+        if isinstance(st, Prospective) and req.kind is Kind.PREVOTE and p.leader_epoch == st.epoch == req.epoch:
             (st.granted if p.vote_granted else st.rejected).add(req.dest)
             self._maybe_win_prevote(now)
             return
-        if (not isinstance(st, Candidate) or req.kind != "vote" or p.leader_epoch != st.epoch
+        if (not isinstance(st, Candidate) or req.kind is not Kind.VOTE or p.leader_epoch != st.epoch
                 or req.epoch != st.epoch):
             return
         story.vote_result(self, req.dest, st.epoch, p.vote_granted)
@@ -829,9 +846,9 @@ class RaftCore:
         st = self.state
         if p.error_code != NONE or req.epoch != st.epoch:
             return
-        if req.kind == "bqe" and isinstance(st, Leader):
+        if req.kind is Kind.BEGIN_EPOCH and isinstance(st, Leader):
             st.unendorsed.discard(req.dest)
-        elif req.kind == "eqe" and isinstance(st, Resigned):
+        elif req.kind is Kind.END_EPOCH and isinstance(st, Resigned):
             st.unacked.discard(req.dest)
 
     # ------------------------------------------------------------------------------ Fetch (leader side)
@@ -947,7 +964,7 @@ class RaftCore:
         own.end_offset = self.log.flushed_offset
         own.last_fetch_ms = own.last_caught_up_ms = now
         offsets = [p.end_offset if p.end_offset is not None else -1 for p in st.voters.values()]
-        if "observer_counts_for_hw" in self._bugs:
+        if self.faults.observer_counts_for_hw:
             offsets += [p.end_offset if p.end_offset is not None else -1 for p in st.observers.values()]
         offsets.sort(reverse=True)
         # A majority's durable copies commit an offset; like Kafka's leader, ours also waits for its own
@@ -955,7 +972,7 @@ class RaftCore:
         candidate = min(offsets[len(self.voters) // 2], own.end_offset)
         if candidate <= 0:
             return
-        if candidate <= st.epoch_start_offset and "no_own_epoch_hw_rule" not in self._bugs:
+        if candidate <= st.epoch_start_offset and not self.faults.no_own_epoch_hw_rule:
             return
         if st.hw is None or candidate > st.hw:
             st.hw = candidate
@@ -977,7 +994,7 @@ class RaftCore:
             # cluster holds no vote of ours and can never lead us; ask the next one.
             story.refused_by_peer(self, req.dest, "Fetch", "INCONSISTENT_CLUSTER_ID")
             self._backoff[req.dest] = now + self.config.retry_backoff_ms
-            if isinstance(st, Observer) and req.kind == "fetch":
+            if isinstance(st, Observer) and req.kind is Kind.FETCH:
                 st.next_index += 1
             self._probed(now, req.dest)
             return
@@ -989,7 +1006,7 @@ class RaftCore:
         rj = self._rejoin
         if self._probed(now, req.dest):
             return
-        if req.kind == "probe":
+        if req.kind is Kind.PROBE:
             return
         st = self.state
         if p.error_code != NONE:
@@ -1013,7 +1030,7 @@ class RaftCore:
                 self._backoff[req.dest] = now + self.config.retry_backoff_ms
             return
         if p.diverging_epoch is not None:
-            if "no_truncate_on_diverge" in self._bugs:
+            if self.faults.no_truncate_on_diverge:
                 return
             local = self.log.end_offset_for_epoch(p.diverging_epoch.epoch)
             cut = min(p.diverging_epoch.end_offset, local.offset)
@@ -1149,7 +1166,7 @@ class RaftCore:
             return  # corrupt in transit: the next Fetch asks for it again
         story.snapshot_installed(self, sid, len(data))
         self._raise_hw(sid.end_offset)
-        if "snapshot_not_loaded" in self._bugs:
+        if self.faults.snapshot_not_loaded:
             self._applied = max(self._applied, sid.end_offset)
 
     # ------------------------------------------------------------------------------ commits

@@ -157,3 +157,34 @@ class Leader:
 
 
 State = Unattached | Voted | Prospective | Candidate | Follower | Observer | Resigned | Leader
+
+
+class IllegalTransition(RuntimeError):
+    """A role change Raft does not allow: a bug in the core, never a peer's doing."""
+
+
+# Moves within one epoch: a vote, a leader learnt, an election started, won or given up, a resignation.
+_SAME_EPOCH: dict[type, frozenset[type]] = {
+    Unattached: frozenset({Voted, Follower, Prospective, Observer}),
+    Voted: frozenset({Follower, Prospective}),
+    Prospective: frozenset({Unattached, Voted, Follower, Resigned}),   # back to the role it left
+    Candidate: frozenset({Leader, Follower, Prospective}),
+    Leader: frozenset({Resigned}),
+    Resigned: frozenset({Prospective}),
+    Follower: frozenset({Prospective, Observer}),
+    Observer: frozenset({Follower, Unattached}),
+}
+# Roles a replica may take in a higher epoch. Leader and Resigned only follow a won election in the
+# same epoch; a Prospective keeps its epoch; only a leader never stands as a candidate directly.
+_NEW_EPOCH = frozenset({Unattached, Voted, Follower, Observer, Candidate})
+
+
+def check_transition(old: State, new: State) -> None:
+    """Raise ``IllegalTransition`` unless Raft allows ``old`` → ``new``."""
+    if new.epoch == old.epoch:
+        if type(new) in _SAME_EPOCH[type(old)]:
+            return
+    elif new.epoch > old.epoch:
+        if type(new) in _NEW_EPOCH and not (type(new) is Candidate and type(old) is Leader):
+            return
+    raise IllegalTransition(f"{old.name} in epoch {old.epoch} -> {new.name} in epoch {new.epoch}")

@@ -21,6 +21,7 @@ from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import messages as m
 from kraftwire.raft.core import RaftCore
+from kraftwire.raft.faults import RaftFaults
 from kraftwire.raft.log import SnapshotId
 from kraftwire.raft.memory import MemoryLog, MemoryStateStore, SimulatedCrash
 from kraftwire.raft.snapshot import data_batches, frame
@@ -89,7 +90,8 @@ class Simulation:
         self.seed = seed
         self.cfg = cfg
         self.rng = random.Random(seed)
-        self.raft = replace(cfg.raft, _bugs=frozenset(cfg.bugs)) if cfg.bugs else cfg.raft
+        self.raft = cfg.raft
+        self.bugs = RaftFaults.named(cfg.bugs)   # test-only deliberate bugs (mutation tests)
         self.now = 0
         self._heap: list[tuple[int, int, int, Any]] = []
         self._seq = 0
@@ -176,7 +178,7 @@ class Simulation:
             raft = replace(self.raft, pre_vote=False) if nid in self.cfg.old_vote_nodes else self.raft
             node.core = RaftCore(nid, self.voter_ids, raft, node.log, node.store,
                                  random.Random(self.rng.getrandbits(64)), self.cfg.cluster_id, self.now,
-                                 self._listener_for(nid), rejoining=rejoining)
+                                 self._listener_for(nid), rejoining=rejoining, faults=self.bugs)
         except SimulatedCrash:
             node.log.crash()
             self.schedule(self.now + self.rng.randint(20, 500), RESTART, (nid, node.incarnation))

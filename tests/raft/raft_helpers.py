@@ -9,6 +9,7 @@ from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import messages as m
 from kraftwire.raft.config import RaftConfig
 from kraftwire.raft.core import RaftCore
+from kraftwire.raft.faults import NO_FAULTS, RaftFaults
 from kraftwire.raft.log import ElectionState
 from kraftwire.raft.memory import MemoryLog, MemoryStateStore
 
@@ -30,7 +31,8 @@ class Recorder:
 
 def make(node_id: int | None = 1, voters: tuple[int, ...] = (1, 2, 3), *, state: ElectionState | None = None,
          batches: list[tuple[int, int]] = (), config: RaftConfig = CFG, now: int = 0,
-         rejoining: bool = False) -> tuple[RaftCore, MemoryLog, MemoryStateStore, Recorder]:
+         rejoining: bool = False, faults: RaftFaults = NO_FAULTS
+         ) -> tuple[RaftCore, MemoryLog, MemoryStateStore, Recorder]:
     """A core over a fresh memory log; ``batches`` = [(epoch, n_records)] pre-appended and flushed."""
     log = MemoryLog()
     for epoch, n in batches:
@@ -40,7 +42,8 @@ def make(node_id: int | None = 1, voters: tuple[int, ...] = (1, 2, 3), *, state:
     if state is not None:
         store.write(state)
     rec = Recorder()
-    core = RaftCore(node_id, voters, config, log, store, random.Random(7), CID, now, rec, rejoining=rejoining)
+    core = RaftCore(node_id, voters, config, log, store, random.Random(7), CID, now, rec, rejoining=rejoining,
+                    faults=faults)
     return core, log, store, rec
 
 

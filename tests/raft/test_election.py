@@ -8,6 +8,7 @@ from raft_helpers import CID, ELECTION_OUTPUTS, elect, make, requests, responses
 from kraftwire.protocol.control import ControlType, control_type
 from kraftwire.protocol.errors import Errors
 from kraftwire.raft import messages as m
+from kraftwire.raft.faults import RaftFaults
 from kraftwire.raft.log import ElectionState
 from kraftwire.raft.memory import SimulatedCrash
 
@@ -47,10 +48,7 @@ def test_one_vote_per_epoch_even_after_restart():
 
 
 def test_double_vote_bug_flag_grants_second_candidate():
-    from dataclasses import replace
-
-    from raft_helpers import CFG
-    core, *_ = make(config=replace(CFG, _bugs=frozenset({"double_vote"})))
+    core, *_ = make(faults=RaftFaults(double_vote=True))
     vote(core, 10, 1, 2, 1)
     assert vote_answer(vote(core, 11, 2, 3, 1)).partition.vote_granted
 

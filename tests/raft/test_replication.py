@@ -11,6 +11,7 @@ from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import messages as m
 from kraftwire.raft.core import NotLeaderError
+from kraftwire.raft.faults import RaftFaults
 from kraftwire.raft.log import ElectionState, LogTruncationError, OffsetAndEpoch
 from kraftwire.raft.memory import MemoryLog
 
@@ -111,7 +112,7 @@ def test_observers_never_count_for_hw():
     fetch(core, now, 1, 101, 4, 1)
     fetch(core, now, 2, 102, 4, 1)
     assert core.hw is None
-    bugged, *_ = make(config=replace(CFG, _bugs=frozenset({"observer_counts_for_hw"})))
+    bugged, *_ = make(faults=RaftFaults(observer_counts_for_hw=True))
     t = elect(bugged)
     fetch(bugged, t, 1, 101, 1, 1)
     fetch(bugged, t, 2, 102, 1, 1)
