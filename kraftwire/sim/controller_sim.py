@@ -1,4 +1,4 @@
-"""Quorum controller on the simulated quorum, with scripted broker and admin agents.
+"""Quorum controller on the simulated quorum, with broker agents (the production broker lifecycle) and an admin agent.
 
 Every voter runs the production ``ControllerRole`` (``kraftwire.core.controller_role``: replay,
 activation, commit waiters, step-down, snapshots due) over its raft core on simulated time. Broker agents register, heartbeat, catch up,
@@ -24,6 +24,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kraftwire.broker.lifecycle import BrokerLifecycle, BrokerState, LifecycleConfig
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.core.controller_role import ControllerObserver, ControllerRole
 from kraftwire.core.snapshots import SnapshotJob, store_snapshot
@@ -34,7 +35,6 @@ from kraftwire.metadata.snapshot import RetentionPolicy, SnapshotPolicy, Snapsho
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq
-from kraftwire.protocol.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRecord
 from kraftwire.protocol.metadata import decode_record
 from kraftwire.protocol.records import Record, RecordBatch
@@ -146,19 +146,25 @@ class SimControllerShell(ControllerObserver):
 # ---------------------------------------------------------------------------------------- agents
 @dataclass(slots=True)
 class BrokerAgent:
+    """A simulated broker process: the production ``BrokerLifecycle`` machine (registration, lease,
+    heartbeats, controlled shutdown) with the simulated network as its controller channel."""
+
     broker_id: int
     generation: int = 0
-    up: bool = True
-    epoch: int = -1               # -1: not registered in this incarnation
-    fenced: bool = True
-    want_shutdown: bool = False
+    up: bool = False              # the first wake starts it
+    machine: BrokerLifecycle | None = None   # one per incarnation
     target: int = 1               # the voter it believes is the active controller
     inflight: int | None = None   # request sequence awaiting an answer
     life: int = 0                 # bumps on crash/restart so stale wakes and answers are ignored
+    wake_at: int | None = None    # the one wake that counts (earlier scheduled ones are stale)
 
     @property
     def incarnation(self) -> uuid.UUID:
         return uuid.UUID(int=(self.broker_id << 32) | (self.generation + 1))
+
+    @property
+    def epoch(self) -> int:
+        return -1 if self.machine is None else self.machine.broker_epoch
 
 
 @dataclass(slots=True)
@@ -203,10 +209,14 @@ class ControllerChecker(InvariantChecker):
             raise Violation(f"broker {agent.broker_id} epoch {epoch} is not the offset of its RegisterBrokerRecord "
                             f"(offset holds {type(msg).__name__})")
 
-    def on_topic_ack(self, name: str, responder: SimControllerShell) -> None:
+    def on_topic_answer(self, name: str, responder: SimControllerShell) -> None:
+        """When a controller answers CreateTopics with success (checked then: the answer may reach the
+        client after the responder has crashed and restarted with a shorter committed prefix)."""
         if responder.ctl.committed_image.topic_by_name(name) is None:
             raise Violation(f"CreateTopics {name} acknowledged by node {responder.node.node_id} "
                             "but not in its committed image")
+
+    def on_topic_ack(self, name: str) -> None:
         self.acked_topics.add(name)
         if self.sim.healed:
             self.topic_acks_after_heal += 1
@@ -263,6 +273,7 @@ class ControllerSimulation(Simulation):
         self.shutdowns = 0
         self.interrupted: dict[str, int] = {}   # request kind -> answers lost to a controller failover
         self.last_topic_ack_offset = -1
+        self._answered_offsets: dict[int, int] = {}   # admin seq -> responder's committed offset then
         self.snapshot_images: dict[SnapshotId, MetadataImage] = {}
 
     # nodes get a fresh controller per incarnation (it replays the log from the start) ------------
@@ -353,6 +364,11 @@ class ControllerSimulation(Simulation):
     def _answer(self, seq: int, dest: int, inc: int, response: Any) -> None:
         if self.nodes[dest].incarnation != inc:
             return
+        call = self._agent_calls.get(seq)
+        if call is not None and call[0] == "admin" and response.topics and response.topics[0].error_code == 0:
+            shell = self.shells[dest]
+            self.checker.on_topic_answer(response.topics[0].name, shell)
+            self._answered_offsets[seq] = shell.ctl.committed_offset
         if self.drop_p and self.rng.random() < self.drop_p:
             return
         self.schedule(self.now + self._latency(dest, dest), AGENT_RESP, (seq, dest, response))
@@ -388,26 +404,50 @@ class ControllerSimulation(Simulation):
             self._admin_step()
             return
         agent = self.agents[key]
-        if life != agent.life:
+        if life != agent.life or (agent.wake_at is not None and self.now < agent.wake_at):
             return
+        agent.wake_at = None
         if not agent.up:
-            agent.up = True
-            agent.generation += 1
-            agent.epoch, agent.fenced, agent.want_shutdown = -1, True, False
-        if agent.inflight is not None:
+            self._boot(agent)
+        self._poll_agent(agent)
+
+    def _boot(self, agent: BrokerAgent) -> None:
+        """A new incarnation of the broker process, with a fresh lifecycle machine."""
+        agent.up = True
+        agent.generation += 1
+        agent.inflight = None
+        ccfg = self.ccfg
+        agent.machine = BrokerLifecycle(LifecycleConfig(
+            node_id=agent.broker_id, cluster_id=self.cfg.cluster_id, incarnation_id=agent.incarnation,
+            listeners=(("PLAINTEXT", f"b{agent.broker_id}", 9092, 0),),
+            features=tuple((n, lo, hi) for n, (lo, hi) in sorted(BROKER_SUPPORTED_FEATURES.items())),
+            log_dirs=(uuid.UUID(int=agent.broker_id << 64 | 1),),
+            heartbeat_interval_ms=ccfg.heartbeat_interval_ms, session_timeout_ms=ccfg.session_timeout_ms,
+            retry_backoff_ms=20, max_backoff_ms=100, shutdown_heartbeat_ms=50,
+            initial_registration_timeout_ms=10 ** 9))   # the simulated broker never gives up
+
+    def _poll_agent(self, agent: BrokerAgent) -> None:
+        """Let the machine send what is due (one request at most in flight) and wake at its deadline."""
+        m = agent.machine
+        assert m is not None
+        if agent.inflight is None:
+            # The simulated broker replays instantly: its metadata offset is the last committed one.
+            send = m.poll(self.now, len(self.checker.committed) - 1)
+            if send is not None:
+                agent.inflight = self._send(agent.broker_id, agent.life, agent.target, send.request)
+        if m.state == BrokerState.SHUTDOWN:
+            if m.fatal is not None:
+                raise Violation(f"broker {agent.broker_id} stopped: {m.fatal}")
+            self.shutdowns += 1                      # controlled shutdown completed: restart later
+            agent.up, agent.machine, agent.inflight, agent.wake_at = False, None, None, None
+            agent.life += 1
+            self.schedule(self.now + self.rng.randint(200, 1500), AGENT_WAKE, (agent.broker_id, agent.life))
             return
-        if agent.epoch < 0:
-            req = brq.BrokerRegistrationRequest(
-                broker_id=agent.broker_id, cluster_id=self.cfg.cluster_id, incarnation_id=agent.incarnation,
-                listeners=[brq.Listener("PLAINTEXT", f"b{agent.broker_id}", 9092, 0)],
-                features=[brq.Feature(n, lo, hi) for n, (lo, hi) in sorted(BROKER_SUPPORTED_FEATURES.items())],
-                rack=None,
-                log_dirs=[uuid.UUID(int=agent.broker_id << 64 | 1)])
-        else:
-            req = BrokerHeartbeatRequest(broker_id=agent.broker_id, broker_epoch=agent.epoch,
-                                         current_metadata_offset=len(self.checker.committed) - 1,
-                                         want_fence=False, want_shut_down=agent.want_shutdown)
-        agent.inflight = self._send(agent.broker_id, agent.life, agent.target, req)
+        deadline = m.next_deadline()
+        wake = self.now + self.ccfg.heartbeat_interval_ms if deadline is None else max(self.now + 1, deadline)
+        if agent.wake_at is None or wake < agent.wake_at:
+            agent.wake_at = wake
+            self.schedule(wake, AGENT_WAKE, (agent.broker_id, agent.life))
 
     def _broker_fault(self) -> None:
         up = [a for a in self.agents.values() if a.up]
@@ -416,12 +456,12 @@ class ControllerSimulation(Simulation):
         agent = self.rng.choice(up)
         if self.rng.random() < 0.5:
             # kill -9: silence, then a new incarnation later
-            agent.up = False
-            agent.inflight = None
+            agent.up, agent.machine, agent.inflight, agent.wake_at = False, None, None, None
             agent.life += 1
             self.schedule(self.now + self.rng.randint(300, 2500), AGENT_WAKE, (agent.broker_id, agent.life))
-        elif agent.epoch >= 0:
-            agent.want_shutdown = True
+        elif agent.machine is not None and agent.machine.registered:
+            agent.machine.begin_shutdown(self.now)
+            self._poll_agent(agent)
 
     def _admin_step(self) -> None:
         adm = self.admin
@@ -444,35 +484,24 @@ class ControllerSimulation(Simulation):
             self._admin_response(seq, dest, response)
             return
         agent = self.agents[key]
-        if life != agent.life or agent.inflight != seq:
+        if life != agent.life or agent.inflight != seq or agent.machine is None:
             return
         agent.inflight = None
-        next_wake = self.ccfg.heartbeat_interval_ms
-        if response is None or response.error_code == NOT_CONTROLLER:
+        m = agent.machine
+        if response is None:
             agent.target = self._retarget(agent.target)
-            next_wake = 20
-        elif isinstance(request, brq.BrokerRegistrationRequest):
-            if response.error_code == 0:
-                agent.epoch = response.broker_epoch
-                self.checker.on_registration_ack(agent, agent.epoch)
-                next_wake = 1
-            else:
-                next_wake = 100   # e.g. DUPLICATE_BROKER_REGISTRATION while the old lease lives
+            m.on_failure(self.now)
         else:
-            code = response.error_code
-            if code == 0:
-                agent.fenced = response.is_fenced
-                if agent.want_shutdown and response.should_shut_down:
-                    self.shutdowns += 1
-                    agent.up = False
-                    agent.life += 1
-                    self.schedule(self.now + self.rng.randint(200, 1500), AGENT_WAKE,
-                                  (agent.broker_id, agent.life))
-                    return
-            elif code in (int(Errors.STALE_BROKER_EPOCH), int(Errors.BROKER_ID_NOT_REGISTERED)):
-                agent.epoch = -1
-                next_wake = 1
-        self.schedule(self.now + next_wake, AGENT_WAKE, (agent.broker_id, agent.life))
+            if response.error_code == NOT_CONTROLLER:
+                agent.target = self._retarget(agent.target)
+            if isinstance(request, brq.BrokerRegistrationRequest):
+                m.on_registration(self.now, response)
+                if response.error_code == 0:
+                    self.checker.on_registration_ack(agent, response.broker_epoch)
+            else:
+                m.on_heartbeat(self.now, response)
+        m.drain_events()
+        self._poll_agent(agent)
 
     def _admin_response(self, seq: int, dest: int | None, response: Any) -> None:
         adm = self.admin
@@ -484,10 +513,8 @@ class ControllerSimulation(Simulation):
             return
         code = response.topics[0].error_code
         if code == 0:
-            assert dest is not None
-            shell = self.shells[dest]
-            self.last_topic_ack_offset = max(self.last_topic_ack_offset, shell.ctl.committed_offset)
-            self.checker.on_topic_ack(adm.current, shell)
+            self.last_topic_ack_offset = max(self.last_topic_ack_offset, self._answered_offsets.pop(seq))
+            self.checker.on_topic_ack(adm.current)
             adm.current = None
         elif code == int(Errors.TOPIC_ALREADY_EXISTS):
             adm.current = None   # an earlier try committed but its answer was lost
