@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from kraftwire.protocol.errors import DecodeError, KafkaProtocolError
+from kraftwire.protocol.errors import DecodeError
 from kraftwire.protocol.messages import METADATA_RECORDS, message_class
 from kraftwire.protocol.runtime import read_uvarint, to_json, uvarint
 
@@ -57,14 +57,14 @@ def encode_record(message: Any, version: int | None = None) -> bytes:
 def decode_record(value: bytes | memoryview) -> MetadataRecord:
     """Decode one framed metadata record; any malformation raises DecodeError."""
     buf = value if type(value) is bytes else bytes(value)
-    try:
+    if len(buf) >= 3 and buf[0] < 0x80 and buf[1] < 0x80 and buf[2] < 0x80:  # three one-byte varints
+        frame, type_id, version, pos = buf[0], buf[1], buf[2], 3
+    else:
         frame, pos = read_uvarint(buf, 0)
-        if frame != FRAME_VERSION:
-            raise DecodeError(f"unsupported metadata record frame version {frame}")
-        type_id, pos = read_uvarint(buf, pos)
-        version, pos = read_uvarint(buf, pos)
-    except KafkaProtocolError:
-        raise
+        type_id, pos = read_uvarint(buf, pos) if frame == FRAME_VERSION else (0, pos)
+        version, pos = read_uvarint(buf, pos) if frame == FRAME_VERSION else (0, pos)
+    if frame != FRAME_VERSION:
+        raise DecodeError(f"unsupported metadata record frame version {frame}")
     cls = record_class(type_id)
     if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
         raise DecodeError(f"{cls.__name__} version {version} is not supported")

@@ -219,7 +219,8 @@ def test_metadata_record_frames() -> None:
     assert metadata.decode_record(good).message.name == "alpha"
     for bad, why in [(b"", "varint"), (b"\x02" + good[1:], "frame version"), (b"\x01\x7f\x00", "unknown"),
                      (good[:2] + b"\x63" + good[3:], "not supported"), (good + b"\x00", "trailing"),
-                     (b"\x01" + b"\xff" * 6, "varint")]:
+                     (b"\x01" + b"\xff" * 6, "varint"), (b"\x01\x80\x02\x00", "unknown metadata record type 256"),
+                     (b"\x82\x00\x00\x00", "frame version 2")]:
         with pytest.raises(DecodeError, match=why):
             metadata.decode_record(bad)
     for cut in range(len(good)):
