@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from compat.cluster import Quorum  # noqa: E402
-from kraftwire.controller import bootstrap_records  # noqa: E402
+from kraftwire.metadata import bootstrap_records  # noqa: E402
 from kraftwire.protocol.control import leader_change_record  # noqa: E402
 from kraftwire.protocol.messages.config_record import ConfigRecord  # noqa: E402
 from kraftwire.protocol.messages.no_op_record import NoOpRecord  # noqa: E402
