@@ -7,12 +7,12 @@ Kafka writes ``bootstrap.checkpoint`` in the metadata log directory: a snapshot-
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 from kraftwire.protocol.control import snapshot_footer_record, snapshot_header_record
 from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
 from kraftwire.protocol.records import Record, RecordBatch, decode_batches, encode_batch
+from kraftwire.storage.fsutil import atomic_write
 
 log = logging.getLogger(__name__)
 FILE = "bootstrap.checkpoint"
@@ -26,18 +26,7 @@ def write_bootstrap(log_dir: Path, records: list[MetadataRecord], timestamp_ms: 
         RecordBatch(1, 0, tuple(Record(value=encode_record(r.message, r.version)) for r in records)),
         RecordBatch(1 + len(records), 0, (snapshot_footer_record(),), control=True),
     ]
-    tmp = path.with_name(FILE + ".tmp")
-    with open(tmp, "wb") as f:
-        for b in batches:
-            f.write(encode_batch(b))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    atomic_write(path, b"".join(encode_batch(b) for b in batches))
     return path
 
 
