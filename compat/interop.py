@@ -666,20 +666,10 @@ def check_leadership_both_ways(c: Cluster, rounds: int = 10) -> Result:
         before = c.wait_leader(60)
         old = before["LeaderId"]
         kafka = c.kind(_kafka_voter(c))
-        paused = []
         if c.kind(old) != "kraftwire" and (kafka, "kraftwire") not in seen:
-            # Kafka 4.x followers out-race kraftwire's pre-vote every time; freeze the other Kafka voters past the
-            # fetch timeout so that the kraftwire voter stands first (they grant it once they resume).
-            paused = [i for i in c.voters() if i != old and isinstance(c.nodes[i], KafkaNode) and c.nodes[i].running()]
-        for i in paused:
-            os.killpg(c.nodes[i].proc.pid, signal.SIGSTOP)
-        try:
+            _kill_kafka_leader_for_kraftwire(c, old)
+        else:
             c.nodes[old].kill()
-            if paused:
-                time.sleep(3.0)
-        finally:
-            for i in paused:
-                os.killpg(c.nodes[i].proc.pid, signal.SIGCONT)
         after = wait_for(lambda old=old: (s := c.status()) and s["LeaderId"] not in (-1, old) and s, 90,
                          f"a new leader after stopping {old}")
         c.nodes[old].start()
@@ -691,6 +681,47 @@ def check_leadership_both_ways(c: Cluster, rounds: int = 10) -> Result:
             return Result("pass", "leader moves " + ", ".join(f"{a}→{b}" for a, b in moves)
                           + f" (kraftwire→Kafka and Kafka→kraftwire, epoch {after['LeaderEpoch']})")
     return Result("fail", f"after {rounds} leader changes {moves}, transitions seen {sorted(seen)}")
+
+
+_PREVOTE_LOST = re.compile(r"Completed transition to (?:Follower|Unattached)State\(.*from ProspectiveState\(")
+
+
+def _kill_kafka_leader_for_kraftwire(c: MixedQuorum, old: int) -> None:
+    """Kill Kafka leader ``old`` so that a kraftwire voter can be the one elected after it.
+
+    Kafka 3.x stands without pre-vote, so the first voter to time out wins: the other Kafka voters are frozen
+    (SIGSTOP) for 3 s past the fetch timeout and the kraftwire voter stands first.
+
+    Kafka 4.x (KIP-996) makes the *last* voter to time out win: a follower that has fetched from its leader
+    rejects every pre-vote until its own fetch timer fires, while a prospective (and a follower whose pre-vote
+    round was lost, which starts a fresh follower state) grants them. The first to time out is rejected, then
+    grants the second. kraftwire draws its fetch timeout below Kafka's fixed one, so it always came first and lost;
+    freezing the Kafka follower only made that follower later still. So the kraftwire voters are frozen instead,
+    until a surviving Kafka voter's own pre-vote round has been lost (its log says so); resumed, they stand first
+    against a fresh follower state, as a Kafka 4.x voter that timed out second would."""
+    pre_vote = not c.dist.version.startswith("3.")
+    if pre_vote:
+        paused = [i for i in c.voters() if isinstance(c.nodes[i], KraftwireNode) and c.nodes[i].running()]
+        watch = [c.nodes[i] for i in c.voters() if i != old and isinstance(c.nodes[i], KafkaNode)
+                 and c.nodes[i].running()]
+        marks = {n.node_id: len(n.log_text()) for n in watch}
+    else:
+        paused = [i for i in c.voters() if i != old and isinstance(c.nodes[i], KafkaNode) and c.nodes[i].running()]
+    c.nodes[old].kill()
+    for i in paused:
+        os.killpg(c.nodes[i].proc.pid, signal.SIGSTOP)
+    try:
+        if not pre_vote:
+            time.sleep(3.0)
+        elif watch:
+            try:
+                wait_for(lambda: any(_PREVOTE_LOST.search(n.log_text()[marks[n.node_id]:]) for n in watch), 30,
+                         "a surviving Kafka voter losing its pre-vote round", interval_s=0.1)
+            except TimeoutError:
+                pass  # this round may elect a Kafka voter; the caller tries again
+    finally:
+        for i in paused:
+            os.killpg(c.nodes[i].proc.pid, signal.SIGCONT)
 
 
 def _dump_records(c: Cluster, node: int) -> dict[int, str]:

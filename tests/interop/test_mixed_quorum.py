@@ -24,11 +24,7 @@ def cluster(kafka_dist, tmp_path_factory):
 
 @pytest.mark.parametrize("check", [fn for _, _, fn in MIXED_QUORUM_CHECKS],
                          ids=[fn.__name__.removeprefix("check_") for _, _, fn in MIXED_QUORUM_CHECKS])
-def test_cell(cluster, check, request):
-    if check.__name__ == "check_leadership_both_ways" and cluster.dist.version.startswith("4."):
-        # Known gap (docs/compatibility.md): right after a Kafka leader dies, the Kafka 4.x follower still counts
-        # its leader as recent and rejects kraftwire's pre-vote, then stands itself and wins the race.
-        request.applymarker(pytest.mark.xfail(reason="Kafka 4.x voters out-race kraftwire's pre-vote", strict=False))
+def test_cell(cluster, check):
     result = check(cluster)
     print(f"{check.__name__}: {result.status}: {result.detail}")
     assert result.status == "pass", result.detail
