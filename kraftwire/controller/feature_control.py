@@ -13,6 +13,7 @@ from kraftwire.metadata.features import (
     METADATA_VERSIONS,
     MINIMUM_BOOTSTRAP_LEVEL,
     MINIMUM_KRAFT_LEVEL,
+    MV_CONTROLLER_REGISTRATION,
     SUPPORTED_FEATURES,
     metadata_changed_between,
     wrap,
@@ -33,19 +34,49 @@ UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 
 def _bad(name: str, level: int, why: str) -> CommandError:
-    return CommandError(Errors.INVALID_UPDATE_VERSION, f"invalid update version {level} for feature {name}. {why}")
+    return CommandError(Errors.INVALID_UPDATE_VERSION, f"Invalid update version {level} for feature {name}. {why}")
 
 
-def _check_nodes(image: MetadataImage, name: str, level: int) -> None:
+def _range_text(lo: int, hi: int) -> str:
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+def _reason(what: str, level: int, rng: tuple[int, int]) -> str | None:
+    """Kafka's ``QuorumFeatures.reasonNotSupported``."""
+    lo, hi = rng
+    if lo <= level <= hi:
+        return None
+    return f"{what} does not support this feature." if hi == 0 else f"{what} only supports versions {_range_text(lo, hi)}"
+
+
+def reason_not_supported(image: MetadataImage, name: str, level: int, node_id: int,
+                         quorum_node_ids: tuple[int, ...] = ()) -> str | None:
+    """Why ``name`` cannot be finalized at ``level``, checked as Kafka's FeatureControlManager does: this
+    controller, every registered broker, then (from 3.7-IV0, when controllers register) every registered
+    controller and every voter of ``controller.quorum.voters`` that has not registered."""
     default = (MINIMUM_KRAFT_LEVEL, MINIMUM_KRAFT_LEVEL) if name == METADATA_VERSION else (0, 0)
+    why = _reason(f"Local controller {node_id}", level, SUPPORTED_FEATURES.get(name, (0, 0)))
+    if why:
+        return why
     for b in image.brokers.values():
-        lo, hi = b.feature_range(name) or default
-        if not lo <= level <= hi:
-            raise _bad(name, level, f"Broker {b.id} does not support this feature.")
+        why = _reason(f"Broker {b.id}", level, b.feature_range(name) or default)
+        if why:
+            return why
+    if image.features.get(METADATA_VERSION, 0) < MV_CONTROLLER_REGISTRATION:
+        return None  # Kafka cannot verify controllers before 3.7-IV0 either
+    found = {node_id}
     for c in image.controllers.values():
+        if c.id == node_id:
+            continue
         rng = next(((lo, hi) for n, lo, hi in c.features if n == name), default)
-        if not rng[0] <= level <= rng[1]:
-            raise _bad(name, level, f"Controller {c.id} does not support this feature.")
+        why = _reason(f"Controller {c.id}", level, rng)
+        if why:
+            return why
+        found.add(c.id)
+    for voter in quorum_node_ids:
+        if voter not in found:
+            return f"controller {voter} has not registered, and may not support this feature"
+    return None
 
 
 def _check_dependencies(image: MetadataImage, name: str, level: int, proposed: dict[str, int]) -> None:
@@ -60,16 +91,16 @@ def _check_dependencies(image: MetadataImage, name: str, level: int, proposed: d
 
 
 def check_update(image: MetadataImage, name: str, level: int, upgrade_type: int,
-                 proposed: dict[str, int] | None = None) -> MetadataRecord:
+                 proposed: dict[str, int] | None = None, node_id: int = 0,
+                 quorum_node_ids: tuple[int, ...] = ()) -> MetadataRecord:
     if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
         raise _bad(name, level, "The controller does not support the given upgrade type.")
     current = image.features.get(name, 0)
     if level < 0:
         raise _bad(name, level, "A feature version cannot be less than 0.")
-    lo, hi = SUPPORTED_FEATURES.get(name, (0, 0))  # a feature we do not know: level 0 only, as Kafka
-    if not lo <= level <= hi:
-        raise _bad(name, level, f"The controller only supports versions {lo}-{hi}.")
-    _check_nodes(image, name, level)
+    why = reason_not_supported(image, name, level, node_id, quorum_node_ids)
+    if why:
+        raise _bad(name, level, why)
     _check_dependencies(image, name, level, proposed or {})
     if level < current and upgrade_type == UPGRADE:
         raise _bad(name, level, "Can't downgrade the version of this feature without setting the "
@@ -100,7 +131,8 @@ def update_features(ctl: QuorumController, now: int, req: Any, version: int) -> 
             raise CommandError(Errors.INVALID_REQUEST, f"duplicate feature update {u.feature}")
         seen.add(u.feature)
         upgrade_type = u.upgrade_type if version >= 1 else (SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE)
-        records.append(check_update(image, u.feature, u.max_version_level, upgrade_type, proposed))
+        records.append(check_update(image, u.feature, u.max_version_level, upgrade_type, proposed,
+                                    ctl.config.node_id, ctl.config.quorum_node_ids))
     resp = UpdateFeaturesResponse(error_message=None, results=[
         UpdatableFeatureResult(u.feature, 0, None) for u in req.feature_updates])
     if req.validate_only:

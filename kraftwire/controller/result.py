@@ -24,6 +24,7 @@ class ControllerConfig:
     leader_imbalance_check_interval_ms: int = 300_000   # leader.imbalance.check.interval.seconds
     max_elections_per_rebalance: int = 1000
     static_broker_configs: dict[str, str] = field(default_factory=dict)
+    quorum_node_ids: tuple[int, ...] = ()         # controller.quorum.voters (UpdateFeatures checks they registered)
 
 
 @dataclass(slots=True)

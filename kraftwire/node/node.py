@@ -110,7 +110,7 @@ class Node:
         self.store = store
         self.voters = [v.node_id for v in cfg.voters]
         self.controller = ControllerShell(cfg.node_id, QuorumController(ControllerConfig(
-            node_id=cfg.node_id, cluster_id=self.cluster_id,
+            node_id=cfg.node_id, cluster_id=self.cluster_id, quorum_node_ids=tuple(self.voters),
             session_timeout_ms=cfg["broker.session.timeout.ms"],
             max_idle_interval_ms=cfg["metadata.max.idle.interval.ms"],
             default_num_partitions=cfg["num.partitions"],
