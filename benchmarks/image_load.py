@@ -50,6 +50,8 @@ for t in img.topics:
         parts += 1
         leaders += p.leader + len(p.isr) + len(p.directories)
         pid += 1
+import kraftwire
+assert kraftwire.__file__.startswith(sys.argv[3]), (kraftwire.__file__, sys.argv[3])
 print(f"{wall:.4f} {cpu:.4f} {parts} {leaders}")
 """
 
@@ -79,7 +81,7 @@ def write_inputs(directory: Path, partitions: int) -> tuple[Path, Path]:
 
 
 def load(tree: Path, kind: str, path: Path) -> tuple[float, float, str]:
-    out = subprocess.run([sys.executable, "-c", LOADER, kind, str(path)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", LOADER, kind, str(path), str(tree)], capture_output=True, text=True, cwd=path.parent,
                          env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}, timeout=1800)
     if out.returncode:
         raise SystemExit(f"loading {path.name} with {tree} failed:\n{out.stderr[-2000:]}")

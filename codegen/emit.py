@@ -275,8 +275,12 @@ class Emitter:
             body += self.read_count("ntag", True, ind)[:-1]  # raw count, no -1
             body.append(f"{ind}unknown = None")
             body.append(f"{ind}for _ in range(ntag):")
-            body.append(f"{ind}    tag, pos = read_uvarint(buf, pos)")
-            body.append(f"{ind}    size, pos = read_uvarint(buf, pos)")
+            for name in ("tag", "size"):   # one-byte varints (the usual case) read inline
+                body.append(f"{ind}    {name} = buf[pos]")
+                body.append(f"{ind}    if {name} < 128:")
+                body.append(f"{ind}        pos += 1")
+                body.append(f"{ind}    else:")
+                body.append(f"{ind}        {name}, pos = read_uvarint(buf, pos)")
             body.append(f"{ind}    tend = pos + size")
             body.append(f"{ind}    if tend > blen:")
             body.append(f"{ind}        raise truncated('tagged field')")

@@ -310,8 +310,16 @@ def _d_EntityData_v1(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -346,8 +354,16 @@ def _d_OpData_v1(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -398,8 +414,16 @@ def _d_EntryData_v1(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -436,8 +460,16 @@ def _d_AlterClientQuotasRequest_v1(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')

@@ -625,8 +625,16 @@ def _d_CreatableReplicaAssignment_v5(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -675,8 +683,16 @@ def _d_CreatableTopicConfig_v5(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -743,8 +759,16 @@ def _d_CreatableTopic_v5(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -781,8 +805,16 @@ def _d_CreateTopicsRequest_v5(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')

@@ -522,8 +522,16 @@ def _d_ListOffsetsPartitionResponse_v6(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -572,8 +580,16 @@ def _d_ListOffsetsTopicResponse_v6(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -610,8 +626,16 @@ def _d_ListOffsetsResponse_v6(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')

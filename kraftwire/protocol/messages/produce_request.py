@@ -600,8 +600,16 @@ def _d_PartitionProduceData_v9(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -651,8 +659,16 @@ def _d_TopicProduceData_v9(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -705,8 +721,16 @@ def _d_ProduceRequest_v9(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -1011,8 +1035,16 @@ def _d_TopicProduceData_v13(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -1065,8 +1097,16 @@ def _d_ProduceRequest_v13(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')

@@ -156,8 +156,16 @@ def _d_ControllerEndpoint_v0(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -192,8 +200,16 @@ def _d_ControllerFeature_v0(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
@@ -247,8 +263,16 @@ def _d_RegisterControllerRecord_v0(buf, pos, blen):
         ntag, pos = read_uvarint(buf, pos)
     unknown = None
     for _ in range(ntag):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
         tend = pos + size
         if tend > blen:
             raise truncated('tagged field')
