@@ -5,7 +5,8 @@ BrokerHeartbeat every 2 s (Kafka's broker.heartbeat.interval.ms), one in flight 
 brokers do (a heartbeat unanswered for the 9 s session is given up and the connection replaced).
 Reported per system and N: heartbeat latency p50/p99/max, timeouts (no answer within the 2 s
 interval), spurious fences (a broker fenced again, or told its epoch is stale, after it was
-unfenced), leader changes of the quorum during the run, and the controllers' CPU.
+unfenced), leader changes of the quorum during the run, the controllers' CPU, and the busiest load
+generator process's CPU (near 100% would mean the generator, not the controller, sets the latency).
 
     .venv/bin/python benchmarks/heartbeats.py --brokers 2000 5000 10000 --duration 60
     .venv/bin/python benchmarks/heartbeats.py --brokers 2000 --systems kraftwire
@@ -271,10 +272,12 @@ def load(hosts: list[str], cluster_id: str, n: int, duration_s: float, pids: lis
         window.stop.value = window.start.value + duration_s
         time.sleep(15)
         cpu0 = [cpu_s(p) for p in pids]
+        gen0 = [cpu_s(w.pid) for w in workers]
         t0 = time.time()
         addrs = [f"{h}:{CONTROLLER_PORT}" for h in hosts]
         asyncio.run(watch_leader(addrs, stats, window.stop.value))
         cpu = [(cpu_s(p) - c) / (time.time() - t0) * 100 for p, c in zip(pids, cpu0, strict=True)]
+        gen = [(cpu_s(w.pid) - c) / (time.time() - t0) * 100 for w, c in zip(workers, gen0, strict=True)]
         parts = [out.get(timeout=60) for _ in workers]
     finally:
         for w in workers:
@@ -295,7 +298,8 @@ def load(hosts: list[str], cluster_id: str, n: int, duration_s: float, pids: lis
     return {"brokers": n, "registered": stats.registered, "heartbeats": len(stats.latencies_ms),
             "p50_ms": pick(0.50), "p99_ms": pick(0.99), "max_ms": lat[-1], "timeouts": stats.timeouts,
             "spurious_fences": stats.spurious_fences, "leader_changes": stats.leader_changes,
-            "not_controller": stats.not_controller, "cpu_max_pct": max(cpu), "cpu_sum_pct": sum(cpu)}
+            "not_controller": stats.not_controller, "cpu_max_pct": max(cpu), "cpu_sum_pct": sum(cpu),
+            "gen_cpu_max_pct": max(gen)}
 
 
 def run_system(system: str, n: int, duration_s: float, root: Path, procs: int = 2) -> dict:
@@ -337,7 +341,7 @@ def main() -> int:
             print(f"kafka skipped: {reason}")
             systems.remove("kafka")
     cols = ["system", "brokers", "registered", "heartbeats", "p50_ms", "p99_ms", "max_ms", "timeouts",
-            "spurious_fences", "leader_changes", "not_controller", "cpu_max_pct", "cpu_sum_pct"]
+            "spurious_fences", "leader_changes", "not_controller", "cpu_max_pct", "cpu_sum_pct", "gen_cpu_max_pct"]
     print(" | ".join(cols))
     for n in args.brokers:
         for system in systems:

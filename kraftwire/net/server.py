@@ -1,9 +1,15 @@
-"""Kafka-protocol TCP listeners on anyio.
+"""Kafka-protocol TCP listeners.
 
-One task per connection reads size-prefixed frames, hands each decoded request to the node's
-handler and writes the response before reading the next request, so responses leave in request
+One task per connection takes size-prefixed frames, hands each decoded request to the node's
+handler and writes the response before it takes the next request, so responses leave in request
 order (Kafka mutes a connection the same way). Oversized or malformed frames close the connection;
 an unsupported ApiVersions version gets Kafka's v0-layout UNSUPPORTED_VERSION reply.
+
+Listeners without TLS run on asyncio directly (``net/framed.py``): the event loop cuts frames out of
+what arrives in ``data_received`` and the connection's task only handles requests and writes the
+answers, so a request costs no stream reads, no cancel scopes and no reader re-arming; a client that
+pipelines is paused once a few requests wait. TLS listeners use anyio's streams (the handshake and
+the certificate principal come from ``TLSStream``).
 
 A failure while handling or encoding one request costs that request only: the client gets Kafka's
 UNKNOWN_SERVER_ERROR for it (the request type's generated error response) and the failure is logged
@@ -17,8 +23,10 @@ the connection's ``RequestContext.principal`` is set from the client certificate
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
+import socket
 import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -30,6 +38,7 @@ from anyio.abc import ByteStream, SocketAttribute, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.tls import TLSAttribute, TLSStream
 
+from kraftwire.net.framed import FramedConnection
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.protocol.errors import DecodeError, Errors, KafkaProtocolError
 from kraftwire.protocol.framing import Request, UnsupportedRequestError, decode_request, encode_response
@@ -132,20 +141,21 @@ class KafkaServer:
 
     async def _accept_loop(self, listener: Any, spec: ListenerSpec, tg: Any) -> None:
         """Accept connections forever; running out of descriptors backs off instead of failing."""
+        if spec.security is None or spec.security.ssl_context is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:    # another anyio backend: the stream path below serves it
+                loop = None
+            if loop is not None:
+                await self._accept_framed(loop, listener.extra(SocketAttribute.raw_socket), spec, tg)
+                return
         delay = _ACCEPT_BACKOFF_S[0]
         while True:
             await self.limits.wait_for_room()
             try:
                 stream = await listener.accept()
             except OSError as e:
-                self.accept_failures += 1
-                if e.errno not in _ACCEPT_BACKOFF_ERRNOS:
-                    raise
-                if delay == _ACCEPT_BACKOFF_S[0]:
-                    log.warning("cannot accept connections on %s: %s; backing off (raise the open-files "
-                                "limit, `ulimit -n`, or lower max.connections)", spec.name, e.strerror)
-                await anyio.sleep(delay)
-                delay = min(delay * 2, _ACCEPT_BACKOFF_S[1])
+                delay = await self._accept_failed(e, spec, delay)
                 continue
             delay = _ACCEPT_BACKOFF_S[0]
             ip = str(stream.extra(SocketAttribute.remote_address, ("?", 0))[0])
@@ -157,6 +167,97 @@ class KafkaServer:
                 await anyio.aclose_forcefully(stream)
                 continue
             tg.start_soon(self._connection, stream, spec, ip)
+
+    async def _accept_failed(self, e: OSError, spec: ListenerSpec, delay: float) -> float:
+        """Back off after a failed accept (out of descriptors); the next delay. Other errors raise."""
+        self.accept_failures += 1
+        if e.errno not in _ACCEPT_BACKOFF_ERRNOS:
+            raise e
+        if delay == _ACCEPT_BACKOFF_S[0]:
+            log.warning("cannot accept connections on %s: %s; backing off (raise the open-files "
+                        "limit, `ulimit -n`, or lower max.connections)", spec.name, e.strerror)
+        await anyio.sleep(delay)
+        return min(delay * 2, _ACCEPT_BACKOFF_S[1])
+
+    async def _accept_framed(self, loop: asyncio.AbstractEventLoop, raw: socket.socket, spec: ListenerSpec,
+                             tg: Any) -> None:
+        """The accept loop of a listener without TLS: raw sockets handed to ``FramedConnection``."""
+        delay = _ACCEPT_BACKOFF_S[0]
+        while True:
+            await self.limits.wait_for_room()
+            try:
+                sock, addr = await loop.sock_accept(raw)
+            except asyncio.CancelledError:
+                try:   # bpo-41317: a cancelled sock_accept leaves its reader registered
+                    loop.remove_reader(raw)
+                except (ValueError, NotImplementedError):
+                    pass
+                raise
+            except OSError as e:
+                delay = await self._accept_failed(e, spec, delay)
+                continue
+            delay = _ACCEPT_BACKOFF_S[0]
+            ip = str(addr[0])
+            refused = self.limits.admit(ip)
+            if refused is not None:
+                if self.limits.rejected[refused] % 1000 == 1:
+                    log.info("closing connection from %s on %s: %d open from that address (%s; %d refused "
+                             "so far)", ip, spec.name, self.limits.by_ip[ip], refused, self.limits.rejected[refused])
+                sock.close()
+                continue
+            tg.start_soon(self._framed_connection, loop, sock, addr, spec, ip)
+
+    async def _framed_connection(self, loop: asyncio.AbstractEventLoop, sock: socket.socket, addr: Any,
+                                 spec: ListenerSpec, ip: str) -> None:
+        ctx = RequestContext(spec.name, spec.security_protocol, str(addr[0]), int(addr[1]))
+        sec = spec.security
+        auth = SaslAuthenticator(sec.sasl) if sec is not None and sec.sasl is not None else None
+        conn = FramedConnection(self.max_request_bytes, self.idle_timeout_s, f"{addr[0]}:{addr[1]}")
+        self.connections += 1
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            await loop.connect_accepted_socket(lambda: conn, sock)
+            while True:
+                frame = conn.next_frame()
+                if frame is None:
+                    frame = await conn.wait_frame()
+                out, close = await self._respond(frame, ctx, auth)
+                if out is not None:
+                    conn.write(out)
+                    if conn.write_paused:
+                        await conn.drain()
+                if close:
+                    await anyio.sleep(self.failed_auth_delay_s)
+                    return
+        except (ConnectionError, OSError):
+            return
+        except Exception as e:   # last line of defence: a bug costs this connection, never the listener
+            log.error("closing connection from %s:%s on %s after an internal error: %r", ctx.client_host,
+                      ctx.client_port, ctx.listener, e, exc_info=log.isEnabledFor(logging.DEBUG))
+            conn.abort()
+        finally:
+            conn.close()
+            if conn.transport is None:
+                sock.close()
+            self.connections -= 1
+            self.limits.release(ip)
+
+    async def _respond(self, frame: bytes, ctx: RequestContext,
+                       auth: SaslAuthenticator | None) -> tuple[bytes | None, bool]:
+        """The bytes answering one frame (None: no answer) and whether the connection closes after
+        them (a failed SASL authentication). Raises ConnectionError to close without an answer."""
+        if auth is not None and auth.raw_tokens:
+            return self._raw_sasl(auth, frame, ctx), False
+        request = self._decode(frame, ctx)
+        if isinstance(request, bytes):
+            return request, False
+        if request.api_key in SASL_APIS:
+            return self._sasl(auth, request, ctx)
+        if auth is not None and not auth.permits(request.api_key):
+            log.info("closing connection from %s: API %d before SASL authentication completed",
+                     ctx.client_host, request.api_key)
+            raise ConnectionError("request before SASL authentication")
+        return await self._handle(request, ctx), False
 
     async def _connection(self, stream: SocketStream, spec: ListenerSpec, ip: str) -> None:
         peer = stream.extra(SocketAttribute.remote_address, ("?", 0))
@@ -217,29 +318,14 @@ class KafkaServer:
                             "(socket.request.max.bytes)", peer[0], peer[1], size, self.max_request_bytes)
                 return
             frame = await reader.receive_exactly(size)
-            if auth is not None and auth.raw_tokens:
-                await conn.send(self._raw_sasl(auth, frame, ctx))
-                continue
-            request = self._decode(frame, ctx)
-            if isinstance(request, bytes):
-                await conn.send(request)
-                continue
-            if request.api_key in SASL_APIS:
-                out, close = self._sasl(auth, request, ctx)
+            out, close = await self._respond(frame, ctx, auth)
+            if out is not None:
                 await conn.send(out)
-                if close:
-                    # Let the client read the error before the connection goes (Kafka's
-                    # connections.failed.authentication.delay.ms).
-                    await anyio.sleep(self.failed_auth_delay_s)
-                    return
-                continue
-            if auth is not None and not auth.permits(request.api_key):
-                log.info("closing connection from %s: API %d before SASL authentication completed",
-                         ctx.client_host, request.api_key)
+            if close:
+                # Let the client read the error before the connection goes (Kafka's
+                # connections.failed.authentication.delay.ms).
+                await anyio.sleep(self.failed_auth_delay_s)
                 return
-            reply = await self._handle(request, ctx)
-            if reply is not None:
-                await conn.send(reply)
 
     def _raw_sasl(self, auth: SaslAuthenticator, token: bytes, ctx: RequestContext) -> bytes:
         """A v0 (unframed) SASL token; a failure closes the connection, as Kafka does."""

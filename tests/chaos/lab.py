@@ -37,6 +37,9 @@ from .netlab import Disk, NetLab
 
 PORT = 9093
 LEDGER_BROKER = 900        # a registered (fenced) broker the ledger's topics are assigned to
+# Answers to a validate-only create that say nothing about whether the topic exists.
+_UNDECIDED = frozenset({int(Errors.NOT_CONTROLLER), int(Errors.REQUEST_TIMED_OUT), int(Errors.UNKNOWN_SERVER_ERROR),
+                        int(Errors.THROTTLING_QUOTA_EXCEEDED)})
 
 
 class ChaosCluster(Cluster):
@@ -213,20 +216,25 @@ class Writer:
         return max(b - a for a, b in zip(marks, marks[1:], strict=False))
 
     async def missing(self, tg, deadline_s: float = 60.0) -> list[str]:
-        """Acknowledged topics the quorum no longer has (validate-only creates answer TOPIC_ALREADY_EXISTS)."""
+        """Acknowledged topics the quorum no longer has: a validate-only create of each must answer
+        TOPIC_ALREADY_EXISTS (the controller checks existence first); any other per-topic verdict
+        means the topic is absent. No answer or an answer of the moment (NOT_CONTROLLER, timed out,
+        an internal error) says nothing about the topic: it is asked again, elsewhere."""
         lost: list[str] = []
         with anyio.fail_after(deadline_s):
             for i in range(0, len(self.acked), 200):
-                chunk = self.acked[i:i + 200]
-                while True:
+                todo = self.acked[i:i + 200]
+                while todo:
                     resp = await self._call(tg, ctq.CreateTopicsRequest(topics=[
-                        ctq.CreatableTopic(name=n, num_partitions=1, replication_factor=1) for n in chunk],
+                        ctq.CreatableTopic(name=n, num_partitions=1, replication_factor=1) for n in todo],
                         timeout_ms=5000, validate_only=True))
-                    if resp is not None and resp.topics and resp.topics[0].error_code != Errors.NOT_CONTROLLER:
-                        lost += [t.name for t in resp.topics if t.error_code != Errors.TOPIC_ALREADY_EXISTS]
-                        break
-                    self._target = self._target % self.c.n + 1
-                    await anyio.sleep(0.2)
+                    codes = {t.name: t.error_code for t in resp.topics} if resp is not None else {}
+                    settled = {n for n in todo if n in codes and codes[n] not in _UNDECIDED}
+                    lost += [n for n in todo if n in settled and codes[n] != Errors.TOPIC_ALREADY_EXISTS]
+                    todo = [n for n in todo if n not in settled]
+                    if todo:
+                        self._target = self._target % self.c.n + 1
+                        await anyio.sleep(0.2)
         return lost
 
 

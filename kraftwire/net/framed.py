@@ -1,0 +1,175 @@
+"""One plaintext Kafka connection as an asyncio protocol: frames cut out on arrival, answered in order.
+
+``data_received`` splits the byte stream into size-prefixed frames and queues them; the connection's
+task (``KafkaServer._framed_connection``) takes them one at a time with ``next_frame`` (no await when
+one is queued) or ``wait_frame``, and writes each answer with ``write``. Bounded work per connection:
+reading pauses once ``MAX_QUEUED`` frames wait (Kafka mutes a channel while its request is handled)
+and a client that does not read its answers stops the task at ``drain``. A size prefix outside
+0..``max_bytes`` closes the connection after the frames before it are answered; a connection with
+no request in progress and nothing received for ``idle_s`` is closed (``connections.max.idle.ms``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections import deque
+
+log = logging.getLogger("kraftwire.net.server")
+_SIZE = struct.Struct(">i")
+MAX_QUEUED = 4
+
+
+class FramedConnection(asyncio.Protocol):
+    """The protocol object of one accepted socket (see the module docstring)."""
+
+    def __init__(self, max_bytes: int, idle_s: float, peer: str) -> None:
+        self.max_bytes = max_bytes
+        self.idle_s = idle_s
+        self.peer = peer
+        self.transport: asyncio.Transport | None = None
+        self.frames: deque[bytes] = deque()
+        self.buf = bytearray()
+        self.closed = False          # the peer went away, or we closed
+        self.bad_size: int | None = None
+        self.write_paused = False
+        self.read_paused = False
+        self.busy = False            # a request taken and not yet answered
+        self.last_active = 0.0
+        self._waiter: asyncio.Future[None] | None = None
+        self._drain: asyncio.Future[None] | None = None
+        self._idle: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- asyncio.Protocol ------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self._loop = asyncio.get_running_loop()
+        self.last_active = self._loop.time()
+        if self.idle_s > 0:
+            self._idle = self._loop.call_at(self.last_active + self.idle_s, self._check_idle)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = self._loop.time()  # type: ignore[union-attr]
+        buf = self.buf
+        if buf:
+            buf += data
+            data = buf
+        pos, end = 0, len(data)
+        while end - pos >= 4:
+            (size,) = _SIZE.unpack_from(data, pos)
+            if size < 0 or size > self.max_bytes:
+                self.bad_size = size
+                self._stop_reading()
+                end = pos = 0
+                data = b""
+                break
+            if end - pos - 4 < size:
+                break
+            self.frames.append(bytes(data[pos + 4:pos + 4 + size]))
+            pos += 4 + size
+        if data is buf:
+            del buf[:pos]
+        elif pos < end:
+            self.buf += data[pos:]
+        if len(self.frames) >= MAX_QUEUED:
+            self._stop_reading()
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._idle is not None:
+            self._idle.cancel()
+        self._wake()
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+
+    # -- the connection's task -------------------------------------------------------------------
+    def next_frame(self) -> bytes | None:
+        """The next queued request frame, or None when none is queued (see ``wait_frame``)."""
+        if not self.frames:
+            self.busy = False
+            return None
+        frame = self.frames.popleft()
+        self.busy = True
+        if self.read_paused and len(self.frames) < MAX_QUEUED // 2 and self.bad_size is None and not self.closed:
+            self.read_paused = False
+            self.transport.resume_reading()  # type: ignore[union-attr]
+        return frame
+
+    async def wait_frame(self) -> bytes:
+        """Wait for the next frame; ConnectionError once the connection closed or sent a bad size."""
+        while True:
+            frame = self.next_frame()
+            if frame is not None:
+                return frame
+            if self.bad_size is not None:
+                log.warning("closing connection from %s: request size %d outside 0..%d (socket.request.max.bytes)",
+                            self.peer, self.bad_size, self.max_bytes)
+                raise ConnectionError("request size out of bounds")
+            if self.closed:
+                raise ConnectionError("closed")
+            self._waiter = self._loop.create_future()  # type: ignore[union-attr]
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+    def write(self, data: bytes) -> None:
+        if not self.closed:
+            self.last_active = self._loop.time()  # type: ignore[union-attr]
+            self.transport.write(data)  # type: ignore[union-attr]
+
+    async def drain(self) -> None:
+        """Wait until the client has read enough of our answers (or went away)."""
+        while self.write_paused and not self.closed:
+            self._drain = self._loop.create_future()  # type: ignore[union-attr]
+            try:
+                await self._drain
+            finally:
+                self._drain = None
+        if self.closed:
+            raise ConnectionError("closed")
+
+    def close(self) -> None:
+        """Close after what was written leaves."""
+        if self._idle is not None:
+            self._idle.cancel()
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+    # -- internals -------------------------------------------------------------------------------
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _stop_reading(self) -> None:
+        if not self.read_paused and not self.closed:
+            self.read_paused = True
+            self.transport.pause_reading()  # type: ignore[union-attr]
+
+    def _check_idle(self) -> None:
+        """Close the connection when idle for ``idle_s``; otherwise look again when it could be."""
+        now = self._loop.time()  # type: ignore[union-attr]
+        due = self.last_active + self.idle_s
+        if self.closed:
+            return
+        if not self.busy and not self.frames and now >= due:
+            log.debug("closing idle connection from %s", self.peer)
+            self.close()
+            return
+        self._idle = self._loop.call_at(max(due, now + 0.001) if not self.busy else now + self.idle_s,  # type: ignore[union-attr]
+                                        self._check_idle)
