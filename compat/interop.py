@@ -36,14 +36,22 @@ from compat.kafka import (
     wait_for,
 )
 from compat.matrix import Result
-from kraftwire.metadata.features import parse_release_version
+from kraftwire.metadata.features import (
+    KRAFT_VERSION,
+    SUPPORTED_FEATURES,
+    default_feature_levels,
+    parse_release_version,
+)
 from kraftwire.protocol.records import iter_batches
 from kraftwire.storage.meta_properties import random_uuid
 
 #: (format at, upgrade to) per release: an older level every node knows, then the newest both sides share.
-#: Kafka controllers (row c) are formatted at the second; mixed quorums (row d) at the first, so that Kafka 4.1
-#: voters do not finalize eligible.leader.replicas.version 1, which a kraftwire controller does not implement.
-RELEASE_LEVELS = {(3, 7): ("3.7-IV0", "3.7-IV4"), (3, 9): ("3.7-IV4", "3.9-IV0"), (4, 1): ("3.9-IV0", "4.1-IV1")}
+#: Kafka controllers (row c) are formatted at the second, mixed quorums (row d) at the first. None: each node's
+#: `storage format` default, i.e. Kafka 4.1 as a new user runs it (4.1-IV1 with eligible.leader.replicas.version 1
+#: on both sides); the feature check then re-applies 4.1-IV1 with `upgrade --release-version`.
+RELEASE_LEVELS: dict[tuple[int, int], tuple[str | None, str | None]] = {
+    (3, 7): ("3.7-IV0", "3.7-IV4"), (3, 9): ("3.7-IV4", "3.9-IV0"), (4, 1): (None, None)}
+DEFAULT_RELEASE = "4.1-IV1"   # what kraftwire and Kafka 4.1 format at without --release-version
 KRAFTWIRE_FAST = {"metadata.max.idle.interval.ms": "500", "controller.quorum.request.timeout.ms": "2000",
                   "metadata.log.max.record.bytes.between.snapshots": "4000",
                   "metadata.log.max.snapshot.interval.ms": "10000"}
@@ -52,8 +60,8 @@ KAFKA_BROKER_FAST = {"replica.lag.time.max.ms": "4000", "default.replication.fac
                      "transaction.state.log.replication.factor": "2", "auto.create.topics.enable": "false"}
 
 
-def release_levels(dist: KafkaDist) -> tuple[str, str]:
-    return RELEASE_LEVELS.get(dist.version_tuple[:2], ("3.9-IV0", "4.1-IV1"))
+def release_levels(dist: KafkaDist) -> tuple[str | None, str | None]:
+    return RELEASE_LEVELS.get(dist.version_tuple[:2], (None, None))
 
 
 def kraftwire_cli(*args: str, timeout_s: float = 60.0) -> tuple[int, str]:
@@ -156,7 +164,7 @@ def check_brokers_register(c: Cluster) -> Result:
     got = wait_for(lambda: sorted(c.admin().list_topics(timeout=10).brokers) == want and want, 60,
                    f"brokers {want} listed")
     return Result("pass", f"brokers {got} registered and unfenced (Kafka {c.dist.version}, metadata.version "
-                          f"{c.format_level})")
+                          f"{c.format_level or DEFAULT_RELEASE + ' by default'})")
 
 
 def create_topic(c: Cluster, topic: str, partitions: int = 4, rf: int = 2, broker: int | None = None) -> str:
@@ -454,22 +462,53 @@ def _finalized_mv(c: Cluster, flag: str, addr: str) -> tuple[int, str]:
     return parse_release_version(m.group(2)), out
 
 
+def _finalized(out: str, feature: str) -> str | None:
+    m = re.search(rf"Feature: {re.escape(feature)}\s.*?FinalizedVersionLevel: (\S+)", out)
+    return m.group(1) if m else None
+
+
+def upgrade_41_features() -> list[str]:
+    """``kafka-features.sh upgrade`` arguments for Kafka 4.1's release defaults at 4.1-IV1: ``--release-version``
+    when kraftwire supports every feature it sets, else each feature kraftwire supports (kraft.version 1, KIP-853,
+    is left out while kraftwire supports 0 only; Kafka refuses the whole --release-version request then)."""
+    if SUPPORTED_FEATURES[KRAFT_VERSION][1] >= 1:
+        return ["--release-version", DEFAULT_RELEASE]
+    level = parse_release_version(DEFAULT_RELEASE)
+    args = ["--feature", f"metadata.version={level}"]
+    for name, value in sorted(default_feature_levels(level).items()):
+        if value and name != KRAFT_VERSION:
+            args += ["--feature", f"{name}={value}"]
+    return args
+
+
 def check_features(c: Cluster) -> Result:
     """``kafka-features.sh describe`` via a broker and via a kraftwire voter, then ``upgrade`` metadata.version
-    from the format level to the newest level every node supports, while Kafka and kraftwire nodes run."""
+    from the format level to the newest level every node supports, while Kafka and kraftwire nodes run. At the
+    format defaults (Kafka 4.1) both describe 4.1-IV1 with eligible.leader.replicas.version 1, and an upgrade to
+    4.1's defaults (``upgrade_41_features``) is accepted."""
     broker = ("--bootstrap-server", c.nodes[c.brokers()[0]].bootstrap)
     voter = ("--bootstrap-controller", c.nodes[c.voters()[0]].controller_address)
-    start, target = parse_release_version(c.format_level), parse_release_version(c.upgrade_level)
+    start = parse_release_version(c.format_level or DEFAULT_RELEASE)
+    target = parse_release_version(c.upgrade_level or DEFAULT_RELEASE)
     for flag, addr in (broker, voter):
         level, out = _finalized_mv(c, flag, addr)
         if level != start:
             return Result("fail", f"{flag} describe: finalized metadata.version {level}, formatted {start}")
-    rc, out = c.dist.run("kafka-features.sh", [*broker, "upgrade", "--feature", f"metadata.version={target}"],
-                         timeout_s=90)
+        if c.format_level is None and _finalized(out, "eligible.leader.replicas.version") != "1":
+            return Result("fail", f"{flag} describe: eligible.leader.replicas.version not 1: {out.strip()[-400:]}")
+    if c.upgrade_level is None:
+        upgrade = ["upgrade", *upgrade_41_features()]
+    else:
+        upgrade = ["upgrade", "--feature", f"metadata.version={target}"]
+    rc, out = c.dist.run("kafka-features.sh", [*broker, *upgrade], timeout_s=90)
     if rc != 0:
-        return Result("fail", f"upgrade to {target}: exit {rc}: {out.strip()[-300:]}")
+        return Result("fail", f"{' '.join(upgrade)}: exit {rc}: {out.strip()[-300:]}")
     for flag, addr in (broker, voter):
         wait_for(lambda f=flag, a=addr: _finalized_mv(c, f, a)[0] == target, 60, f"{flag} describes {target}")
+    if c.format_level is None:
+        return Result("pass", f"described via broker and controller: {DEFAULT_RELEASE} ({target}) and "
+                              f"eligible.leader.replicas.version 1 at the format defaults; "
+                              f"`{' '.join(upgrade)}` accepted")
     return Result("pass", f"described via broker and controller; upgraded metadata.version {c.format_level} "
                           f"→ {c.upgrade_level} ({start} → {target})")
 

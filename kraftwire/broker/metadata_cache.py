@@ -60,11 +60,13 @@ def endpoint(b: BrokerRegistration, listener: str) -> tuple[str, int] | None:
     return None
 
 
-def live_brokers(image: MetadataImage, listener: str, local: LocalView) -> list[tuple[int, str, int, str | None]]:
-    """(id, host, port, rack) of unfenced brokers reachable on ``listener``, plus the local broker."""
+def live_brokers(image: MetadataImage, listener: str, local: LocalView, *, fenced: bool = False
+                 ) -> list[tuple[int, str, int, str | None]]:
+    """(id, host, port, rack) of unfenced brokers reachable on ``listener``, plus the local broker; ``fenced``
+    lists fenced brokers too."""
     out: dict[int, tuple[int, str, int, str | None]] = {}
     for b in image.brokers.values():
-        if b.fenced:
+        if b.fenced and not fenced:
             continue
         ep = endpoint(b, listener)
         if ep is not None:
@@ -166,5 +168,12 @@ def describe_cluster_response(request: Any, version: int, *, image: MetadataImag
         resp.error_message = f"broker {local.node_id} is fenced or catching up with the metadata log; retry"
         return resp
     resp.controller_id = client_controller_id(image, local)
-    resp.brokers = [DescribeClusterBroker(i, h, p, r) for i, h, p, r in live_brokers(image, listener, local)]
+    # v2 (KIP-1073): fenced brokers too when asked, each with IsFenced, as Kafka 4.x brokers answer
+    with_fenced = version >= 2 and bool(getattr(request, "include_fenced_brokers", False))
+    resp.brokers = [DescribeClusterBroker(i, h, p, r) for i, h, p, r
+                    in live_brokers(image, listener, local, fenced=with_fenced)]
+    if version >= 2:
+        for b in resp.brokers:
+            reg = image.brokers.get(b.broker_id)
+            b.is_fenced = reg is not None and reg.fenced and b.broker_id != local.node_id
     return resp

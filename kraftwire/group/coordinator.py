@@ -106,7 +106,7 @@ GROUP_APIS: dict[int, tuple[int, int]] = {
     12: (0, 4),  # Heartbeat
     13: (0, 5),  # LeaveGroup
     14: (0, 5),  # SyncGroup
-    15: (0, 5),  # DescribeGroups
+    15: (0, 6),  # DescribeGroups
     16: (0, 5),  # ListGroups
 }
 
@@ -918,8 +918,12 @@ class GroupCoordinator:
         for gid in req.groups:
             g = self.groups.get(gid)
             if g is None or g.is_(GroupState.DEAD):
-                described.append(DescribedGroup(error_code=0, group_id=gid, group_state=GroupState.DEAD.value,
-                                                protocol_type="", protocol_data="", authorized_operations=ops))
+                # v6+ (KIP-1043) names a missing group, as Kafka 4.x's coordinator does; before, it is "Dead"
+                missing = version >= 6
+                described.append(DescribedGroup(
+                    error_code=int(Errors.GROUP_ID_NOT_FOUND) if missing else 0, group_id=gid,
+                    group_state=GroupState.DEAD.value, protocol_type="", protocol_data="",
+                    authorized_operations=ops, error_message=f"Group {gid} not found." if missing else None))
                 continue
             stable = g.is_(GroupState.STABLE) and g.protocol_name is not None
             members = [

@@ -19,12 +19,12 @@ from kraftwire.protocol.messages.api_versions_response import (
 # librdkafka enables its modern Fetch versions only when Produce is advertised.
 RAFT_APIS = {52: (0, 2), 53: (0, 1), 54: (0, 1), 55: (0, 2), 59: (0, 1)}
 CLIENT_APIS = {
-    0: (3, 9),    # Produce: advertised, always refused for __cluster_metadata
-    1: (4, 17),   # Fetch: consumers and replicas
-    2: (1, 9),    # ListOffsets
-    3: (0, 12),   # Metadata
+    0: (3, 13),   # Produce: advertised, always refused for __cluster_metadata
+    1: (4, 18),   # Fetch: consumers and replicas (v18: the fetcher's high watermark)
+    2: (1, 10),   # ListOffsets
+    3: (0, 13),   # Metadata
     18: (0, 4),   # ApiVersions
-    60: (0, 1),   # DescribeCluster
+    60: (0, 2),   # DescribeCluster (v2: fenced brokers on request)
 }
 
 # Controller APIs answered by the active controller (NOT_CONTROLLER elsewhere).
@@ -42,7 +42,7 @@ CONTROLLER_APIS = {
     50: (0, 0),   # DescribeUserScramCredentials (answered from the local image, not only by the active one)
     51: (0, 0),   # AlterUserScramCredentials
     56: (0, 3),   # AlterPartition
-    57: (0, 1),   # UpdateFeatures
+    57: (0, 2),   # UpdateFeatures (v2: no per-feature results)
     62: (0, 4),   # BrokerRegistration
     63: (0, 1),   # BrokerHeartbeat
     64: (0, 0),   # UnregisterBroker

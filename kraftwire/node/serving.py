@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -41,9 +42,15 @@ def refuse_produce(body: Any, version: int) -> Reply | None:
         return None
     topics = []
     for t in body.topic_data:
-        parts = [PartitionProduceResponse(index=p.index, error_code=int(Errors.INVALID_TOPIC_EXCEPTION),
-                                          error_message=f"{t.name} is read-only: only the quorum writes "
-                                          "__cluster_metadata" if version >= 8 else None)
+        # v13 names topics by id (KIP-516): only the metadata topic's is known here
+        if version >= 13 and t.topic_id != reads.METADATA_TOPIC_ID:
+            code, why = Errors.UNKNOWN_TOPIC_ID, f"unknown topic id {t.topic_id}"
+        else:
+            code, why = Errors.INVALID_TOPIC_EXCEPTION, (f"{t.name or reads.METADATA_TOPIC} is read-only: only the "
+                                                         "quorum writes __cluster_metadata")
+        parts = [PartitionProduceResponse(index=p.index, error_code=int(code),
+                                          error_message=why if version >= 8 else None)
                  for p in t.partition_data]
-        topics.append(TopicProduceResponse(name=t.name, partition_responses=parts))
+        topics.append(TopicProduceResponse(name=t.name, topic_id=t.topic_id if version >= 13 else uuid.UUID(int=0),
+                                           partition_responses=parts))
     return Reply(ProduceResponse(responses=topics), version)

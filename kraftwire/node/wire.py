@@ -111,7 +111,8 @@ def request_from_wire(api_key: int, body: Any, version: int) -> tuple[int, m.Req
         return replica, m.FetchRequest(body.cluster_id, replica, body.max_wait_ms, p.fetch_offset,
                                        p.last_fetched_epoch, p.current_leader_epoch, p.log_start_offset,
                                        p.partition_max_bytes, body.min_bytes,
-                                       _dir(getattr(p, "replica_directory_id", None)))
+                                       _dir(getattr(p, "replica_directory_id", None)),
+                                       p.high_watermark if version >= 18 else m.UNKNOWN_HIGH_WATERMARK)
     if api_key == 55:
         _one_partition(body)
         return -1, m.DescribeQuorumRequest()
@@ -240,6 +241,8 @@ def request_to_wire(msg: m.Request, version: int, leader_endpoints: list[tuple[s
         part = f_req.FetchPartition(0, msg.current_leader_epoch, msg.fetch_offset, msg.last_fetched_epoch,
                                     msg.log_start_offset, msg.max_bytes,
                                     **_dir_field(msg.replica_directory_id, version >= 17))
+        if version >= 18:
+            part.high_watermark = msg.high_watermark
         topic = f_req.FetchTopic(METADATA_TOPIC if version < 13 else "",
                                  METADATA_TOPIC_ID if version >= 13 else f_req.ZERO_UUID, [part])
         req = f_req.FetchRequest(cluster_id=msg.cluster_id, max_wait_ms=msg.max_wait_ms, min_bytes=msg.min_bytes,

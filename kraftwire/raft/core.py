@@ -663,7 +663,8 @@ class RaftCore:
         offset = self.log.end_offset
         req = m.FetchRequest(self.cluster_id, self.node_id, max_wait, offset, self.log.last_epoch(), epoch,
                              self.log.start_offset, self.config.fetch_max_bytes,
-                             replica_directory_id=self.directory_id)
+                             replica_directory_id=self.directory_id,
+                             high_watermark=-1 if self.hw is None else self.hw)
         self._send(now, dest, kind, req, offset)
 
     def _send_fetch_snapshot(self, now: int, st: Follower) -> None:
@@ -902,7 +903,9 @@ class RaftCore:
             if req.replica_directory_id is not None:
                 progress.directory_id = req.replica_directory_id
             self._leader_progress(now, st)
-        if req.fetch_offset >= self.log.end_offset and req.max_wait_ms > 0:
+        # a fetcher whose high watermark is behind ours is answered at once (Fetch v18, as Kafka 4.1)
+        behind = st.hw is not None and req.high_watermark < st.hw
+        if req.fetch_offset >= self.log.end_offset and req.max_wait_ms > 0 and not behind:
             st.parked[rid] = ParkedFetch(rid, replica, req.fetch_offset, req.max_bytes, now + req.max_wait_ms, st.hw)
             return
         self._respond(rid, self._fetch_data(st, req.fetch_offset, req.max_bytes))

@@ -107,6 +107,10 @@ class EndQuorumEpochResponse:
 
 
 # ---------------------------------------------------------------------------------------- Fetch
+#: What a Fetch below v18 carries as the fetcher's high watermark: "not told", never behind the leader's.
+UNKNOWN_HIGH_WATERMARK = (1 << 63) - 1
+
+
 @dataclass(frozen=True, slots=True)
 class FetchRequest:
     cluster_id: str | None
@@ -119,6 +123,7 @@ class FetchRequest:
     max_bytes: int = 8 * 1024 * 1024
     min_bytes: int = 0
     replica_directory_id: uuid.UUID | None = None     # KIP-853 (Fetch v17+)
+    high_watermark: int = UNKNOWN_HIGH_WATERMARK      # the fetcher's high watermark (Fetch v18+; -1: none yet)
 
 
 @dataclass(frozen=True, slots=True)

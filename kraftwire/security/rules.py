@@ -173,13 +173,19 @@ def _describe_cluster(a: Access, body: Any, version: int) -> Outcome | None:
 
 
 def _produce(a: Access, body: Any, version: int) -> Outcome | None:
-    denied = {t.name for t in body.topic_data if not a.topic(WRITE, t.name)}
+    def key(t: Any) -> Any:
+        return t.name if version < 13 else t.topic_id
+
+    def name(t: Any) -> str | None:
+        return t.name if version < 13 else a.topic_name(t.topic_id)
+
+    denied = {key(t) for t in body.topic_data if (n := name(t)) is not None and not a.topic(WRITE, n)}
     if not denied:
         return None
 
     def finish(resp: Any) -> Any:
         for t in resp.responses:
-            if t.name in denied:
+            if key(t) in denied:
                 for p in t.partition_responses:
                     p.error_code, p.error_message = TOPIC_DENIED, None
         return resp

@@ -113,3 +113,21 @@ def test_describe_cluster_lists_live_brokers_and_refuses_controller_endpoints():
     dc = describe_cluster_response(DescribeClusterRequest(endpoint_type=9), 1, image=image(), listener="PLAINTEXT",
                                    local=local(), cluster_id="cid")
     assert dc.error_code == Errors.UNSUPPORTED_ENDPOINT_TYPE
+
+
+def test_describe_cluster_v2_lists_fenced_brokers_only_when_asked():
+    def dc(version, **kw):
+        resp = describe_cluster_response(DescribeClusterRequest(**kw), version, image=image(), listener="PLAINTEXT",
+                                         local=local(), cluster_id="cid")
+        back = type(resp).decode(resp.encode(version), version)
+        return [(b.broker_id, b.is_fenced) for b in back.brokers]
+
+    assert dc(2) == [(1, False), (2, False)]
+    assert dc(2, include_fenced_brokers=True) == [(1, False), (2, False), (4, True)]   # 4 never unfenced
+    assert dc(1, include_fenced_brokers=True) == [(1, False), (2, False)]              # no such field before v2
+
+
+def test_metadata_v13_answers_with_a_top_level_error_code():
+    resp = md(MetadataRequest(topics=None), version=13)
+    back = MetadataResponse.decode(resp.encode(13), 13)
+    assert back.error_code == 0 and [t.name for t in back.topics][0] == "__cluster_metadata"

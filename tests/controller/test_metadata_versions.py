@@ -192,3 +192,17 @@ def test_feature_checks_do_not_freeze_a_standby_replay() -> None:
     why = ctl.unsupported()
     assert why is not None and "4.2-IV0" in why
     assert ctl.committed_image.metadata_version == 28 and ctl.committed_image.topic_by_name("t") is not None
+
+
+def test_update_features_v2_answers_without_per_feature_results() -> None:
+    from kraftwire.protocol.messages.update_features_response import UpdateFeaturesResponse
+
+    h = Harness(mv=21)
+    h.mv = 27
+    h.start_brokers(1)
+    ok = h.run(ufq.UpdateFeaturesRequest(feature_updates=[ufq.FeatureUpdateKey("metadata.version", 22, False, 1)]), 2)
+    back = UpdateFeaturesResponse.decode(ok.encode(2), 2)
+    assert (back.error_code, back.results) == (0, []) and h.image.metadata_version == 22
+    bad = h.run(ufq.UpdateFeaturesRequest(feature_updates=[ufq.FeatureUpdateKey("kraft.version", 1, False, 1)]), 2)
+    back = UpdateFeaturesResponse.decode(bad.encode(2), 2)
+    assert back.error_code == Errors.INVALID_UPDATE_VERSION and "kraft.version" in back.error_message

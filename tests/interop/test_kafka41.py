@@ -2,10 +2,14 @@
 
 * kraftwire metadata-shell reads a Kafka 4.1 log directory formatted without --release-version;
 * a kraftwire broker joins a Kafka 4.1 controller quorum at its defaults and is unfenced;
-* a Kafka 4.1 broker joins a kraftwire quorum formatted at 4.1-IV1, creates a topic through it;
-* a cluster at 3.9-IV0 (kraftwire controller, Kafka 4.1 broker) is upgraded to 4.1-IV1 with
-  kafka-features.sh; ``--release-version 4.1-IV1`` is refused because it also asks for
-  eligible.leader.replicas.version 1, which the kraftwire controller does not implement.
+* a Kafka 4.1 broker joins a kraftwire quorum formatted at its defaults (4.1-IV1, ELR on), creates a topic
+  through it, produces and consumes;
+* a cluster at 3.9-IV0 (kraftwire controller, Kafka 4.1 broker) is upgraded with
+  ``kafka-features.sh upgrade --release-version 4.1-IV1``: metadata.version 27 and
+  eligible.leader.replicas.version 1, the cluster-level min.insync.replicas written with it;
+* eligible leader replicas (KIP-966) with a kraftwire controller and two Kafka 4.1 brokers: replicas that
+  stop cleanly below min.insync.replicas stay eligible, and one of them leads again when the ISR emptied;
+* a kraftwire voter with two Kafka 4.1 controllers, each at its defaults.
 
 Each test runs only against a Kafka 4.1 distribution (skipped for other releases; under CI=true a
 missing distribution fails, see tests/interop/kafka.py).
@@ -13,13 +17,17 @@ missing distribution fails, see tests/interop/kafka.py).
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 
+from compat.interop import upgrade_41_features
 from compat.kafka import BROKER_PORT, CONTROLLER_PORT, KafkaNode, KraftwireNode, wait_for
+from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
 from kraftwire.storage.meta_properties import random_uuid
 from tests.interop.kafka import Fleet
 
@@ -36,6 +44,38 @@ def kafka41(kafka_dist):
 def kraftwire_cli(*args: str, timeout_s: float = 60) -> tuple[int, str]:
     p = subprocess.run([sys.executable, "-m", "kraftwire", *args], capture_output=True, text=True, timeout=timeout_s)
     return p.returncode, p.stdout + p.stderr
+
+
+def produce(bootstrap: str, topic: str, values: list[str]) -> list[str]:
+    """Idempotent acks=all produce; returns the acknowledged values."""
+    from confluent_kafka import Producer
+
+    acked: list[str] = []
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                  "message.timeout.ms": 60000})
+    for v in values:
+        p.produce(topic, v.encode(), on_delivery=lambda err, m: err is None and acked.append(m.value().decode()))
+    assert p.flush(90) == 0
+    return acked
+
+
+def consume(bootstrap: str, topic: str, expect: int, timeout_s: float = 60.0) -> list[str]:
+    """Partition 0 of ``topic`` from the beginning, by assignment (no group coordinator needed)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"k41-{uuid.uuid4().hex[:8]}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    out: list[str] = []
+    try:
+        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + timeout_s
+        while len(out) < expect and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                out.append(m.value().decode())
+    finally:
+        c.close()
+    return out
 
 
 def shell(directory, command: str) -> str:
@@ -107,6 +147,10 @@ def test_kafka41_broker_joins_a_kraftwire_quorum_at_41_iv1(kafka41, tmp_path):
         rc, out = kafka41.run("kafka-features.sh", ["--bootstrap-server", f"{bhost}:{BROKER_PORT}", "describe"])
         assert rc == 0, out
         assert "Feature: metadata.version\tSupportedMinVersion: 3.3-IV3" in out and "FinalizedVersionLevel: 4.1-IV1" in out
+        assert re.search(r"Feature: eligible\.leader\.replicas\.version\s.*FinalizedVersionLevel: 1", out), out
+        values = [f"v{i}" for i in range(200)]
+        assert sorted(produce(f"{bhost}:{BROKER_PORT}", "beta", values)) == sorted(values)
+        assert sorted(consume(f"{bhost}:{BROKER_PORT}", "beta", len(values))) == sorted(values)
 
 
 def test_upgrade_from_39_iv0_to_41_iv1_with_kafka_features(kafka41, tmp_path):
@@ -126,16 +170,22 @@ def test_upgrade_from_39_iv0_to_41_iv1_with_kafka_features(kafka41, tmp_path):
         broker.wait_started()
         boot = ["--bootstrap-server", f"{bhost}:{BROKER_PORT}"]
         rc, out = kafka41.run("kafka-features.sh", [*boot, "upgrade", "--release-version", "4.1-IV1"])
-        assert rc != 0 and "eligible.leader.replicas.version" in out, out
-        rc, out = kafka41.run("kafka-features.sh", [*boot, "upgrade", "--feature", "metadata.version=27",
-                                                    "--feature", "group.version=1", "--feature",
-                                                    "transaction.version=2"])
+        if SUPPORTED_FEATURES[KRAFT_VERSION][1] < 1:
+            # Kafka 4.1's release defaults include kraft.version 1 (KIP-853), which kraftwire does not build yet:
+            # the whole request is refused, naming it; every other 4.1 default is then upgraded explicitly.
+            assert rc != 0 and "kraft.version" in out, out
+            rc, out = kafka41.run("kafka-features.sh", [*boot, "upgrade", *upgrade_41_features()])
         assert rc == 0, out
 
         def finalized() -> str:
             return shell(ctl.metadata_dir, "cat /features/metadata.version")
 
         wait_for(lambda: finalized() == "27", 60, "metadata.version 27 committed")
+        assert shell(ctl.metadata_dir, "cat /features/eligible.leader.replicas.version") == "1"
+        assert shell(ctl.metadata_dir, "cat /features/transaction.version") == "2"
+        rc, out = kafka41.run("kafka-features.sh", [*boot, "describe"])
+        assert rc == 0 and "FinalizedVersionLevel: 4.1-IV1" in out, out
+        assert re.search(r"Feature: eligible\.leader\.replicas\.version\s.*FinalizedVersionLevel: 1", out), out
         time.sleep(1)  # the broker applies the new level; it must stay up
         assert broker.running() and ctl.running()
         rc, out = kafka41.run("kafka-topics.sh", [*boot, "--create", "--topic", "after", "--partitions", "1"])
@@ -144,8 +194,8 @@ def test_upgrade_from_39_iv0_to_41_iv1_with_kafka_features(kafka41, tmp_path):
 
 def test_kraftwire_voter_in_a_kafka41_controller_quorum(kafka41, tmp_path):
     """Two Kafka 4.1 controllers and a kraftwire voter, each formatted at its defaults: whichever bootstrap the
-    first leader commits, the quorum has a leader and every node stays up; with ELR finalized (a Kafka
-    leader's bootstrap) the kraftwire voter replays but says once that it will not become active."""
+    first leader commits, the quorum has a leader, ELR is finalized, and every node stays up, the kraftwire voter
+    ready to become active (it supports every finalized level)."""
     with Fleet(tmp_path) as fleet:
         hosts = fleet.hosts(3)
         voters = [(i + 1, hosts[i], CONTROLLER_PORT) for i in range(3)]
@@ -173,10 +223,61 @@ def test_kraftwire_voter_in_a_kafka41_controller_quorum(kafka41, tmp_path):
                  "metadata.version 27 replayed by the kraftwire voter")
         elr = kraftwire_cli("metadata-shell", "--snapshot", str(kw.metadata_dir), "cat",
                             "/features/eligible.leader.replicas.version")[1].strip()
-        lines = [x for x in kw.log_text().splitlines() if "will not become active" in x]
-        if elr == "1":
-            assert len(lines) == 1 and "eligible.leader.replicas.version 1" in lines[0], lines
-        else:
-            assert lines == []
+        assert elr == "1"   # every node's bootstrap turns ELR on, and kraftwire implements it
+        assert [x for x in kw.log_text().splitlines() if "will not become active" in x] == []
         assert kw.running() and all(n.running() for n in kafkas)
         assert "Traceback" not in kw.log_text()
+
+
+def _partition_state(ctl: KraftwireNode, topic: str) -> tuple[str, str, str, str]:
+    """(leader, isr, elr, lastKnownElr) of partition 0 in the kraftwire controller's log."""
+    return tuple(shell(ctl.metadata_dir, f"cat /topics/{topic}/0/{f}")
+                 for f in ("leader", "isr", "eligibleLeaderReplicas", "lastKnownElr"))  # type: ignore[return-value]
+
+
+def test_elr_with_kafka41_brokers_on_a_kraftwire_controller(kafka41, tmp_path):
+    """KIP-966 on a kraftwire controller at its defaults, with two Kafka 4.1 brokers and a topic of RF 2 and
+    min.insync.replicas 2: the replica stopped first joins the ELR (the ISR fell below 2), the last ISR member's
+    controlled shutdown empties the ISR and joins it too (leader remembered in lastKnownElr); the first replica
+    restarts cleanly and, being eligible, leads again; `kafka-topics.sh --describe` shows the ELR."""
+    with Fleet(tmp_path) as fleet:
+        chost, h1, h2 = fleet.hosts(3)
+        voters = [(1, chost, CONTROLLER_PORT)]
+        ctl = KraftwireNode(tmp_path, 1, "controller", chost, voters)
+        fleet.add(ctl)
+        fleet.watch("kraftwire controller", ctl.log_path)
+        cluster = random_uuid()
+        ctl.format(cluster)
+        ctl.start()
+        ctl.wait_started()
+        fast = {"replica.lag.time.max.ms": "4000", "offsets.topic.replication.factor": "2",
+                "transaction.state.log.replication.factor": "2"}
+        brokers = {i: fleet.add(KafkaNode(kafka41, tmp_path, i, "broker", h, voters, props=fast))
+                   for i, h in ((2, h1), (3, h2))}
+        for b in brokers.values():
+            b.format(cluster)
+            b.start()
+        for b in brokers.values():
+            b.wait_started()
+        boot = ["--bootstrap-server", brokers[2].bootstrap]
+        rc, out = kafka41.run("kafka-topics.sh", [*boot, "--create", "--topic", "elr", "--replica-assignment", "2:3",
+                                                  "--config", "min.insync.replicas=2"])
+        assert rc == 0, out
+        wait_for(lambda: _partition_state(ctl, "elr")[:2] == ("2", "[2, 3]"), 60, "elr-0 led by 2 with ISR 2,3")
+        values = [f"e{i}" for i in range(50)]
+        assert sorted(produce(brokers[2].bootstrap, "elr", values)) == sorted(values)
+
+        brokers[3].stop()                           # controlled shutdown: ISR [2] < 2, so 3 becomes eligible
+        wait_for(lambda: _partition_state(ctl, "elr") == ("2", "[2]", "[3]", "[]"), 60, "3 in the ELR of elr-0")
+        rc, out = kafka41.run("kafka-topics.sh", [*boot, "--describe", "--topic", "elr"])
+        assert rc == 0 and re.search(r"Isr: 2\s+Elr: 3\s+LastKnownElr: ", out), out
+
+        brokers[2].stop()                           # the last ISR member: ISR empties, both eligible
+        wait_for(lambda: _partition_state(ctl, "elr") == ("-1", "[]", "[2, 3]", "[2]"), 60,
+                 "elr-0 leaderless with ELR 2,3 and last known leader 2")
+        brokers[3].start()                          # a clean restart keeps its ELR seat: it leads, no data lost
+        brokers[3].wait_started()
+        wait_for(lambda: _partition_state(ctl, "elr") == ("3", "[3]", "[2]", "[]"), 90,
+                 "eligible replica 3 elected leader of elr-0")
+        assert sorted(consume(brokers[3].bootstrap, "elr", len(values))) == sorted(values)
+        assert ctl.running() and "Traceback" not in ctl.log_text()

@@ -56,3 +56,14 @@ def test_wire_versions_with_and_without_directory_ids():
     body = wire.response_to_wire(55, resp, 2, [])
     again = dq_resp.DescribeQuorumResponse.decode(body.encode(2), 2)
     assert again.topics[0].partitions[0].current_voters[0].replica_directory_id == D1
+
+
+def test_fetch_high_watermark_crosses_the_wire_from_v18():
+    from kraftwire.node.wire import request_from_wire, request_to_wire
+    from kraftwire.raft import messages as rm
+
+    msg = rm.FetchRequest(CID, 2, 500, 10, 3, 4, high_watermark=7)
+    for version, want in ((18, 7), (17, rm.UNKNOWN_HIGH_WATERMARK)):
+        body = request_to_wire(msg, version)
+        back = f_req.FetchRequest.decode(body.encode(version), version)
+        assert request_from_wire(1, back, version)[1].high_watermark == want

@@ -163,6 +163,22 @@ def test_long_poll_answers_early_when_hw_moves():
     assert answered == {7: 4}
 
 
+def test_fetch_v18_with_a_stale_high_watermark_is_answered_at_once():
+    """Kafka 4.1 (Fetch v18): a caught-up fetcher whose high watermark is behind the leader's is not parked."""
+    core, log, _, now, _ = leader_with_data()
+    fetch(core, now, 1, 2, 4, 1)                       # voter 2 catches up: HW 4
+    assert core.hw == 4
+
+    def ask(rid: int, hw: int) -> list:
+        req = m.FetchRequest(CID, 3, 500, 4, 1, core.epoch, high_watermark=hw)
+        return core.handle_request(now + rid, rid, 3, req)
+
+    assert fetch_partition(ask(10, 2)).high_watermark == 4     # behind: answered with the new HW
+    assert fetch_partition(ask(11, -1)).high_watermark == 4    # a follower that knows no HW yet
+    assert ask(12, 4) == []                                     # up to date: parked (long poll)
+    assert ask(13, m.UNKNOWN_HIGH_WATERMARK) == []              # older versions tell nothing: parked
+
+
 def test_parked_fetches_fail_when_leadership_is_lost():
     core, log, _, now, _ = leader_with_data()
     fetch(core, now, 7, 3, 4, 1, max_wait=500)
@@ -333,3 +349,13 @@ def test_memory_log_crash_and_torn_write():
     log.append_as_leader([rec(b"d")], 1)
     log.crash()
     assert log.end_offset == 2
+
+
+def test_followers_send_their_high_watermark():
+    """Fetch v18: the follower tells the leader its high watermark (-1 while it knows none)."""
+    core, log, _ = follower()
+    req = first_fetch(core)
+    assert req.msg.high_watermark == -1
+    out = answer(core, req, 5, batches=[RecordBatch(0, 2, (rec(b"a"), rec(b"b")))], hw=10)
+    (nxt,) = requests(out, m.FetchRequest)
+    assert core.hw == 2 and nxt.msg.high_watermark == 2

@@ -144,6 +144,26 @@ async def test_list_offsets_needs_describe_and_produce_needs_write():
         "orders": Errors.INVALID_TOPIC_EXCEPTION, "secret": TOPIC_DENIED}
 
 
+async def test_produce_v13_names_topics_by_id():
+    from kraftwire.node.reads import METADATA_TOPIC_ID
+    from kraftwire.node.serving import refuse_produce
+
+    other = uuid.UUID(int=0x77)
+    body = pq.ProduceRequest(acks=-1, topic_data=[pq.TopicProduceData(topic_id=METADATA_TOPIC_ID,
+                                                                      partition_data=[pq.PartitionProduceData(0)]),
+                                                  pq.TopicProduceData(topic_id=other,
+                                                                      partition_data=[pq.PartitionProduceData(0)])])
+    run = Run(image(allow(TOPIC, "orders", WRITE)), lambda b: refuse_produce(b, 13).body)
+    resp = await run(0, 13, body)
+    back = pr.ProduceResponse.decode(resp.encode(13), 13)
+    assert {t.topic_id: t.partition_responses[0].error_code for t in back.responses} == {
+        METADATA_TOPIC_ID: TOPIC_DENIED, other: Errors.UNKNOWN_TOPIC_ID}
+    run = Run(image(allow(TOPIC, "__cluster_metadata", WRITE)), lambda b: refuse_produce(b, 13).body)
+    resp = await run(0, 13, body)
+    assert {t.topic_id: t.partition_responses[0].error_code for t in resp.responses} == {
+        METADATA_TOPIC_ID: Errors.INVALID_TOPIC_EXCEPTION, other: Errors.UNKNOWN_TOPIC_ID}
+
+
 async def test_delete_topics_v5_by_name_and_cluster_delete():
     run = Run(image(allow(TOPIC, "orders", DELETE)), lambda b: DeleteTopicsResponse(responses=[
         DeletableTopicResult(name=n) for n in b.topic_names]))
