@@ -375,11 +375,10 @@ def _validate(cfg: NodeConfig) -> None:
         if not any(n in names for n in cfg.values["controller.listener.names"]):
             raise ConfigError("controller.listener.names: none of "
                               f"{cfg.values['controller.listener.names']} is in listeners")
-        if not cfg.voters and cfg.values["controller.quorum.bootstrap.servers"]:
-            raise ConfigError("controller.quorum.bootstrap.servers: kraftwire controllers do not support dynamic "
-                              "quorums (KIP-853) yet; list every voter in controller.quorum.voters (id@host:port,...)")
-        if not cfg.voters:
-            raise ConfigError("controller.quorum.voters: required for a controller (id@host:port,...)")
+        if not cfg.voters and not cfg.values["controller.quorum.bootstrap.servers"]:
+            raise ConfigError("controller.quorum.voters: required for a controller (id@host:port,...), or "
+                              "controller.quorum.bootstrap.servers for a dynamic quorum (storage format --standalone "
+                              "or --initial-controllers)")
         if cfg.voters and cfg.node_id not in {v.node_id for v in cfg.voters}:
             raise ConfigError(f"controller.quorum.voters: node.id {cfg.node_id} is a controller but not a voter")
     elif not cfg.voters and not cfg.values["controller.quorum.bootstrap.servers"]:

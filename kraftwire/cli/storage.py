@@ -36,6 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "every node of a mixed cluster must know it: Kafka 3.7 knows up to 3.7-IV4)")
     mv.add_argument("--metadata-version", type=int, default=None, metavar="LEVEL",
                     help="metadata.version feature level to bootstrap, e.g. 19 (default: the latest kraftwire supports)")
+    q = f.add_mutually_exclusive_group()
+    q.add_argument("-s", "--standalone", action="store_true",
+                   help="initialize a controller as a single-node dynamic quorum (KIP-853, kraft.version 1)")
+    q.add_argument("-I", "--initial-controllers", default=None, metavar="id@host:port:directory,...",
+                   help="initialize a server with a specific dynamic quorum topology (the same list on every node)")
+    q.add_argument("-N", "--no-initial-controllers", action="store_true",
+                   help="initialize a server without a dynamic quorum topology")
     f.add_argument("-S", "--add-scram", action="append", default=[], metavar="MECHANISM=[name=...,password=...]",
                    help="add a SCRAM user to the bootstrap metadata, e.g. "
                         "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (repeatable)")
@@ -51,8 +58,14 @@ def log_dirs(cfg: NodeConfig) -> list[Path]:
 
 
 def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool = False,
-                   metadata_version: int | None = None, quiet: bool = False, add_scram: list[str] | None = None) -> int:
-    """Format every log directory of ``cfg``; returns how many were newly formatted."""
+                   metadata_version: int | None = None, quiet: bool = False, add_scram: list[str] | None = None,
+                   standalone: bool = False, initial_controllers: str | None = None,
+                   no_initial_controllers: bool = False) -> int:
+    """Format every log directory of ``cfg``; returns how many were newly formatted.
+
+    ``standalone`` / ``initial_controllers`` format a KIP-853 dynamic quorum (kraft.version 1): the metadata
+    log directory also gets the bootstrap snapshot holding the voter set (``dynamic_quorum.py``)."""
+    from kraftwire.cli.dynamic_quorum import check_quorum_flags, dynamic_voters, write_voters_snapshot
     from kraftwire.metadata import bootstrap_records
     from kraftwire.node.bootstrap import write_bootstrap
     from kraftwire.security.credentials import SCRAM_MIN_METADATA_VERSION, parse_add_scram
@@ -67,6 +80,10 @@ def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool =
             raise StorageError(f"SCRAM is only supported in metadata.version {SCRAM_MIN_METADATA_VERSION} "
                                f"(3.5-IV2) or later; this format would use {level}")
         records = records + [parse_add_scram(a) for a in add_scram]
+    check_quorum_flags(cfg, standalone, initial_controllers, no_initial_controllers,
+                       records[0].message.feature_level)
+    own_dir = random_uuid()
+    voters, own_dir = dynamic_voters(cfg, standalone, initial_controllers, own_dir)
     formatted = 0
     for d in log_dirs(cfg):
         existing = read_meta(d)
@@ -80,12 +97,16 @@ def format_storage(cfg: NodeConfig, cluster_id: str, *, ignore_formatted: bool =
                 print(f"All of the log directories are already formatted: {d}")
             continue
         d.mkdir(parents=True, exist_ok=True)
-        if d == cfg.metadata_log_dir:
+        meta_dir = d == cfg.metadata_log_dir
+        if meta_dir:
             write_bootstrap(d, records)
-        write_meta(d, MetaProperties(cluster_id, cfg.node_id, random_uuid()))
+            if voters is not None:
+                write_voters_snapshot(d, voters)
+        write_meta(d, MetaProperties(cluster_id, cfg.node_id, own_dir if meta_dir else random_uuid()))
         formatted += 1
         if not quiet:
-            print(f"Formatting {d} with metadata.version {records[0].message.feature_level} "
+            kind = " dynamic metadata voter directory" if meta_dir and voters is not None else ""
+            print(f"Formatting{kind} {d} with metadata.version {records[0].message.feature_level} "
                   f"(cluster {cluster_id}, node {cfg.node_id}).")
     return formatted
 
@@ -107,7 +128,9 @@ def run_format(args: argparse.Namespace) -> int:
     try:
         format_storage(cfg, args.cluster_id, ignore_formatted=args.ignore_formatted,
                        metadata_version=metadata_level(args.release_version, args.metadata_version),
-                       add_scram=args.add_scram)
+                       add_scram=args.add_scram, standalone=args.standalone,
+                       initial_controllers=args.initial_controllers,
+                       no_initial_controllers=args.no_initial_controllers)
     except ValueError as e:   # a malformed --add-scram, an unknown release or level
         if isinstance(e, ConfigError):
             raise

@@ -14,7 +14,7 @@ from typing import Any
 
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.metadata.snapshot import Snapshotter, snapshot_batches
-from kraftwire.protocol.records import RecordBatch
+from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft.log import SnapshotId
 
 log = logging.getLogger(__name__)
@@ -28,11 +28,12 @@ class SnapshotJob:
     image: MetadataImage
     timestamp_ms: int
     last_contained_timestamp_ms: int
+    control: tuple[Record, ...] = ()
 
     def frame(self) -> list[RecordBatch]:
         """The snapshot's batches (pure; may run in any thread)."""
         return snapshot_batches(self.image, self.sid, timestamp_ms=self.timestamp_ms,
-                                last_contained_timestamp_ms=self.last_contained_timestamp_ms)
+                                last_contained_timestamp_ms=self.last_contained_timestamp_ms, control=self.control)
 
 
 def snapshot_due(snap: Snapshotter, core: Any, ctl: Any, now: int) -> SnapshotJob | None:
@@ -41,7 +42,7 @@ def snapshot_due(snap: Snapshotter, core: Any, ctl: Any, now: int) -> SnapshotJo
     sid = snap.due(now, core.log.latest_snapshot_id())
     if sid is None or ctl.committed_offset != sid.end_offset - 1 or ctl.in_transaction:
         return None
-    return SnapshotJob(sid, ctl.committed_image, now, snap.last_timestamp_ms)
+    return SnapshotJob(sid, ctl.committed_image, now, snap.last_timestamp_ms, snap.control)
 
 
 def store_snapshot(snap: Snapshotter, core: Any, sid: SnapshotId, batches: list[RecordBatch]) -> bool:

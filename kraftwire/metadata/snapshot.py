@@ -115,7 +115,7 @@ def image_to_records(image: MetadataImage) -> list[MetadataRecord]:
 
 
 def snapshot_batches(image: MetadataImage, sid: SnapshotId, *, timestamp_ms: int = 0,
-                     last_contained_timestamp_ms: int = 0) -> list[RecordBatch]:
+                     last_contained_timestamp_ms: int = 0, control: tuple[Record, ...] = ()) -> list[RecordBatch]:
     """The content of a snapshot of ``image`` with id ``sid``, ready for ``create_snapshot``.
 
     The batches carry their encoded bytes: all the CPU work happens here (the node runs this in a
@@ -123,7 +123,7 @@ def snapshot_batches(image: MetadataImage, sid: SnapshotId, *, timestamp_ms: int
     """
     records = (Record(value=encode_record(r.message, r.version)) for r in iter_image_records(image))
     return with_raw(frame(sid, records, timestamp_ms=timestamp_ms,
-                          last_contained_timestamp_ms=last_contained_timestamp_ms))
+                          last_contained_timestamp_ms=last_contained_timestamp_ms, control=control))
 
 
 def image_from_snapshot(batches: Iterable[RecordBatch]) -> MetadataImage:
@@ -260,6 +260,7 @@ class Snapshotter:
     retention: RetentionPolicy
     position: SnapshotId | None = None   # end offset and epoch of the last committed data batch
     last_timestamp_ms: int = 0           # timestamp of that batch (the header's LastContainedLogTimestamp)
+    control: tuple[Record, ...] = ()     # KRaftVersion/Voters records every snapshot carries (kraft.version 1)
 
     def committed(self, batches: list[RecordBatch], now_ms: int) -> None:
         if not batches:

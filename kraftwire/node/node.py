@@ -20,7 +20,7 @@ from kraftwire.controller import scram as scram_cmds
 from kraftwire.core.listeners import FanOutListener
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.metadata import bootstrap_records
-from kraftwire.metadata.features import SUPPORTED_FEATURES
+from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.peers import PeerClient
@@ -83,6 +83,8 @@ class Node:
         limits the listeners this node answers on (combined mode: the controller listeners)."""
         self.cfg = cfg
         directory_id = None
+        self.voter_set = None            # KIP-853 voter set read from the log (no controller.quorum.voters)
+        snapshot_control: tuple = ()
         self.serve_listeners = list(cfg.listeners if serve is None else serve)
         if log is None:
             from kraftwire.node.broker_node import directory_uuid
@@ -95,6 +97,10 @@ class Node:
             directory_id = directory_uuid(meta.directory_id) if meta.directory_id else None
             log = FileLog(cfg.metadata_log_dir / "__cluster_metadata-0",
                           segment_bytes=cfg["metadata.log.segment.bytes"])
+            if not cfg.voters:   # KIP-853: the voter set is in the log (storage format --standalone ...)
+                from kraftwire.node.dynamic_quorum import resolve_voters
+
+                self.voter_set, snapshot_control = resolve_voters(cfg, log, directory_id)
             store = FileQuorumStateStore(cfg.metadata_log_dir / "__cluster_metadata-0" / "quorum-state")
             saved = store.read()
             if saved is not None:
@@ -109,6 +115,8 @@ class Node:
         self.log = log
         self.store = store
         self.voters = [v.node_id for v in cfg.voters]
+        snapshotter = snapshotter_for(cfg)
+        snapshotter.control = snapshot_control
         self.controller = ControllerShell(cfg.node_id, QuorumController(ControllerConfig(
             node_id=cfg.node_id, cluster_id=self.cluster_id, quorum_node_ids=tuple(self.voters),
             session_timeout_ms=cfg["broker.session.timeout.ms"],
@@ -117,7 +125,7 @@ class Node:
             default_replication_factor=cfg["default.replication.factor"],
             static_broker_configs={k: str(cfg[k]) for k in ("min.insync.replicas",) if k in cfg.raw})),
             bootstrap or bootstrap_records(),
-            snapshotter_for(cfg))
+            snapshotter)
         # More listeners (a combined node's broker metadata) may join before the first commit.
         self.raft_listeners = FanOutListener([self.controller.role])
         self.core = RaftCore(cfg.node_id, frozenset(self.voters), raft_config(cfg), self.log, self.store,
@@ -204,11 +212,17 @@ class Node:
         """Every request, direct or from an Envelope, passes the authorizer's rules first."""
         return await self.security.handle(request, ctx, self._dispatch)
 
+    def _finalized(self) -> dict[str, int]:
+        """The finalized levels, kraft.version included (from KRaftVersionRecord, as Kafka reports it)."""
+        features = self.controller.controller.committed_image.features
+        if self.voter_set is None:
+            return features
+        return {**features, KRAFT_VERSION: 1}
+
     def _dispatcher(self) -> Dispatcher:
         """Every API a voter serves, with its handler (one table; ApiVersions answered from it)."""
         d = Dispatcher(self.apis, "here", features=lambda: (
-            SUPPORTED_FEATURES, self.controller.controller.committed_image.features,
-            self.controller.controller.committed_offset))
+            SUPPORTED_FEATURES, self._finalized(), self.controller.controller.committed_offset))
         d.on(55, self._on_describe_quorum)
         d.on([k for k in RAFT_KEYS if k != 55], self._on_raft)
         d.on(1, self._on_fetch)

@@ -26,11 +26,15 @@ DEFAULT_BATCH_BYTES = 1 << 20
 
 
 def frame(sid: SnapshotId, records: Iterable[Record], *, timestamp_ms: int = 0,
-          last_contained_timestamp_ms: int = 0, max_batch_bytes: int = DEFAULT_BATCH_BYTES) -> list[RecordBatch]:
-    """Header batch, ``records`` cut into batches of about ``max_batch_bytes``, footer batch."""
+          last_contained_timestamp_ms: int = 0, max_batch_bytes: int = DEFAULT_BATCH_BYTES,
+          control: Sequence[Record] = ()) -> list[RecordBatch]:
+    """Header batch, ``records`` cut into batches of about ``max_batch_bytes``, footer batch.
+
+    ``control`` records follow the header in its batch, as Kafka puts KRaftVersionRecord and VotersRecord
+    there in a kraft.version 1 quorum (KIP-853)."""
     header = snapshot_header_record(last_contained_log_timestamp=last_contained_timestamp_ms)
-    out = [RecordBatch(0, sid.epoch, (header,), control=True, base_timestamp=timestamp_ms)]
-    offset = 1
+    out = [RecordBatch(0, sid.epoch, (header, *control), control=True, base_timestamp=timestamp_ms)]
+    offset = 1 + len(control)
     pending: list[Record] = []
     size = 0
     for rec in records:

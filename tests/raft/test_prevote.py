@@ -169,14 +169,16 @@ def test_vote_v2_is_advertised_and_kraft_version_1_is_not():
     assert SUPPORTED_FEATURES[KRAFT_VERSION] == (0, 0)  # dynamic quorums (KIP-853) are not built
 
 
-def test_a_controller_on_bootstrap_servers_alone_is_refused_until_kip_853_works():
+def test_a_controller_on_bootstrap_servers_alone_takes_its_voters_from_its_log():
     import pytest
 
     from kraftwire.config import ConfigError, load_config
 
     props = {"process.roles": "controller", "node.id": "1", "listeners": "CONTROLLER://127.0.0.1:19091",
              "controller.listener.names": "CONTROLLER", "controller.quorum.bootstrap.servers": "127.0.0.1:19091"}
-    with pytest.raises(ConfigError, match="dynamic quorums"):
+    assert load_config(props).voters == []      # filled from the log's VotersRecord at start (KIP-853)
+    del props["controller.quorum.bootstrap.servers"]
+    with pytest.raises(ConfigError, match="controller.quorum.voters: required"):
         load_config(props)
 
 

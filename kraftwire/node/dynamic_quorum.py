@@ -1,0 +1,67 @@
+"""A controller without ``controller.quorum.voters`` (KIP-853): its voters come from its own metadata log.
+
+``storage format --standalone | --initial-controllers`` (kraftwire's or Kafka's) leaves the voter set in the
+bootstrap snapshot; the latest VotersRecord — in the newest snapshot, or after it in the log — is in force, as
+Kafka reads it. kraftwire runs that voter set as a fixed quorum: it does not change voters at run time
+(AddRaftVoter/RemoveRaftVoter are refused, docs/raft.md), so a controller the set does not name cannot join.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kraftwire.config import NodeConfig, Voter
+from kraftwire.protocol.records import Record
+from kraftwire.raft.voter_set import ControlState, VoterSet, kraft_version_record, replay_control
+from kraftwire.storage import StorageError
+
+_SCAN_BYTES = 8 << 20
+
+
+def read_control_state(log: Any) -> ControlState:
+    """kraft.version and the voter set in force at the end of ``log`` (a FileLog or MemoryLog)."""
+    state = ControlState()
+    sid = log.latest_snapshot_id()
+    if sid is not None:
+        state = replay_control(state, log.read_snapshot(sid), in_snapshot=True)
+    offset = log.start_offset if sid is None else max(sid.end_offset, log.start_offset)
+    while offset < log.end_offset:
+        batches = log.read(offset, _SCAN_BYTES)
+        if not batches:
+            break
+        state = replay_control(state, batches)
+        offset = batches[-1].next_offset
+    return state
+
+
+class DynamicQuorumError(StorageError):
+    """One line naming why this controller cannot run on its dynamic quorum, and what to do."""
+
+
+def resolve_voters(cfg: NodeConfig, log: Any, directory_id: uuid.UUID | None) -> tuple[VoterSet, tuple[Record, ...]]:
+    """Fill ``controller.quorum.voters`` of ``cfg`` from the log's voter set; the control records every
+    snapshot of this node must carry. Raises DynamicQuorumError when the log names no voter set, or not this
+    node (with this log directory)."""
+    state = read_control_state(log)
+    if state.voters is None or state.kraft_version < 1:
+        raise DynamicQuorumError(
+            "controller.quorum.voters is not set and the metadata log holds no voter set: this controller was "
+            "formatted with --no-initial-controllers (or not at all); kraftwire cannot join a dynamic quorum as an "
+            "observer yet: format it with --standalone or --initial-controllers, or set controller.quorum.voters")
+    me = state.voters.get(cfg.node_id)
+    if me is None or (directory_id is not None and me.directory_id != directory_id):
+        raise DynamicQuorumError(
+            f"node {cfg.node_id} (directory {directory_id}) is not in the voter set of its metadata log "
+            f"({sorted(state.voters.ids)}); kraftwire does not add voters at run time (AddRaftVoter): format it "
+            "with the same --initial-controllers as the voters")
+    listener = cfg.controller_listener
+    voters = []
+    for v in state.voters.voters:
+        ep = v.endpoint(listener)
+        if ep is None:
+            raise DynamicQuorumError(f"voter {v.node_id} has no {listener} endpoint in the voter set "
+                                     f"({v.endpoints}); controller.listener.names must name the listener it used")
+        voters.append(Voter(v.node_id, ep[0], ep[1]))
+    cfg.values["controller.quorum.voters"] = voters
+    return state.voters, (kraft_version_record(state.kraft_version), state.voters.to_record())

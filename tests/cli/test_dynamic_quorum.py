@@ -1,0 +1,134 @@
+"""KIP-853 formats: ``storage format --standalone | --initial-controllers | --no-initial-controllers`` write the
+bootstrap snapshot Kafka's format writes, and a controller without controller.quorum.voters takes its voters from
+it (kraftwire/cli/dynamic_quorum.py, kraftwire/node/dynamic_quorum.py)."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kraftwire.cli.dynamic_quorum import NO_QUORUM_FLAG, uuid_text
+from kraftwire.cli.storage import format_storage
+from kraftwire.config import Voter, load_config
+from kraftwire.node.dynamic_quorum import DynamicQuorumError, read_control_state, resolve_voters
+from kraftwire.raft.log import SnapshotId
+from kraftwire.raft.snapshot import frame, parse
+from kraftwire.raft.voter_set import ControlState, VoterNode, VoterSet, bootstrap_snapshot, replay_control
+from kraftwire.storage import StorageError
+from kraftwire.storage.log import FileLog
+from kraftwire.storage.meta_properties import read_meta
+
+CID = "MkU3OEVBNTcwNTJENDM2Qg"
+KAFKA_41 = Path(__file__).parent / "data" / "kafka-4.1.0-standalone-0-0.checkpoint"
+DIRS = ["JEXY6aqzQY-32P5TStzaFg", "MvDxzVmcRsaTz33bUuRU6A", "07R5amHmR32VDA6jHkGbTA"]
+
+
+def _cfg(tmp: Path, node: int = 1, **extra: str):
+    props = {"process.roles": "controller", "node.id": str(node), "controller.listener.names": "CONTROLLER",
+             "listeners": f"CONTROLLER://127.0.0.{node}:19093", "log.dirs": str(tmp / f"n{node}"),
+             "controller.quorum.bootstrap.servers": "127.0.0.1:19093", **extra}
+    return load_config(props)
+
+
+def _dir(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+
+
+def _partition(cfg) -> Path:
+    return cfg.metadata_log_dir / "__cluster_metadata-0"
+
+
+def test_standalone_writes_kafkas_bootstrap_snapshot(tmp_path):
+    cfg = _cfg(tmp_path)
+    format_storage(cfg, CID, standalone=True, quiet=True)
+    own = read_meta(cfg.metadata_log_dir).directory_id
+    batches = parse((_partition(cfg) / "00000000000000000000-0000000000.checkpoint").read_bytes())
+    state = replay_control(ControlState(), batches, in_snapshot=True)
+    assert state.kraft_version == 1
+    assert state.voters == VoterSet((VoterNode(1, _dir(own),
+                                               (("CONTROLLER", "127.0.0.1", 19093),)),))
+    # the same layout as Kafka 4.1's `kafka-storage.sh format --standalone`: one control batch of header,
+    # KRaftVersion and Voters, then the footer; the records' bytes match for the same voter set
+    kafka = parse(KAFKA_41.read_bytes())
+    kv = replay_control(ControlState(), kafka, in_snapshot=True)
+    mine = bootstrap_snapshot(kv.voters, timestamp_ms=kafka[0].base_timestamp)
+    assert [len(b.records) for b in mine] == [len(b.records) for b in kafka] == [3, 1]
+    assert [(r.key, r.value) for r in mine[0].records[1:]] == [(r.key, r.value) for r in kafka[0].records[1:]]
+
+
+def test_initial_controllers_use_the_listed_directory_ids(tmp_path):
+    spec = ",".join(f"{i}@127.0.0.{i}:19093:{d}" for i, d in zip((1, 2, 3), DIRS, strict=True))
+    for node in (1, 2, 3):
+        cfg = _cfg(tmp_path, node)
+        format_storage(cfg, CID, initial_controllers=spec, quiet=True)
+        assert read_meta(cfg.metadata_log_dir).directory_id == DIRS[node - 1]
+        log = FileLog(_partition(cfg))
+        voters, control = resolve_voters(cfg, log, _dir(DIRS[node - 1]))
+        assert cfg.voters == [Voter(i, f"127.0.0.{i}", 19093) for i in (1, 2, 3)]
+        assert [uuid_text(v.directory_id) for v in voters.voters] == DIRS
+        assert len(control) == 2   # every snapshot this node takes carries KRaftVersion and Voters
+        log.close()
+
+
+def test_format_refusals_name_the_flag(tmp_path):
+    with pytest.raises(StorageError, match="^" + NO_QUORUM_FLAG.replace(".", r"\.") + "$"):
+        format_storage(_cfg(tmp_path), CID, quiet=True)
+    static = _cfg(tmp_path, **{"controller.quorum.voters": "1@127.0.0.1:19093"})
+    with pytest.raises(StorageError, match="You cannot specify controller.quorum.voters"):
+        format_storage(static, CID, standalone=True, quiet=True)
+    with pytest.raises(StorageError, match="metadata.version 21"):
+        format_storage(_cfg(tmp_path, 2), CID, standalone=True, metadata_version=19, quiet=True)
+    with pytest.raises(StorageError, match="id@host:port:directory"):
+        format_storage(_cfg(tmp_path, 3), CID, initial_controllers="1@127.0.0.1:19093", quiet=True)
+    assert not (tmp_path / "n1" / "meta.properties").exists()
+
+
+def test_no_initial_controllers_leaves_no_voter_set_and_the_node_says_why(tmp_path):
+    cfg = _cfg(tmp_path)
+    format_storage(cfg, CID, no_initial_controllers=True, quiet=True)
+    assert not (_partition(cfg) / "00000000000000000000-0000000000.checkpoint").exists()
+    _partition(cfg).mkdir(parents=True, exist_ok=True)
+    with pytest.raises(DynamicQuorumError, match="--no-initial-controllers.*observer"):
+        resolve_voters(cfg, FileLog(_partition(cfg)), None)
+
+
+def test_a_voter_the_set_does_not_name_is_refused(tmp_path):
+    spec = ",".join(f"{i}@127.0.0.{i}:19093:{d}" for i, d in zip((1, 2, 3), DIRS, strict=True))
+    cfg = _cfg(tmp_path)
+    format_storage(cfg, CID, initial_controllers=spec, quiet=True)
+    with pytest.raises(DynamicQuorumError, match="not in the voter set"):
+        resolve_voters(cfg, FileLog(_partition(cfg)), uuid.uuid4())   # re-formatted: another directory
+
+
+def test_latest_voters_record_wins_and_snapshots_carry_it(tmp_path):
+    one = VoterSet((VoterNode(1, uuid.UUID(int=1), (("CONTROLLER", "h1", 1),)),))
+    two = VoterSet((*one.voters, VoterNode(2, uuid.UUID(int=2), (("CONTROLLER", "h2", 2),))))
+    log = FileLog(tmp_path / "p")
+    log.create_snapshot(SnapshotId(0, 0), bootstrap_snapshot(one))
+    assert read_control_state(log).voters == one
+    log.append_as_leader([two.to_record()], 1, control=True)
+    st = read_control_state(log)
+    assert st.voters == two and st.voters_offset == 0 and st.kraft_version == 1
+    snap = frame(SnapshotId(5, 1), [], control=(two.to_record(),))
+    assert replay_control(ControlState(), snap, in_snapshot=True).voters == two
+    assert [b.base_offset for b in snap] == [0, 2]
+
+
+def test_a_node_on_a_standalone_directory_runs_its_voter_set(tmp_path):
+    from kraftwire.node.node import Node
+
+    cfg = _cfg(tmp_path)
+    format_storage(cfg, CID, standalone=True, quiet=True)
+    node = Node(cfg)
+    try:
+        assert node.voters == [1] and cfg.voters == [Voter(1, "127.0.0.1", 19093)]
+        assert node.voter_set is not None and node.voter_set.ids == {1}
+        assert node._finalized()["kraft.version"] == 1                      # ApiVersions' finalized levels
+        assert node.controller.role.snapshotter.control[1] == node.voter_set.to_record()
+    finally:
+        node.log.close()
+        for lock in getattr(node, "dir_locks", []):
+            lock.release()
