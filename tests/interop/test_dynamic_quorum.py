@@ -16,7 +16,13 @@ import re
 
 import pytest
 
-from compat.kafka import CONTROLLER_PORT, KafkaNode, KraftwireNode, loopback_hosts, wait_for
+from compat.interop import (
+    MixedQuorum,
+    check_leadership_both_ways,
+    check_logs_identical,
+    check_mixed_quorum_forms,
+)
+from compat.kafka import CONTROLLER_PORT, KafkaNode, KraftwireNode, loopback_hosts, start_all, wait_for
 from kraftwire.storage.meta_properties import random_uuid, read_meta
 from tests.interop.kafka import Fleet
 
@@ -88,3 +94,24 @@ def test_kraftwire_standalone_format_served_by_kafka(release, tmp_path):
         status = wait_for(lambda: (o := _describe(release, kafka, "--status")) and "LeaderId:               1" in o
                           and o, 60, "Kafka leading the kraftwire-formatted quorum")
         assert f'"directoryId": "{directory}"' in status, status
+
+
+def test_mixed_initial_controllers_quorum(release, tmp_path):
+    """1 kraftwire and 2 Kafka voters formatted with the same ``--initial-controllers`` (kraft.version 1): the
+    mixed-quorum row (d) — a leader described through a Kafka voter, leadership both ways, identical logs."""
+    c = MixedQuorum(release, tmp_path)
+    dirs = {i: random_uuid() for i in c.nodes}
+    spec = ",".join(f"{i}@{n.host}:{CONTROLLER_PORT}:{dirs[i]}" for i, n in sorted(c.nodes.items()))
+    for node in c.nodes.values():
+        _dynamic(node)
+        node.properties["controller.quorum.bootstrap.servers"] = c.voter_addrs()
+        node.config.write_text("".join(f"{k}={v}\n" for k, v in node.properties.items()))
+        node.format(c.cluster_id, release_version="3.9-IV0", extra=["--initial-controllers", spec])
+    with Fleet(tmp_path) as fleet:
+        fleet.nodes = list(c.nodes.values())
+        start_all(c.nodes.values(), 150)
+        c.wait_leader(90)
+        for check in (check_mixed_quorum_forms, check_leadership_both_ways, check_logs_identical):
+            result = check(c)
+            print(f"{check.__name__}: {result.status}: {result.detail}")
+            assert result.status == "pass", result.detail
