@@ -69,6 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--metadata-version", type=_level, default=0, metavar="LEVEL",
                    help="with --controller: the metadata.version level the cluster bootstraps at, "
                         "or 'all' to cycle the seeds through every level kraftwire supports (default latest)")
+    p.add_argument("--wire", action="store_true",
+                   help="send every simulated message through the Kafka wire format (encode, decode, "
+                        "convert back) at the versions kraftwire advertises")
     p.add_argument("--bugs", default="", help=argparse.SUPPRESS)  # test-only deliberate bugs
     p.add_argument("--spark", action="store_true", help="run the seeds as Spark tasks (needs PySpark)")
     p.add_argument("--master", default=None, metavar="URL", help="Spark master URL with --spark (default local[*])")
@@ -81,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
     bugs = frozenset(b for b in args.bugs.split(",") if b)
     cfg = SimConfig(voters=args.voters, observers=args.observers, faults=args.faults,
                     duration_ms=args.duration_ms, bugs=bugs, controller=args.controller,
-                    metadata_version=max(0, args.metadata_version))
+                    metadata_version=max(0, args.metadata_version), wire=args.wire)
     seeds = [args.seed] if args.seed is not None else range(args.start_seed, args.start_seed + args.seeds)
     import time
 

@@ -27,7 +27,10 @@ from kraftwire.raft.memory import MemoryLog, MemoryStateStore, SimulatedCrash
 from kraftwire.raft.snapshot import data_batches, frame
 from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.invariants import GENESIS, InvariantChecker, Violation, chain_digest
+from kraftwire.sim.wire import WireCodec
 
+RESPONSE_API = {m.VoteResponse: 52, m.BeginQuorumEpochResponse: 53, m.EndQuorumEpochResponse: 54, m.FetchResponse: 1,
+                m.DescribeQuorumResponse: 55, m.FetchSnapshotResponse: 59}
 DELIVER_REQ, DELIVER_RESP, REQ_TIMEOUT, TICK, RESTART, APPEND, FAULT, HEAL, END, UNDO, PERSISTED = range(11)
 
 
@@ -97,6 +100,7 @@ class Simulation:
         self._seq = 0
         self.voter_ids = list(range(1, cfg.voters + 1))
         self.observer_ids = list(range(101, 101 + cfg.observers))
+        self.codec = WireCodec(self.voter_ids + self.observer_ids) if cfg.wire else None
         self.nodes = {i: SimNode(i, True) for i in self.voter_ids}
         self.nodes.update({i: SimNode(i, False) for i in self.observer_ids})
         self.inbound: dict[int, tuple[int, int, int]] = {}  # sim inbound id -> (src, incarnation, rid)
@@ -277,11 +281,12 @@ class Simulation:
                     self.schedule(self.now + 1, DELIVER_RESP, (src, node.incarnation, out.request_id,
                                                                m.VoteResponse(int(Errors.UNSUPPORTED_VERSION))))
                     continue
+                msg = out.msg if self.codec is None else self.codec.raft_request(src, out.msg)[1]
                 copies = 2 if self.dup_p and self.rng.random() < self.dup_p else 1
                 for _ in range(copies):
                     if not self._lost(src, out.dest_id):
                         self.schedule(self.now + self._latency(src, out.dest_id), DELIVER_REQ,
-                                      (src, node.incarnation, out.request_id, out.dest_id, out.msg))
+                                      (src, node.incarnation, out.request_id, out.dest_id, msg))
             else:
                 origin = self.inbound.pop(out.request_id, None)
                 if origin is None:
@@ -290,10 +295,11 @@ class Simulation:
                 if p is not None and p.error_code == 0 and p.position + len(p.unaligned_records) == p.size:
                     self.snapshot_downloads += 1
                 dest, inc, rid = origin
+                msg = out.msg if self.codec is None else self.codec.raft_response(RESPONSE_API[type(out.msg)], out.msg)
                 copies = 2 if self.dup_p and self.rng.random() < self.dup_p else 1
                 for _ in range(copies):
                     if not self._lost(src, dest):
-                        self.schedule(self.now + self._latency(src, dest), DELIVER_RESP, (dest, inc, rid, out.msg))
+                        self.schedule(self.now + self._latency(src, dest), DELIVER_RESP, (dest, inc, rid, msg))
 
     # ------------------------------------------------------------------------------ dispatch
     def _dispatch(self, kind: int, payload: Any) -> SimNode | None:

@@ -52,6 +52,7 @@ class SimConfig:
     controller: bool = False   # run the quorum controller with scripted broker/admin agents on top
     old_vote_nodes: frozenset[int] = frozenset()   # nodes at Vote v1 (Kafka 3.9): no pre-vote, answer none
     metadata_version: int = 0  # with ``controller``: the level the cluster bootstraps at (0 = latest)
+    wire: bool = False         # every message crosses the Kafka wire format (kraftwire.sim.wire)
 
     @property
     def stable_leader_check(self) -> bool:

@@ -135,7 +135,9 @@ class SimControllerShell(ControllerObserver):
 
     def handle(self, request: Any, reply: Any) -> None:
         """Run an agent's request; ``reply(response)`` once its records commit (or at once)."""
-        self.role.submit(request, type(request).MAX_VERSION, reply)
+        codec = self.sim.codec
+        version = type(request).MAX_VERSION if codec is None else codec.version(request.API_KEY)
+        self.role.submit(request, version, reply)
         self.after_event()
 
     def step_down(self) -> None:
@@ -371,6 +373,8 @@ class ControllerSimulation(Simulation):
             self._answered_offsets[seq] = shell.ctl.committed_offset
         if self.drop_p and self.rng.random() < self.drop_p:
             return
+        if self.codec is not None and call is not None:
+            response = self.codec.kafka_response(call[2].API_KEY, response)
         self.schedule(self.now + self._latency(dest, dest), AGENT_RESP, (seq, dest, response))
 
     def _send(self, key: Any, life: int, target: int, request: Any) -> int:
@@ -379,7 +383,8 @@ class ControllerSimulation(Simulation):
         self._agent_calls[seq] = (key, life, request)
         self.schedule(self.now + self.ccfg.agent_request_timeout_ms, AGENT_TIMEOUT, seq)
         if not (self.drop_p and self.rng.random() < self.drop_p):
-            self.schedule(self.now + self._latency(target, target), AGENT_REQ, (seq, target, request))
+            wired = request if self.codec is None else self.codec.kafka_request(request)
+            self.schedule(self.now + self._latency(target, target), AGENT_REQ, (seq, target, wired))
         return seq
 
     def _retarget(self, current: int) -> int:

@@ -16,6 +16,8 @@ def repro_command(seed: int, cfg: SimConfig) -> str:
         cmd += " --controller"
         if cfg.metadata_version:
             cmd += f" --metadata-version {cfg.metadata_version}"
+    if cfg.wire:
+        cmd += " --wire"
     if cfg.bugs:
         cmd += f" --bugs {','.join(sorted(cfg.bugs))}"
     return cmd
