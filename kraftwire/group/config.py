@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC_ID = uuid.UUID(int=1)   # Kafka's fixed id of __cluster_metadata
+
+
+def metadata_topic_name(topic_id: uuid.UUID) -> str | None:
+    """Topic ids a kraftwire coordinator resolves (OffsetCommit/OffsetFetch v10): the metadata topic's."""
+    return METADATA_TOPIC if topic_id == METADATA_TOPIC_ID else None
+
+
+def metadata_topic_id(name: str) -> uuid.UUID | None:
+    return METADATA_TOPIC_ID if name == METADATA_TOPIC else None
 
 
 def metadata_partition_only(topic: str, partition: int) -> bool:
@@ -32,6 +43,8 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
     offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
     partition_exists: Callable[[str, int], bool] = field(default=metadata_partition_only)
+    topic_name: Callable[[uuid.UUID], str | None] = field(default=metadata_topic_name)
+    topic_id: Callable[[str], uuid.UUID | None] = field(default=metadata_topic_id)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, object], *, host: str, port: int,

@@ -99,8 +99,8 @@ log = logging.getLogger(__name__)
 
 # API key -> (min, max) version served; merge into the node's ApiVersions table.
 GROUP_APIS: dict[int, tuple[int, int]] = {
-    8: (0, 9),   # OffsetCommit
-    9: (0, 9),   # OffsetFetch
+    8: (0, 10),  # OffsetCommit (v10: topic ids)
+    9: (0, 10),  # OffsetFetch (v10: topic ids)
     10: (0, 6),  # FindCoordinator
     11: (0, 9),  # JoinGroup
     12: (0, 4),  # Heartbeat
@@ -755,15 +755,21 @@ class GroupCoordinator:
         return self._finish(now, self._offset_commit(now, req, version))
 
     def _offset_commit(self, now: int, req: OffsetCommitRequest, version: int) -> OffsetCommitResponse:
-        errors: dict[tuple[str, int], Errors] = {}
-        order: list[tuple[str, int]] = []
+        errors: dict[tuple[Any, int], Errors] = {}
+        order: list[tuple[Any, int]] = []
         valid: list[tuple[str, Any]] = []
         for topic in req.topics:
+            # v10 names topics by id (KIP-848); an id this node does not know: UNKNOWN_TOPIC_ID, as Kafka 4.x
+            name = topic.name if version < 10 else self.config.topic_name(topic.topic_id)
             for p in topic.partitions:
-                tp = (topic.name, p.partition_index)
+                if name is None:
+                    order.append((topic.topic_id, p.partition_index))
+                    errors[(topic.topic_id, p.partition_index)] = Errors.UNKNOWN_TOPIC_ID
+                    continue
+                tp = (name, p.partition_index)
                 order.append(tp)
-                if self.config.partition_exists(topic.name, p.partition_index):
-                    valid.append((topic.name, p))
+                if self.config.partition_exists(name, p.partition_index):
+                    valid.append((name, p))
                 else:
                     errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
         if valid:
@@ -791,7 +797,7 @@ class GroupCoordinator:
                     m = group.members[member_id]
                     m.heartbeat_deadline = now + m.session_timeout_ms
                 self._store_offsets(now, group, valid, errors)
-        return self._commit_response(order, errors)
+        return self._commit_response(order, errors, version)
 
     def _validate_commit(self, group: Group, generation: int, member_id: str,
                          instance_id: str | None) -> Errors | None:
@@ -833,15 +839,20 @@ class GroupCoordinator:
             committed[(r.topic, r.partition)] = r
             errors[(r.topic, r.partition)] = Errors.NONE
 
-    @staticmethod
-    def _commit_response(order: list[tuple[str, int]], errors: dict[tuple[str, int], Errors]
-                         ) -> OffsetCommitResponse:
-        topics: dict[str, OffsetCommitResponseTopic] = {}
-        for name, part in order:
-            t = topics.get(name)
+    def _commit_response(self, order: list[tuple[Any, int]], errors: dict[tuple[Any, int], Errors],
+                         version: int) -> OffsetCommitResponse:
+        topics: dict[Any, OffsetCommitResponseTopic] = {}
+        for key, part in order:
+            t = topics.get(key)
             if t is None:
-                t = topics[name] = OffsetCommitResponseTopic(name=name)
-            t.partitions.append(OffsetCommitResponsePartition(part, int(errors.get((name, part), Errors.NONE))))
+                if isinstance(key, str):
+                    t = OffsetCommitResponseTopic(name=key)
+                    if version >= 10:
+                        t.topic_id = self.config.topic_id(key) or t.topic_id
+                else:
+                    t = OffsetCommitResponseTopic(name="", topic_id=key)
+                topics[key] = t
+            t.partitions.append(OffsetCommitResponsePartition(part, int(errors.get((key, part), Errors.NONE))))
         return OffsetCommitResponse(topics=list(topics.values()))
 
     # ------------------------------------------------------------------------------------------
@@ -853,12 +864,8 @@ class GroupCoordinator:
         if version >= 8:
             groups = []
             for g in req.groups:
-                wanted = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
-                topics = [
-                    OffsetFetchResponseTopics(name=name, partitions=[
-                        OffsetFetchResponsePartitions(p, off, epoch, meta, 0) for p, off, epoch, meta in parts])
-                    for name, parts in self._fetch_offsets(g.group_id, wanted)]
-                groups.append(OffsetFetchResponseGroup(group_id=g.group_id, topics=topics, error_code=0))
+                groups.append(OffsetFetchResponseGroup(group_id=g.group_id, topics=self._fetch_group_topics(
+                    g, version), error_code=0))
             return self._finish(now, OffsetFetchResponse(groups=groups))
         wanted = None if req.topics is None else [(t.name, list(t.partition_indexes)) for t in req.topics]
         topics_v0 = [
@@ -867,6 +874,33 @@ class GroupCoordinator:
                 for p, off, epoch, meta in parts])
             for name, parts in self._fetch_offsets(req.group_id, wanted)]
         return self._finish(now, OffsetFetchResponse(topics=topics_v0, error_code=0))
+
+    def _fetch_group_topics(self, g: Any, version: int) -> list[OffsetFetchResponseTopics]:
+        """One group of OffsetFetch v8+; v10 names topics by id (unknown ids: UNKNOWN_TOPIC_ID; asked for all
+        topics, those without an id are left out, as Kafka 4.x does)."""
+        unknown: list[OffsetFetchResponseTopics] = []
+        wanted: list[tuple[str, list[int]]] | None = None
+        if g.topics is not None:
+            wanted = []
+            for t in g.topics:
+                name = t.name if version < 10 else self.config.topic_name(t.topic_id)
+                if name is None:
+                    unknown.append(OffsetFetchResponseTopics(name="", topic_id=t.topic_id, partitions=[
+                        OffsetFetchResponsePartitions(p, -1, -1, "", int(Errors.UNKNOWN_TOPIC_ID))
+                        for p in t.partition_indexes]))
+                else:
+                    wanted.append((name, list(t.partition_indexes)))
+        topics = []
+        for name, parts in self._fetch_offsets(g.group_id, wanted):
+            topic = OffsetFetchResponseTopics(name=name, partitions=[
+                OffsetFetchResponsePartitions(p, off, epoch, meta, 0) for p, off, epoch, meta in parts])
+            if version >= 10:
+                tid = self.config.topic_id(name)
+                if tid is None:
+                    continue
+                topic.topic_id = tid
+            topics.append(topic)
+        return topics + unknown
 
     def _fetch_offsets(self, group_id: str, wanted: list[tuple[str, list[int]]] | None
                        ) -> list[tuple[str, list[tuple[int, int, int, str | None]]]]:

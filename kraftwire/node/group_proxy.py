@@ -110,7 +110,7 @@ def error_response(api_key: int, version: int, body: Any, error: int = UNAVAILAB
         return dgr.DescribeGroupsResponse(groups=[dgr.DescribedGroup(error_code=error, group_id=g)
                                                   for g in body.groups])
     if api_key == OFFSET_COMMIT:
-        return ocr.OffsetCommitResponse(topics=[ocr.OffsetCommitResponseTopic(name=t.name, partitions=[
+        return ocr.OffsetCommitResponse(topics=[ocr.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
             ocr.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
             for p in t.partitions]) for t in body.topics])
     if api_key == OFFSET_FETCH:

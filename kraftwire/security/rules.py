@@ -285,15 +285,22 @@ def _group_read(deny: Any) -> Rule:
     return rule
 
 
+def _topic_ok(a: Access, op: int, t: Any, version: int, ids_from: int) -> bool:
+    """``t`` named by name, or by id from ``ids_from`` (an id nobody knows passes: the handler answers
+    UNKNOWN_TOPIC_ID, as Kafka resolves ids before it authorizes)."""
+    name = t.name if version < ids_from else a.topic_name(t.topic_id)
+    return name is None or a.topic(op, name)
+
+
 def _offset_commit(a: Access, body: Any, version: int) -> Outcome | None:
     def errors_for(topics: list[Any], code: int) -> list[Any]:
-        return [ocr.OffsetCommitResponseTopic(name=t.name, partitions=[
+        return [ocr.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
             ocr.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
             for p in t.partitions]) for t in topics]
 
     if not a.allowed(READ, GROUP, body.group_id):
         return Outcome(deny=OffsetCommitResponse(topics=errors_for(body.topics, GROUP_DENIED)))
-    kept, denied = a.partition(body.topics, lambda t: a.topic(READ, t.name))
+    kept, denied = a.partition(body.topics, lambda t: _topic_ok(a, READ, t, version, 10))
     if not denied:
         return None
     errors = errors_for(denied, TOPIC_DENIED)
@@ -304,7 +311,7 @@ def _offset_commit(a: Access, body: Any, version: int) -> Outcome | None:
 
 def _offset_fetch(a: Access, body: Any, version: int) -> Outcome | None:
     if version >= 8:
-        return _offset_fetch_groups(a, body)
+        return _offset_fetch_groups(a, body, version)
     topic_cls, part_cls = ofr.OffsetFetchResponseTopic, ofr.OffsetFetchResponsePartition
 
     def errors_for(topics: list[Any], code: int) -> list[Any]:
@@ -327,7 +334,7 @@ def _offset_fetch(a: Access, body: Any, version: int) -> Outcome | None:
     return Outcome(body=replace(body, topics=kept), finish=lambda r: _extend(r, "topics", errors))
 
 
-def _offset_fetch_groups(a: Access, body: Any) -> Outcome | None:
+def _offset_fetch_groups(a: Access, body: Any, version: int) -> Outcome | None:
     kept_groups, group_errors = [], []
     topic_errors: dict[str, list[Any]] = {}
     changed = False
@@ -337,11 +344,11 @@ def _offset_fetch_groups(a: Access, body: Any) -> Outcome | None:
             changed = True
             continue
         if g.topics is not None:
-            kept, denied = a.partition(g.topics, lambda t: a.topic(DESCRIBE, t.name))
+            kept, denied = a.partition(g.topics, lambda t: _topic_ok(a, DESCRIBE, t, version, 10))
             if denied:
                 changed = True
                 g = replace(g, topics=kept)
-                topic_errors[g.group_id] = [ofr.OffsetFetchResponseTopics(name=t.name, partitions=[
+                topic_errors[g.group_id] = [ofr.OffsetFetchResponseTopics(name=t.name, topic_id=t.topic_id, partitions=[
                     ofr.OffsetFetchResponsePartitions(partition_index=i, committed_offset=-1, metadata="",
                                                       error_code=TOPIC_DENIED) for i in t.partition_indexes])
                     for t in denied]
@@ -417,7 +424,10 @@ def _extend(resp: Any, attr: str, extra: list[Any]) -> Any:
 
 
 def _filter_topics(a: Access, holder: Any, attr: str) -> Any:
-    setattr(holder, attr, [t for t in getattr(holder, attr) if a.topic(DESCRIBE, t.name, log=False)])
+    def name(t: Any) -> str | None:
+        return t.name or a.topic_name(getattr(t, "topic_id", None))
+
+    setattr(holder, attr, [t for t in getattr(holder, attr) if (n := name(t)) is None or a.topic(DESCRIBE, n, log=False)])
     return holder
 
 

@@ -7,10 +7,12 @@ the request's version, proving it is encodable there.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from kraftwire.group import Completion, Done, GroupConfig, GroupCoordinator, MemoryOffsetStore, Pending
+from kraftwire.group.config import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.api import request_class, response_class
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.heartbeat_request import HeartbeatRequest
@@ -34,6 +36,18 @@ T0 = 1_700_000_000_000
 CFG = GroupConfig(host="kw-host", port=19092, initial_rebalance_delay_ms=100, min_session_timeout_ms=10)
 SESSION = 1_000
 REBALANCE = 2_000
+
+
+def topic_id(name: str) -> uuid.UUID:
+    """The id a v10 client sends for ``name``: Kafka's for the metadata topic, a made-up one otherwise."""
+    return METADATA_TOPIC_ID if name == METADATA_TOPIC else uuid.uuid5(uuid.NAMESPACE_OID, name)
+
+
+def named(t: Any, version: int) -> str:
+    """A response topic's name (v10 carries ids only; ids map back through ``topic_id``'s rule)."""
+    if version < 10 or t.name:
+        return t.name
+    return METADATA_TOPIC if t.topic_id == METADATA_TOPIC_ID else f"id:{t.topic_id}"
 
 
 def roundtrip(msg: Any, version: int) -> Any:
@@ -173,21 +187,22 @@ class Harness:
                leader_epoch: int = -1) -> dict[tuple[str, int], int]:
         topics: dict[str, OffsetCommitRequestTopic] = {}
         for (t, p), off in offsets.items():
-            topics.setdefault(t, OffsetCommitRequestTopic(name=t)).partitions.append(
+            topics.setdefault(t, OffsetCommitRequestTopic(name=t, topic_id=topic_id(t))).partitions.append(
                 OffsetCommitRequestPartition(partition_index=p, committed_offset=off,
                                              committed_leader_epoch=leader_epoch if version >= 6 else -1,
                                              committed_metadata=metadata))
         req = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=generation if version >= 1 else -1,
                                   member_id=member_id if version >= 1 else "", topics=list(topics.values()))
         resp = self.done(8, req, version)
-        return {(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
+        return {(named(t, version), p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
 
     def fetch(self, group: str, partitions: dict[str, list[int]] | None, *, version: int = 7
               ) -> dict[tuple[str, int], tuple[int, int, str | None, int]]:
         """(topic, partition) -> (offset, leader epoch, metadata, error)."""
         if version >= 8:
-            topics = None if partitions is None else [OffsetFetchRequestTopics(name=t, partition_indexes=ps)
-                                                      for t, ps in partitions.items()]
+            topics = None if partitions is None else [
+                OffsetFetchRequestTopics(name=t, topic_id=topic_id(t), partition_indexes=ps)
+                for t, ps in partitions.items()]
             req = OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=group, topics=topics)])
             resp = self.done(9, req, version)
             (g,) = resp.groups
@@ -198,7 +213,8 @@ class Harness:
             req = OffsetFetchRequest(group_id=group, topics=topics_v)
             resp = self.done(9, req, version)
             topics_out = resp.topics
-        return {(t.name, p.partition_index): (p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code)
+        return {(named(t, version), p.partition_index):
+                (p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code)
                 for t in topics_out for p in t.partitions}
 
     # -- whole flows ---------------------------------------------------------------------------

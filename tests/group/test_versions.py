@@ -87,8 +87,12 @@ def test_leave_group_every_version(version: int) -> None:
 @pytest.mark.parametrize("version", versions(8))
 def test_offset_commit_every_version(version: int) -> None:
     h = Harness()
-    assert h.commit(G, {(META, 0): 11, ("nope", 0): 1}, version=version) == {
-        (META, 0): 0, ("nope", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    if version >= 10:   # topic ids: an id this node does not know is UNKNOWN_TOPIC_ID (Kafka 4.x)
+        from .harness import topic_id
+        want = {(META, 0): 0, (f"id:{topic_id('nope')}", 0): Errors.UNKNOWN_TOPIC_ID}
+    else:
+        want = {(META, 0): 0, ("nope", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    assert h.commit(G, {(META, 0): 11, ("nope", 0): 1}, version=version) == want
     if version >= 1:
         (a,), gen, _ = h.form_group("members", 1)
         assert h.commit("members", {(META, 0): 12}, generation=gen, member_id=a, version=version) == {(META, 0): 0}
@@ -106,6 +110,10 @@ def test_offset_fetch_every_version(version: int) -> None:
         (META, 0): (5, epoch, "md", 0), (META, 3): (-1, -1, "", 0)}
     if version >= 2:
         assert h.fetch(G, None, version=version) == {(META, 0): (5, epoch, "md", 0)}
+    if version >= 10:
+        from .harness import topic_id
+        assert h.fetch(G, {"gone": [1]}, version=version) == {
+            (f"id:{topic_id('gone')}", 1): (-1, -1, "", Errors.UNKNOWN_TOPIC_ID)}
 
 
 @pytest.mark.parametrize("version", versions(10))

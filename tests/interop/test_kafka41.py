@@ -66,6 +66,7 @@ def consume(bootstrap: str, topic: str, expect: int, timeout_s: float = 60.0) ->
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"k41-{uuid.uuid4().hex[:8]}",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False})
     out: list[str] = []
+    errors: list[str] = []
     try:
         c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         deadline = time.monotonic() + timeout_s
@@ -73,8 +74,15 @@ def consume(bootstrap: str, topic: str, expect: int, timeout_s: float = 60.0) ->
             m = c.poll(0.5)
             if m is not None and m.error() is None:
                 out.append(m.value().decode())
+            elif m is not None:
+                errors.append(str(m.error()))
+        if len(out) < expect:
+            lo, hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+            errors.append(f"watermarks {lo}..{hi}")
     finally:
         c.close()
+    if len(out) < expect:
+        print(f"consume {topic}: {len(out)}/{expect}; {errors[-5:]}")
     return out
 
 
@@ -239,7 +247,8 @@ def test_elr_with_kafka41_brokers_on_a_kraftwire_controller(kafka41, tmp_path):
     """KIP-966 on a kraftwire controller at its defaults, with two Kafka 4.1 brokers and a topic of RF 2 and
     min.insync.replicas 2: the replica stopped first joins the ELR (the ISR fell below 2), the last ISR member's
     controlled shutdown empties the ISR and joins it too (leader remembered in lastKnownElr); the first replica
-    restarts cleanly and, being eligible, leads again; `kafka-topics.sh --describe` shows the ELR."""
+    restarts cleanly and, being eligible, leads again; the other one returns, the ISR is full again and every
+    acknowledged message is read; `kafka-topics.sh --describe` shows the ELR."""
     with Fleet(tmp_path) as fleet:
         chost, h1, h2 = fleet.hosts(3)
         voters = [(1, chost, CONTROLLER_PORT)]
@@ -279,5 +288,11 @@ def test_elr_with_kafka41_brokers_on_a_kraftwire_controller(kafka41, tmp_path):
         brokers[3].wait_started()
         wait_for(lambda: _partition_state(ctl, "elr") == ("3", "[3]", "[2]", "[]"), 90,
                  "eligible replica 3 elected leader of elr-0")
+        # Below min ISR a Kafka 4.x leader holds its high watermark (KIP-966): the other replica's return (clean,
+        # still eligible) and the leader's AlterPartition take the ISR back to 2, which clears the ELR.
+        brokers[2].start()
+        brokers[2].wait_started()
+        wait_for(lambda: (s := _partition_state(ctl, "elr"))[0] == "3" and s[1] in ("[2, 3]", "[3, 2]")
+                 and s[2:] == ("[]", "[]"), 90, "broker 2 back in the ISR of elr-0, ELR cleared")
         assert sorted(consume(brokers[3].bootstrap, "elr", len(values))) == sorted(values)
         assert ctl.running() and "Traceback" not in ctl.log_text()

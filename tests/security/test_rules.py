@@ -219,6 +219,26 @@ async def test_offset_commit_needs_group_read_and_topic_read():
     assert {t.partitions[0].error_code for t in resp.topics} == {GROUP_DENIED}
 
 
+async def test_offset_commit_v10_authorizes_topics_by_id():
+    from kraftwire.node.reads import METADATA_TOPIC_ID
+
+    def respond(b):
+        return ocr.OffsetCommitResponse(topics=[ocr.OffsetCommitResponseTopic(topic_id=t.topic_id, partitions=[
+            ocr.OffsetCommitResponsePartition(p.partition_index, 0) for p in t.partitions]) for t in b.topics])
+
+    unknown = uuid.UUID(int=0x99)
+    run = Run(image(allow(GROUP, "g", READ), allow(TOPIC, "orders", READ)), respond)
+    parts = [ocq.OffsetCommitRequestPartition(0, 5)]
+    body = ocq.OffsetCommitRequest(group_id="g", topics=[
+        ocq.OffsetCommitRequestTopic(topic_id=t, partitions=parts) for t in (ORDERS_ID, METADATA_TOPIC_ID, unknown)])
+    resp = await run(8, 10, body)
+    back = ocr.OffsetCommitResponse.decode(resp.encode(10), 10)
+    # orders allowed; the metadata topic denied; an unknown id is left to the coordinator (UNKNOWN_TOPIC_ID)
+    assert {t.topic_id: t.partitions[0].error_code for t in back.topics} == {
+        ORDERS_ID: 0, METADATA_TOPIC_ID: TOPIC_DENIED, unknown: 0}
+    assert [t.topic_id for t in run.seen.topics] == [ORDERS_ID, unknown]
+
+
 async def test_offset_fetch_single_group_and_batched():
     def respond(b):
         names = [t.name for t in b.topics] if b.topics is not None else ["orders", "secret"]
