@@ -43,7 +43,7 @@ from kraftwire.protocol.messages.partition_record import PartitionRecord  # noqa
 from kraftwire.protocol.messages.topic_record import TopicRecord  # noqa: E402
 from kraftwire.protocol.metadata import encode_record  # noqa: E402
 from kraftwire.protocol.records import Record, iter_batches  # noqa: E402
-from kraftwire.raft.log import ElectionState  # noqa: E402
+from kraftwire.raft import ElectionState
 from kraftwire.storage.log import FileLog  # noqa: E402
 from kraftwire.storage.quorum_state import FileQuorumStateStore  # noqa: E402
 

@@ -26,7 +26,7 @@ from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRec
 from kraftwire.protocol.messages.topic_record import TopicRecord
 from kraftwire.protocol.metadata import encode_record
 from kraftwire.protocol.records import Record, RecordBatch, decode_batches, encode_batch, use_record_codec
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 from kraftwire.raft.snapshot import encode as encode_snapshot
 from kraftwire.raft.snapshot import parse as parse_snapshot
 

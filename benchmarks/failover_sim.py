@@ -15,7 +15,7 @@ import statistics
 import time
 from dataclasses import dataclass, replace
 
-from kraftwire.raft.config import RaftConfig
+from kraftwire.raft import RaftConfig
 from kraftwire.sim.cluster import Simulation
 from kraftwire.sim.config import SimConfig
 

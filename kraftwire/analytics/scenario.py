@@ -28,7 +28,7 @@ from kraftwire.protocol.messages.broker_heartbeat_request import BrokerHeartbeat
 from kraftwire.protocol.messages.unregister_broker_request import UnregisterBrokerRequest
 from kraftwire.protocol.metadata import MetadataRecord, encode_record
 from kraftwire.protocol.records import Record
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 from kraftwire.storage.log import FileLog
 from kraftwire.storage.snapshot import frame_snapshot
 

@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 from kraftwire.config import NodeConfig
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 from kraftwire.raft.snapshot import encode
 from kraftwire.raft.voter_set import VoterNode, VoterSet, bootstrap_snapshot
 from kraftwire.storage import StorageError

@@ -33,7 +33,7 @@ from kraftwire.metadata.support import park_reason
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.metadata import MetadataRecord, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
-from kraftwire.raft.core import NotLeaderError
+from kraftwire.raft import NotLeaderError
 
 log = logging.getLogger(__name__)
 

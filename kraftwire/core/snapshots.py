@@ -15,7 +15,7 @@ from typing import Any
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.metadata.snapshot import Snapshotter, snapshot_batches
 from kraftwire.protocol.records import Record, RecordBatch
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from kraftwire.protocol.messages.zk_migration_state_record import ZkMigrationSta
 from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.protocol.runtime import gc_paused
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 from kraftwire.raft.snapshot import frame, with_raw
 
 

@@ -19,11 +19,8 @@ from typing import Any
 
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.raft import MemoryLog, MemoryStateStore, RaftCore, RaftFaults, SimulatedCrash, SnapshotId
 from kraftwire.raft import messages as m
-from kraftwire.raft.core import RaftCore
-from kraftwire.raft.faults import RaftFaults
-from kraftwire.raft.log import SnapshotId
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore, SimulatedCrash
 from kraftwire.raft.snapshot import data_batches, frame
 from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.invariants import GENESIS, InvariantChecker, Violation, chain_digest

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kraftwire.raft.config import RaftConfig
+from kraftwire.raft import RaftConfig
 
 ALL_FAULTS = ("crash", "crash_unflushed", "torn_write", "wipe", "partition", "asymmetric",
               "drop", "delay", "duplicate", "reorder", "slow")

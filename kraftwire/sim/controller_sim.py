@@ -38,8 +38,7 @@ from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRecord
 from kraftwire.protocol.metadata import decode_record
 from kraftwire.protocol.records import Record, RecordBatch
-from kraftwire.raft.core import NotLeaderError
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import NotLeaderError, SnapshotId
 from kraftwire.sim.cluster import SimNode, Simulation
 from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.invariants import InvariantChecker, Violation

@@ -19,8 +19,7 @@ from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING
 
 from kraftwire.protocol.records import RecordBatch
-from kraftwire.raft.log import SnapshotId
-from kraftwire.raft.memory import MemoryLog
+from kraftwire.raft import MemoryLog, SnapshotId
 
 if TYPE_CHECKING:
     from kraftwire.sim.cluster import SimNode, Simulation

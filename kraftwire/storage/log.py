@@ -41,7 +41,7 @@ from kraftwire.protocol.records import (
     encode_batch,
     iter_batches,
 )
-from kraftwire.raft.log import OffsetAndEpoch, SnapshotId
+from kraftwire.raft import OffsetAndEpoch, SnapshotId
 from kraftwire.storage.fsutil import atomic_write, fsync_dir
 from kraftwire.storage.offset_checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kraftwire.raft.log import ElectionState
+from kraftwire.raft import ElectionState
 from kraftwire.storage import StorageError
 from kraftwire.storage.fsutil import atomic_write
 

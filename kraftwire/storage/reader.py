@@ -12,7 +12,7 @@ from pathlib import Path
 from kraftwire.protocol.errors import KafkaProtocolError
 from kraftwire.protocol.metadata import MetadataRecord, decode_record
 from kraftwire.protocol.records import iter_batches
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 from kraftwire.storage import StorageError
 from kraftwire.storage.snapshot import parse_snapshot, parse_snapshot_name, snapshot_records
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from kraftwire.protocol.errors import CorruptRecordError
 from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 from kraftwire.raft.snapshot import check_framing, frame
 from kraftwire.raft.snapshot import encode as encode_batches
 from kraftwire.raft.snapshot import parse as parse_snapshot

@@ -11,7 +11,7 @@ from kraftwire.config import load_config
 from kraftwire.group import MemoryOffsetStore
 from kraftwire.node.broker_node import BrokerNode
 from kraftwire.node.node import Node
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore
+from kraftwire.raft import MemoryLog, MemoryStateStore
 from tests.node.harness import free_ports, wait_for
 
 CLUSTER_ID = "kw-broker-test-cluster01"

@@ -9,7 +9,7 @@ import pytest
 from kraftwire.broker.lifecycle import BrokerState
 from kraftwire.metadata import image_to_records
 from kraftwire.protocol.messages import create_topics_request as ctq
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 from kraftwire.storage.snapshot import frame_snapshot
 from tests.node.harness import free_ports, wait_for
 

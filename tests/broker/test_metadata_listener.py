@@ -12,7 +12,7 @@ from kraftwire.protocol.messages.remove_topic_record import RemoveTopicRecord
 from kraftwire.protocol.messages.topic_record import TopicRecord
 from kraftwire.protocol.metadata import MetadataRecord, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 from kraftwire.storage.snapshot import frame_snapshot
 
 TID = uuid.UUID(int=42)

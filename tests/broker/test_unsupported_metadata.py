@@ -23,7 +23,7 @@ from kraftwire.protocol.messages.partition_record import PartitionRecord
 from kraftwire.protocol.messages.topic_record import TopicRecord
 from kraftwire.protocol.metadata import encode_record
 from kraftwire.protocol.records import Record, RecordBatch
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 from kraftwire.storage.snapshot import frame_snapshot
 
 TID = uuid.UUID(int=42)

@@ -14,7 +14,7 @@ from kraftwire.cli.dynamic_quorum import NO_QUORUM_FLAG, uuid_text
 from kraftwire.cli.storage import format_storage
 from kraftwire.config import Voter, load_config
 from kraftwire.node.dynamic_quorum import DynamicQuorumError, read_control_state, resolve_voters
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 from kraftwire.raft.snapshot import frame, parse
 from kraftwire.raft.voter_set import ControlState, VoterNode, VoterSet, bootstrap_snapshot, replay_control
 from kraftwire.storage import StorageError

@@ -10,7 +10,7 @@ import anyio
 from kraftwire.config import load_config
 from kraftwire.group import MemoryOffsetStore
 from kraftwire.node.node import Node
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore
+from kraftwire.raft import MemoryLog, MemoryStateStore
 
 
 def free_ports(n: int) -> list[int]:

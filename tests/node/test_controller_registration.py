@@ -7,7 +7,7 @@ import pytest
 
 from kraftwire.group import MemoryOffsetStore
 from kraftwire.node.node import Node
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore
+from kraftwire.raft import MemoryLog, MemoryStateStore
 from tests.node.harness import memory_cluster, node_config, wait_for
 
 pytestmark = pytest.mark.anyio

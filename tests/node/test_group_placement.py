@@ -12,7 +12,7 @@ from kraftwire.node.group_proxy import owner_of
 from kraftwire.node.node import Node
 from kraftwire.protocol.messages import offset_commit_request as ocq
 from kraftwire.protocol.messages.find_coordinator_request import FindCoordinatorRequest
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore
+from kraftwire.raft import MemoryLog, MemoryStateStore
 
 from .harness import free_ports, node_config, wait_for
 

@@ -16,7 +16,7 @@ from kraftwire.node.controller_shell import snapshotter_for
 from kraftwire.protocol.control import ControlType, control_type
 from kraftwire.protocol.metadata import encode_record
 from kraftwire.protocol.records import Record, RecordBatch
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 from kraftwire.raft.snapshot import encode, parse
 
 

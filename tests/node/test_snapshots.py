@@ -14,8 +14,8 @@ from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.create_acls_request import AclCreation, CreateAclsRequest
 from kraftwire.protocol.messages.fetch_snapshot_request import FetchSnapshotRequest
 from kraftwire.protocol.messages.fetch_snapshot_response import FetchSnapshotResponse
+from kraftwire.raft import MemoryLog, MemoryStateStore
 from kraftwire.raft import messages as m
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore
 
 from .harness import free_ports, node_config, wait_for
 

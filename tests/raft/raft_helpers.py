@@ -6,12 +6,16 @@ import random
 from dataclasses import dataclass, field
 
 from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.raft import (
+    NO_FAULTS,
+    ElectionState,
+    MemoryLog,
+    MemoryStateStore,
+    RaftConfig,
+    RaftCore,
+    RaftFaults,
+)
 from kraftwire.raft import messages as m
-from kraftwire.raft.config import RaftConfig
-from kraftwire.raft.core import RaftCore
-from kraftwire.raft.faults import NO_FAULTS, RaftFaults
-from kraftwire.raft.log import ElectionState
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore
 
 CID = "test-cluster"
 CFG = RaftConfig(fetch_timeout_jitter=0.0)

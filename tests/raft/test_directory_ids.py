@@ -12,9 +12,8 @@ from kraftwire.node import wire
 from kraftwire.protocol.messages import describe_quorum_response as dq_resp
 from kraftwire.protocol.messages import fetch_request as f_req
 from kraftwire.protocol.messages import vote_request as v_req
+from kraftwire.raft import MemoryLog, MemoryStateStore, RaftCore
 from kraftwire.raft import messages as m
-from kraftwire.raft.core import RaftCore
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore
 
 D1, D2 = uuid.UUID(int=0x11), uuid.UUID(int=0x22)
 

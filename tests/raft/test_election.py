@@ -7,10 +7,8 @@ from raft_helpers import CID, ELECTION_OUTPUTS, elect, make, requests, responses
 
 from kraftwire.protocol.control import ControlType, control_type
 from kraftwire.protocol.errors import Errors
+from kraftwire.raft import ElectionState, RaftFaults, SimulatedCrash
 from kraftwire.raft import messages as m
-from kraftwire.raft.faults import RaftFaults
-from kraftwire.raft.log import ElectionState
-from kraftwire.raft.memory import SimulatedCrash
 
 
 def vote(core, now, rid, cand, epoch, last_epoch=0, last_offset=0, cluster=CID):

@@ -7,8 +7,8 @@ from dataclasses import replace
 from raft_helpers import CFG, CID, elect, make, requests, responses, vote_ok
 
 from kraftwire.protocol.errors import Errors
+from kraftwire.raft import ElectionState
 from kraftwire.raft import messages as m
-from kraftwire.raft.log import ElectionState
 
 VOTERS = frozenset({1, 2, 3})
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from raft_helpers import CFG, CID, make, requests, responses
 
 from compat.interop import _PREVOTE_LOST
+from kraftwire.raft import ElectionState
 from kraftwire.raft import messages as m
-from kraftwire.raft.log import ElectionState
 
 VOTERS = frozenset({1, 2, 3})
 EPOCH = 4

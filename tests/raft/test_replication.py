@@ -9,11 +9,15 @@ from raft_helpers import CFG, CID, elect, fetch, fetch_partition, make, requests
 
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.raft import (
+    ElectionState,
+    LogTruncationError,
+    MemoryLog,
+    NotLeaderError,
+    OffsetAndEpoch,
+    RaftFaults,
+)
 from kraftwire.raft import messages as m
-from kraftwire.raft.core import NotLeaderError
-from kraftwire.raft.faults import RaftFaults
-from kraftwire.raft.log import ElectionState, LogTruncationError, OffsetAndEpoch
-from kraftwire.raft.memory import MemoryLog
 
 
 def rec(v: bytes) -> Record:

@@ -11,10 +11,8 @@ from raft_helpers import CFG, CID, Recorder, elect, fetch, fetch_partition, make
 
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.records import Record
+from kraftwire.raft import ElectionState, MemoryStateStore, RaftCore, SnapshotId
 from kraftwire.raft import messages as m
-from kraftwire.raft.core import RaftCore
-from kraftwire.raft.log import ElectionState, SnapshotId
-from kraftwire.raft.memory import MemoryStateStore
 from kraftwire.raft.snapshot import data_batches, encode, frame
 
 VOTERS = frozenset({1, 2, 3})

@@ -15,7 +15,7 @@ from kraftwire.metadata.features import wrap
 from kraftwire.net.client import Connection
 from kraftwire.node.node import Node
 from kraftwire.protocol.messages.user_scram_credential_record import UserScramCredentialRecord
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore
+from kraftwire.raft import MemoryLog, MemoryStateStore
 from kraftwire.security.scram import SHA256, SHA512
 from kraftwire.security.settings import ClientSecurity, client_security
 from tests.node.harness import free_ports, wait_for

@@ -19,7 +19,7 @@ from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.protocol.messages.create_acls_request import AclCreation, CreateAclsRequest
 from kraftwire.protocol.messages.metadata_request import MetadataRequest, MetadataRequestTopic
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore
+from kraftwire.raft import MemoryLog, MemoryStateStore
 from kraftwire.security.authorizer import CREATE, DESCRIBE, PREFIXED
 from tests.node.harness import free_ports, wait_for
 

@@ -15,7 +15,7 @@ from kraftwire.node.node import Node
 from kraftwire.protocol.messages.describe_cluster_request import DescribeClusterRequest
 from kraftwire.protocol.messages.metadata_request import MetadataRequest
 from kraftwire.protocol.messages.register_controller_record import RegisterControllerRecord
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore
+from kraftwire.raft import MemoryLog, MemoryStateStore
 from kraftwire.security.authorizer import READ
 from tests.node.harness import free_ports, wait_for
 

@@ -18,7 +18,7 @@ from kraftwire.protocol.messages.describe_quorum_request import (
     TopicData,
 )
 from kraftwire.protocol.messages.vote_request import VoteRequest
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore
+from kraftwire.raft import MemoryLog, MemoryStateStore
 from kraftwire.security.settings import client_security
 from tests.node.harness import free_ports, wait_for
 

@@ -17,7 +17,7 @@ from kraftwire.protocol.messages import incremental_alter_configs_request as iac
 from kraftwire.protocol.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kraftwire.protocol.metadata import encode_record
 from kraftwire.protocol.records import Record
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 from kraftwire.storage.log import FileLog
 from kraftwire.storage.snapshot import frame_snapshot
 

@@ -12,8 +12,7 @@ import pytest
 
 from kraftwire.metadata import bootstrap_records
 from kraftwire.protocol.records import Record, RecordBatch
-from kraftwire.raft.log import OffsetAndEpoch, SnapshotId
-from kraftwire.raft.memory import MemoryLog
+from kraftwire.raft import MemoryLog, OffsetAndEpoch, SnapshotId
 from kraftwire.storage.snapshot import encode_batches, frame_snapshot
 
 from .helpers import all_records, batches_of, open_log, recs

@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from kraftwire.protocol.records import Record, RecordBatch, decode_batch, iter_batches
-from kraftwire.raft.log import OffsetAndEpoch
+from kraftwire.raft import OffsetAndEpoch
 
 from .helpers import all_records, batches_of, open_log, recs
 

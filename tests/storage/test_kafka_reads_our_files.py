@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftwire.raft.log import SnapshotId
+from kraftwire.raft import SnapshotId
 
 from .metadata_fixture import populated
 

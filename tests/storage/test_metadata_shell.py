@@ -23,7 +23,7 @@ from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.protocol.messages.broker_heartbeat_request import BrokerHeartbeatRequest
-from kraftwire.raft.memory import MemoryLog, MemoryStateStore
+from kraftwire.raft import MemoryLog, MemoryStateStore
 from kraftwire.storage.reader import read_metadata
 from kraftwire.storage.snapshot import snapshot_name
 

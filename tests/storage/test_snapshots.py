@@ -9,7 +9,7 @@ from kraftwire.protocol.control import ControlType, control_type
 from kraftwire.protocol.errors import CorruptRecordError
 from kraftwire.protocol.metadata import encode_record
 from kraftwire.protocol.records import Record, RecordBatch, iter_batches
-from kraftwire.raft.log import OffsetAndEpoch, SnapshotId
+from kraftwire.raft import OffsetAndEpoch, SnapshotId
 from kraftwire.storage.snapshot import (
     encode_batches,
     frame_snapshot,

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from kraftwire.raft.log import ElectionState
+from kraftwire.raft import ElectionState
 from kraftwire.storage import StorageError, fsutil
 from kraftwire.storage.meta_properties import (
     MetaProperties,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from kraftwire.protocol.records import Record, RecordBatch
-from kraftwire.raft.memory import MemoryLog
+from kraftwire.raft import MemoryLog
 
 from .helpers import PowerLoss, all_records, batches_of, open_log
 
