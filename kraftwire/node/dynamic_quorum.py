@@ -65,3 +65,43 @@ def resolve_voters(cfg: NodeConfig, log: Any, directory_id: uuid.UUID | None) ->
         voters.append(Voter(v.node_id, ep[0], ep[1]))
     cfg.values["controller.quorum.voters"] = voters
     return state.voters, (kraft_version_record(state.kraft_version), state.voters.to_record())
+
+
+class EpochStartRecords:
+    """What a new leader appends after its LeaderChange (Kafka's ``LeaderState`` does the same): while the voter
+    set in force is the bootstrap snapshot's (offset 0-0, never yet written to the log), KRaftVersionRecord and
+    VotersRecord, so the set is replicated in the log; nothing once the log or a later snapshot holds one.
+
+    The log is scanned incrementally (control batches only), from where the last call stopped."""
+
+    def __init__(self, log: Any) -> None:
+        self.log = log
+        self._scanned = 0
+        self._found_at: int | None = None
+
+    def __call__(self) -> tuple[Record, ...]:
+        sid = self.log.latest_snapshot_id()
+        if sid is not None and sid.end_offset > 0:
+            return ()
+        end = self.log.end_offset
+        if self._found_at is not None and self._found_at < end:
+            return ()
+        if end < self._scanned or self._found_at is not None:   # truncated below what we had read
+            self._scanned, self._found_at = 0, None
+        state = ControlState()
+        if sid is not None:
+            state = replay_control(state, self.log.read_snapshot(sid), in_snapshot=True)
+        if state.voters is None or state.kraft_version < 1:
+            return ()
+        offset = max(self._scanned, self.log.start_offset)
+        while offset < end:
+            batches = self.log.read(offset, _SCAN_BYTES)
+            if not batches:
+                break
+            for b in batches:
+                if b.control and replay_control(ControlState(), [b]).voters is not None:
+                    self._found_at = b.base_offset
+                    return ()
+            offset = batches[-1].next_offset
+        self._scanned = offset
+        return (kraft_version_record(state.kraft_version), state.voters.to_record())

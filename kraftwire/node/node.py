@@ -132,7 +132,8 @@ class Node:
                              random.Random(), self.cluster_id, wall_ms(), listener=self.raft_listeners,
                              rejoining=bool(getattr(self.log, "rejoining", False))
                              and getattr(self.log, "vote_floor", None) is None,
-                             directory_id=directory_id, vote_floor=getattr(self.log, "vote_floor", None))
+                             directory_id=directory_id, vote_floor=getattr(self.log, "vote_floor", None),
+                             epoch_start_records=self._epoch_start_records())
         listener = cfg.controller_listener
         self.nodes = [(v.node_id, v.host, v.port, listener) for v in cfg.voters]
         own = [e for e in cfg.advertised() if e.name == listener]
@@ -211,6 +212,13 @@ class Node:
     async def handle(self, request: Request, ctx: RequestContext) -> Reply | None:
         """Every request, direct or from an Envelope, passes the authorizer's rules first."""
         return await self.security.handle(request, ctx, self._dispatch)
+
+    def _epoch_start_records(self) -> Any:
+        if self.voter_set is None:
+            return None
+        from kraftwire.node.dynamic_quorum import EpochStartRecords
+
+        return EpochStartRecords(self.log)
 
     def _finalized(self) -> dict[str, int]:
         """The finalized levels, kraft.version included (from KRaftVersionRecord, as Kafka reports it)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -124,8 +124,12 @@ class RaftCore:
                  store: QuorumStateStore, rng: random.Random, cluster_id: str | None, now_ms: int,
                  listener: RaftListener | None = None, *, rejoining: bool = False,
                  directory_id: uuid.UUID | None = None, vote_floor: tuple[int, int] | None = None,
-                 faults: RaftFaults = NO_FAULTS) -> None:
+                 faults: RaftFaults = NO_FAULTS,
+                 epoch_start_records: Callable[[], Sequence[Record]] | None = None) -> None:
         self.node_id = -1 if node_id is None else node_id
+        # KIP-853: records a new leader writes after LeaderChange in the same control batch (the shell's
+        # KRaftVersion/Voters copy of a bootstrap voter set the log does not hold yet, as Kafka's leader does).
+        self._epoch_start_records = epoch_start_records
         self.directory_id = directory_id  # meta.properties directory.id (KIP-853 ReplicaDirectoryId)
         # (epoch, end offset) an undamaged log of ours reached at most (see ``vote_floor``).
         self._vote_floor = vote_floor
@@ -511,7 +515,8 @@ class RaftCore:
         leader = Leader(epoch, start, voters, {}, set(self.voters) - {self.node_id},
                         now + int(self.config.fetch_timeout_ms * self.config.check_quorum_factor), bqe_next_ms=now)
         self._set_state(leader)
-        self.log.append_as_leader([leader_change_record(self.node_id, self.voters, granted)], epoch,
+        extra = list(self._epoch_start_records()) if self._epoch_start_records is not None else []
+        self.log.append_as_leader([leader_change_record(self.node_id, self.voters, granted), *extra], epoch,
                                   control=True, timestamp_ms=now)
         self._flush()
         self._leader_progress(now, leader)

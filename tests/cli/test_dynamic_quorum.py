@@ -132,3 +132,23 @@ def test_a_node_on_a_standalone_directory_runs_its_voter_set(tmp_path):
         node.log.close()
         for lock in getattr(node, "dir_locks", []):
             lock.release()
+
+
+def test_the_first_leader_copies_the_bootstrap_voter_set_into_the_log(tmp_path):
+    from kraftwire.node.node import Node
+    from kraftwire.protocol.control import ControlType, control_type
+
+    cfg = _cfg(tmp_path)
+    format_storage(cfg, CID, standalone=True, quiet=True)
+    node = Node(cfg)
+    node.core.tick(10_000)                  # a single voter stands and wins at once
+    first = node.log.read(0, 1 << 20)[0]
+    assert first.control and [control_type(r) for r in first.records] == [
+        ControlType.LEADER_CHANGE, ControlType.KRAFT_VERSION, ControlType.KRAFT_VOTERS]
+    assert first.records[2] == node.voter_set.to_record()
+    st = read_control_state(node.log)
+    assert st.voters == node.voter_set and st.voters_offset == 2
+    assert node.core._epoch_start_records() == ()        # held by the log now: later leaders write only LeaderChange
+    node.log.truncate_to(0)
+    assert len(node.core._epoch_start_records()) == 2     # truncated away: copied again by the next leader
+    node.log.close()
