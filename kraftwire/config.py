@@ -66,6 +66,16 @@ def _host_counts(key: str, text: str) -> dict[str, int]:
     return out
 
 
+def _choice(*allowed: str) -> Callable[[str, str], str]:
+    def parse(key: str, text: str) -> str:
+        value = text.strip()
+        if value not in allowed:
+            raise ConfigError(f"{key}: expected one of {', '.join(allowed)}, got {text!r}")
+        return value
+
+    return parse
+
+
 def _list(key: str, text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
@@ -177,6 +187,10 @@ SPEC: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     # kraftwire's own: Prometheus metrics HTTP port (0 = off).
     "kraftwire.metrics.port": (_int(0, 65535), "0"),
     "kraftwire.metrics.host": (_str, "127.0.0.1"),
+    # kraftwire's own: where committed group offsets live (docs/groups.md). raft = a second Raft quorum of
+    # the voters, its leader coordinates every group; local = each voter's file, groups placed by hash
+    # (quorums with Apache Kafka voters, which do not run the offsets quorum).
+    "kraftwire.group.offsets.replication": (_choice("raft", "local"), "raft"),
 }
 
 # Security keys (read by kraftwire.security.settings from the raw properties); each may also be given

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +64,14 @@ from kraftwire.group.responses import (
     sync_response,
 )
 from kraftwire.group.state import Group, GroupState, Member, Waiter, new_member_id
-from kraftwire.group.store import GroupRecord, GroupTombstone, OffsetRecord, OffsetStore, OffsetTombstone
+from kraftwire.group.store import (
+    GroupRecord,
+    GroupTombstone,
+    OffsetRecord,
+    OffsetStore,
+    OffsetTombstone,
+    StoreRecord,
+)
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.describe_groups_request import DescribeGroupsRequest
 from kraftwire.protocol.messages.describe_groups_response import (
@@ -201,6 +208,32 @@ class GroupCoordinator:
 
     def close(self) -> None:
         self.store.close()
+
+    def import_records(self, records: Sequence[StoreRecord], now: int) -> int:
+        """Adopt offsets (and group generations) from elsewhere -- an upgrade's legacy offsets file --
+        without overwriting: only partitions without a commit and unknown groups. Returns how many were
+        stored; raises ``OSError`` if the store refused them (nothing changes then)."""
+        todo: list[StoreRecord] = []
+        for r in records:
+            if isinstance(r, OffsetRecord):
+                if (r.topic, r.partition) not in self._offsets.get(r.group_id, {}):
+                    todo.append(r)
+            elif isinstance(r, GroupRecord) and r.group_id not in self.groups:
+                todo.append(r)
+        if not todo:
+            return 0
+        self.store.append(todo, sync=True)
+        for r in todo:
+            if isinstance(r, GroupRecord):
+                self.groups[r.group_id] = Group(r.group_id, generation=r.generation,
+                                                protocol_type=r.protocol_type or None,
+                                                state_timestamp=r.state_timestamp)
+        for r in todo:
+            if isinstance(r, OffsetRecord):
+                self._offsets.setdefault(r.group_id, {})[(r.topic, r.partition)] = r
+                if r.group_id not in self.groups:
+                    self.groups[r.group_id] = Group(r.group_id, state_timestamp=now)
+        return len(todo)
 
     # ------------------------------------------------------------------------------------------
     # Plumbing

@@ -194,9 +194,11 @@ class BrokerNode:
         self.forwarding = ForwardingManager(self.peers, self.forwarding_metrics,
                                             default_timeout_ms=cfg["request.timeout.ms"],
                                             retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]))
-        # Consumer groups live on the voters: group requests are relayed to the group's owner over
-        # connections of their own (a parked JoinGroup must not hold up other requests).
-        self.groups = GroupRouter(self._voter_list(), self.peers)
+        # Consumer groups live on the voters: group requests are relayed to the coordinating voter (the
+        # offsets quorum's leader, or the hash owner) over connections of their own (a parked JoinGroup
+        # must not hold up other requests).
+        self.groups = GroupRouter(self._voter_list(), self.peers,
+                                  replicated=cfg["kraftwire.group.offsets.replication"] == "raft")
         self.apis = supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS, **GROUP_APIS, 55: RAFT_APIS[55],
                                **SASL_APIS}, raft=False)
         self.dispatcher = self._dispatcher()

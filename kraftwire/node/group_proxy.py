@@ -41,6 +41,9 @@ OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROU
 DESCRIBE_GROUPS, LIST_GROUPS = 15, 16
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2
 UNAVAILABLE = int(Errors.COORDINATOR_NOT_AVAILABLE)
+NOT_COORDINATOR = int(Errors.NOT_COORDINATOR)
+# Answers after which a broker looks the coordinating voter up again (raft placement).
+_MOVED = frozenset((UNAVAILABLE, NOT_COORDINATOR, int(Errors.COORDINATOR_LOAD_IN_PROGRESS)))
 # A follower's SyncGroup may wait for the leader's assignment up to the rebalance timeout, which the
 # request does not carry: allow Kafka's default max.poll.interval.ms (5 min) and a margin.
 SYNC_WAIT_S = 330.0
@@ -132,20 +135,78 @@ def _timeout_s(api_key: int, version: int, body: Any) -> float:
     return SYNC_WAIT_S if api_key == SYNC_GROUP else REQUEST_WAIT_S
 
 
+def errors_in(message: Any) -> set[int]:
+    """Every ``error_code`` in a response, nested entries (topics, partitions, groups) included."""
+    found: set[int] = set()
+    stack = [message]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+            continue
+        for name in getattr(item, "__slots__", ()):
+            value = getattr(item, name, None)
+            if name == "error_code" and isinstance(value, int):
+                found.add(value)
+            elif isinstance(value, list) and value and hasattr(value[0], "__slots__"):
+                stack.append(value)
+    return found
+
+
 class GroupRouter:
     """Sends group requests to the voters that own their groups; ``local_id`` is this node's id if it
-    is a voter (its own groups are served by the ``local`` callable passed to ``route``)."""
+    is a voter (its own groups are served by the ``local`` callable passed to ``route``).
 
-    def __init__(self, voters: list[Voter], peers: PeerClient, local_id: int | None = None) -> None:
+    Placements: ``hash`` (``owner_of``) unless ``replicated``, when one voter -- the leader of the
+    offsets quorum -- coordinates every group. A voter passes ``leader`` (its offsets core knows it);
+    a broker (``replicated=True``) asks the voters with FindCoordinator and caches the answer until a
+    relayed answer says the coordinator moved or the voter cannot be reached.
+    """
+
+    def __init__(self, voters: list[Voter], peers: PeerClient, local_id: int | None = None, *,
+                 leader: Callable[[], int | None] | None = None, replicated: bool = False) -> None:
         self.voters = sorted(voters)
         self.peers = peers
         self.local_id = local_id
+        self.leader = leader
+        self.replicated = replicated or leader is not None
+        self.coordinator_id: int | None = None   # a broker's cached answer (raft placement)
+        self._next_probe = 0
 
     def set_voters(self, voters: list[Voter]) -> None:
         self.voters = sorted(voters)
 
-    def owner(self, group_id: str) -> Voter:
-        return owner_of(group_id, self.voters)
+    def owner(self, group_id: str) -> Voter | None:
+        """The voter coordinating ``group_id`` as far as this node knows (None: unknown now)."""
+        if not self.replicated:
+            return owner_of(group_id, self.voters)
+        node = self.leader() if self.leader is not None else self.coordinator_id
+        return next((v for v in self.voters if v[0] == node), None)
+
+    async def _owner_id(self, group_id: str) -> int | None:
+        if self.replicated and self.leader is None and self.coordinator_id is None:
+            self.coordinator_id = await self._discover()
+        owner = self.owner(group_id)
+        return None if owner is None else owner[0]
+
+    async def _discover(self) -> int | None:
+        """Ask the voters in turn which of them coordinates the groups (FindCoordinator v3)."""
+        from kraftwire.protocol.messages.find_coordinator_request import FindCoordinatorRequest
+
+        ids = {v[0] for v in self.voters}
+        for i in range(len(self.voters)):
+            node_id = self.voters[(self._next_probe + i) % len(self.voters)][0]
+            try:
+                resp = await self.peers.relay(node_id, FindCoordinatorRequest(key="", key_type=KEY_TYPE_GROUP), 3,
+                                              REQUEST_WAIT_S / 6, "kraftwire-find-coordinator")
+            except RequestFailed as e:
+                log.debug("voter %d did not say who coordinates groups: %s", node_id, e)
+                continue
+            if resp.error_code == 0 and resp.node_id in ids:
+                self._next_probe = (self._next_probe + i) % len(self.voters)
+                return resp.node_id
+        self._next_probe += 1
+        return None
 
     async def route(self, api_key: int, version: int, body: Any, client_id: str, local: Local | None = None) -> Any:
         """The answer to a group request (not FindCoordinator); groups owned here go to ``local``."""
@@ -157,9 +218,10 @@ class GroupRouter:
         if api_key == OFFSET_FETCH and version >= 8:
             found = await self._split(api_key, version, body, client_id, local, lambda g: g.group_id)
             return ofr.OffsetFetchResponse(groups=found)
-        group = group_key(api_key, version, body)
-        owner = self.owner(group or "")
-        return await self._send(owner[0], api_key, version, body, client_id, local)
+        owner = await self._owner_id(group_key(api_key, version, body) or "")
+        if owner is None:
+            return error_response(api_key, version, body)
+        return await self._send(owner, api_key, version, body, client_id, local)
 
     async def list_groups(self, version: int, body: Any, client_id: str, local: Local | None = None) -> Any:
         """ListGroups over every voter: each lists the groups it coordinates (no group is listed twice)."""
@@ -174,12 +236,16 @@ class GroupRouter:
     async def _split(self, api_key: int, version: int, body: Any, client_id: str, local: Local | None,
                      group_of: Callable[[Any], str]) -> list[Any]:
         """Send each owner the entries of ``body.groups`` it owns; the answers' entries in request order."""
-        owners: dict[int, list[Any]] = {}
+        owners: dict[int | None, list[Any]] = {}
         for entry in body.groups:
-            owners.setdefault(self.owner(group_of(entry))[0], []).append(entry)
+            owners.setdefault(await self._owner_id(group_of(entry)), []).append(entry)
         by_group: dict[str, Any] = {}
         for node_id, mine in owners.items():
-            resp = await self._send(node_id, api_key, version, replace(body, groups=mine), client_id, local)
+            part = replace(body, groups=mine)
+            if node_id is None:
+                resp = error_response(api_key, version, part)
+            else:
+                resp = await self._send(node_id, api_key, version, part, client_id, local)
             by_group.update((g.group_id, g) for g in resp.groups)
         return [by_group[group_of(e)] for e in body.groups if group_of(e) in by_group]
 
@@ -188,7 +254,12 @@ class GroupRouter:
         if node_id == self.local_id and local is not None:
             return await local(body)
         try:
-            return await self.peers.relay(node_id, body, version, _timeout_s(api_key, version, body), client_id)
+            resp = await self.peers.relay(node_id, body, version, _timeout_s(api_key, version, body), client_id)
         except RequestFailed as e:
             log.info("group coordinator %d unreachable for API %d: %s", node_id, api_key, e)
+            if node_id == self.coordinator_id:
+                self.coordinator_id = None
             return error_response(api_key, version, body)
+        if node_id == self.coordinator_id and api_key != LIST_GROUPS and errors_in(resp) & _MOVED:
+            self.coordinator_id = None   # the offsets quorum's leader moved: look it up again next time
+        return resp

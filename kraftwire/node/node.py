@@ -39,9 +39,11 @@ from kraftwire.node.controller_shell import ControllerShell, snapshotter_for
 from kraftwire.node.envelope import ENVELOPE, handle_envelope
 from kraftwire.node.group_shell import GroupShell
 from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
+from kraftwire.node.offsets_quorum import OffsetsQuorum
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.view import LogPartitionView
+from kraftwire.node.wire import OFFSETS_TOPIC, addressed_topic
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages.describe_cluster_response import (
@@ -153,11 +155,22 @@ class Node:
         self.metrics = RaftMetrics(self.core, self.log, controller=self.controller.role)
         self.driver.metrics = self.controller.metrics = self.metrics
         client = (cfg.advertised() or cfg.listeners)[0]
-        if offset_store is None:
-            offset_store = FileOffsetStore(store_dir(cfg.metadata_log_dir))
-        self.groups = GroupShell(GroupCoordinator(cfg.node_id, offset_store, GroupConfig.from_properties(
-            cfg.raw, host=client.host, port=client.port)), wall_ms,
-            self.peers, voters=[(v.node_id, v.host, v.port) for v in cfg.voters])
+        group_config = GroupConfig.from_properties(cfg.raw, host=client.host, port=client.port)
+        group_voters = [(v.node_id, v.host, v.port) for v in cfg.voters]
+        # Group offsets: replicated by the voters' offsets quorum, or each owner's local file (docs/groups.md).
+        self.offsets: OffsetsQuorum | None = None
+        if offset_store is None and cfg["kraftwire.group.offsets.replication"] == "raft":
+            self.offsets = OffsetsQuorum(cfg, self.peers, raft_config(cfg), self.cluster_id, nodes=self.nodes,
+                                         leader_endpoints=[(e.name, e.host, e.port) for e in own],
+                                         group_config=group_config, directory_id=directory_id)
+            self.groups = GroupShell(None, wall_ms, self.peers, group_voters, node_id=cfg.node_id,
+                                     leader=self.offsets.leader_id, durable=self.offsets.durable)
+            self.offsets.attach(self.groups)
+        else:
+            if offset_store is None:
+                offset_store = FileOffsetStore(store_dir(cfg.metadata_log_dir))
+            self.groups = GroupShell(GroupCoordinator(cfg.node_id, offset_store, group_config), wall_ms,
+                                     self.peers, voters=group_voters)
         self.view = LogPartitionView(self.core, self.log)
         self.apis = supported({**CONTROLLER_APIS, **GROUP_APIS, **ENVELOPE_APIS, **SASL_APIS})
         self.dispatcher = self._dispatcher()
@@ -185,6 +198,8 @@ class Node:
         async with anyio.create_task_group() as tg:
             self.peers.attach(tg)
             await tg.start(self.driver.run)
+            if self.offsets is not None:
+                await tg.start(self.offsets.driver.run)
             tg.start_soon(self.controller.run_timer)
             tg.start_soon(self.groups.run_timer)
             if self.registrar is not None:
@@ -201,11 +216,17 @@ class Node:
 
     async def shutdown(self, grace_s: float = 2.0) -> None:
         """Resign leadership (EndQuorumEpoch) and give the message a moment to leave."""
-        if getattr(self.core, "is_leader", False):
-            self.driver.call(self.core.resign)
+        resigned = False
+        for core, driver in self._quorums():
+            if getattr(core, "is_leader", False):
+                driver.call(core.resign)
+                resigned = True
+        if resigned:
             with anyio.move_on_after(grace_s):
                 await anyio.sleep(min(grace_s, 0.2))
         self.log.flush()
+        if self.offsets is not None:
+            self.offsets.close()
         await self.peers.close()
 
     # -- request dispatch ----------------------------------------------------------------------
@@ -248,18 +269,34 @@ class Node:
     async def _dispatch(self, request: Request, ctx: RequestContext) -> Reply | None:
         return await self.dispatcher.dispatch(request, ctx)
 
+    def _quorums(self) -> list[tuple[Any, RaftDriver]]:
+        quorums: list[tuple[Any, RaftDriver]] = [(self.core, self.driver)]
+        if self.offsets is not None:
+            quorums.append((self.offsets.core, self.offsets.driver))
+        return quorums
+
+    def _raft_driver(self, body: Any) -> RaftDriver:
+        """The quorum a raft request addresses: the offsets quorum's topic, else the metadata quorum."""
+        if self.offsets is not None and addressed_topic(body) == OFFSETS_TOPIC:
+            return self.offsets.driver
+        return self.driver
+
     async def _on_describe_quorum(self, request: Request, ctx: RequestContext) -> Reply:
+        driver = self._raft_driver(request.body)
+        if driver is not self.driver:
+            return Reply(await driver.handle_inbound(55, request.body, request.api_version), request.api_version)
         return Reply(await self._describe_quorum(request.body, request.api_version), request.api_version)
 
     async def _on_raft(self, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version
-        return Reply(await self.driver.handle_inbound(request.api_key, request.body, v), v)
+        driver = self._raft_driver(request.body)
+        return Reply(await driver.handle_inbound(request.api_key, request.body, v), v)
 
     async def _on_fetch(self, request: Request, ctx: RequestContext) -> Reply:
         body, version = request.body, request.api_version
         replica = body.replica_state.replica_id if version >= 15 else body.replica_id
         if replica >= 0:
-            return Reply(await self.driver.handle_inbound(1, body, version), version)
+            return Reply(await self._raft_driver(body).handle_inbound(1, body, version), version)
         return Reply(await serving.consumer_fetch(body, version, self.view, lambda: self.driver.changed), version)
 
     async def _on_metadata(self, request: Request, ctx: RequestContext) -> Reply:

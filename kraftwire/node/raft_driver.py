@@ -41,8 +41,10 @@ class RaftDriver:
 
     def __init__(self, core: Any, peers: PeerClient, *, request_timeout_ms: int,
                  nodes: list[tuple[int, str, int, str]], leader_endpoints: list[tuple[str, str, int]],
-                 clock: Callable[[], int] = wall_ms) -> None:
+                 clock: Callable[[], int] = wall_ms, topic: str | None = None, lane: str = "raft") -> None:
         self.core = core
+        self.topic = topic  # a second quorum's topic name (wire.retopic), None for __cluster_metadata
+        self.lane = lane
         self.peers = peers
         self.request_timeout_s = request_timeout_ms / 1000
         self.nodes = nodes
@@ -119,6 +121,8 @@ class RaftDriver:
     async def handle_inbound(self, api_key: int, body: Any, version: int) -> Any:
         """Serve a raft request from the wire; returns the wire response body."""
         try:
+            if self.topic is not None:
+                wire.retopic(body, wire.METADATA_TOPIC)
             source, msg = wire.request_from_wire(api_key, body, version)
         except wire.WireError as e:
             return _error_response(api_key, int(e.error))
@@ -131,16 +135,19 @@ class RaftDriver:
             await done.wait()
         finally:
             self._waiting.pop(rid, None)
-        return wire.response_to_wire(api_key, box[0], version, self.nodes)
+        resp = wire.response_to_wire(api_key, box[0], version, self.nodes)
+        return resp if self.topic is None else wire.retopic(resp, self.topic)
 
     async def _send(self, out: m.SendRequest) -> None:
         api_key = API_OF[type(out.msg)]
         try:
             # the version is chosen from the peer's ApiVersions, never before it
-            conn = await self.peers.connect(out.dest_id, "raft", self.request_timeout_s)
+            conn = await self.peers.connect(out.dest_id, self.lane, self.request_timeout_s)
             version = conn.version_for(api_key)
             try:
                 body = wire.request_to_wire(out.msg, version, self.leader_endpoints)
+                if self.topic is not None:
+                    wire.retopic(body, self.topic)
             except wire.WireError as e:  # e.g. a pre-vote to a peer without Vote v2: Kafka's client answers
                 self.call(self.core.handle_response, out.request_id, _error_response_msg(out.msg, e.error))
                 return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from kraftwire.group.replicated import OFFSETS_TOPIC
 from kraftwire.node.reads import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.errors import DecodeError, Errors
 from kraftwire.protocol.messages import (
@@ -87,6 +88,49 @@ def _one_partition(body: Any) -> Any:
     if (name != METADATA_TOPIC and topic_id != METADATA_TOPIC_ID) or index != 0:
         raise WireError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {name}-{index}")
     return part
+
+
+# ------------------------------------------------------------------------------- second quorum
+# The voters run a second Raft quorum for consumer-group offsets (kraftwire/group/replicated.py). Its
+# requests are the same messages naming another topic; the translation below always speaks
+# ``__cluster_metadata`` and ``retopic`` renames a body's topics on the way out and back in.
+OFFSETS_TOPIC_ID = uuid.UUID(int=2)  # fixed, like the metadata topic's 1 (random v4 ids never equal it)
+_NAME_OF_ID = {METADATA_TOPIC_ID: METADATA_TOPIC, OFFSETS_TOPIC_ID: OFFSETS_TOPIC}
+_ID_OF_NAME = {v: k for k, v in _NAME_OF_ID.items()}
+
+
+def _topic_entries(body: Any) -> list[Any]:
+    entries = getattr(body, "topics", None)
+    if entries is None:
+        entries = getattr(body, "responses", None)
+    return list(entries or [])
+
+
+def addressed_topic(body: Any) -> str | None:
+    """The topic a raft request names (by name, or by id at Fetch v13+); None if it names none."""
+    for t in _topic_entries(body):
+        for attr in ("topic_name", "topic", "name"):
+            name = getattr(t, attr, None)
+            if isinstance(name, str) and name:
+                return name
+        topic_id = getattr(t, "topic_id", None)
+        if topic_id is not None:
+            return _NAME_OF_ID.get(topic_id, str(topic_id))
+    return None
+
+
+def retopic(body: Any, name: str) -> Any:
+    """Rename the (non-empty) topic names and (non-zero) topic ids of a raft body to ``name``'s."""
+    topic_id = _ID_OF_NAME[name]
+    for t in _topic_entries(body):
+        for attr in ("topic_name", "topic", "name"):
+            value = getattr(t, attr, None)
+            if isinstance(value, str) and value:
+                setattr(t, attr, name)
+        value = getattr(t, "topic_id", None)
+        if isinstance(value, uuid.UUID) and value.int != 0:
+            t.topic_id = topic_id
+    return body
 
 
 # ------------------------------------------------------------------------------- requests in

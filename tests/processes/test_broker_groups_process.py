@@ -2,9 +2,9 @@
 
 3 controller + 2 broker processes. kafka-python and confluent-kafka consumers subscribe with a group.id
 through broker A, commit and close; broker A is killed (-9); new consumers of the same groups,
-bootstrapped to broker B, resume exactly after the committed offsets (group state lives on the owning
-voter, not on the broker). The owning controller of one group is then restarted and its consumer
-resumes again from the fsynced offsets. ``kraftwire metadata-quorum --bootstrap-server BROKER`` works.
+bootstrapped to broker B, resume exactly after the committed offsets (group state lives on the
+coordinating voter, not on the broker). The coordinating controller is then restarted and the consumer
+resumes again from the replicated offsets (through B, which finds the new coordinator). ``kraftwire metadata-quorum --bootstrap-server BROKER`` works.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ import time
 import anyio
 import pytest
 
-from kraftwire.node.group_proxy import owner_of
-
 from .harness import Cluster
 from .test_broker_process import PROPS, committed_records, live_brokers, until
+from .test_offsets_replicated import coordinator
 
 pytestmark = pytest.mark.processes
 
@@ -103,7 +102,6 @@ def test_groups_and_describe_quorum_through_brokers_survive_a_broker_kill(tmp_pa
         assert {r["NodeId"]: r["Status"] for r in rows}[A] == "Observer"
 
         offsets = truth(c, 3 * BATCH)
-        voters = [(i, "127.0.0.1", int(c.addr(i).split(":")[1])) for i in (1, 2, 3)]
         groups = {"kafka-python": "kp-group", "confluent-kafka": "ck-group"}
         readers = {"kafka-python": kafka_python_group, "confluent-kafka": confluent_group}
         for name, read in readers.items():
@@ -116,11 +114,11 @@ def test_groups_and_describe_quorum_through_brokers_survive_a_broker_kill(tmp_pa
         for name, read in readers.items():
             assert read(c.addr(B), groups[name], BATCH) == offsets[BATCH:2 * BATCH], f"{name} resumes on B"
 
-        owner = owner_of(groups["kafka-python"], voters)[0]
+        owner = coordinator(c, [1, 2, 3], group=groups["kafka-python"])
         c.kill(owner, signal.SIGTERM)
         c.start(owner, *CONTROLLER_PROPS)
         got = kafka_python_group(c.addr(B), groups["kafka-python"], BATCH)
-        assert got == offsets[2 * BATCH:3 * BATCH], "offsets survive a restart of the owning controller"
+        assert got == offsets[2 * BATCH:3 * BATCH], "offsets survive a restart of the coordinating controller"
         assert "Traceback" not in c.log_text(B)
     finally:
         c.stop_all()

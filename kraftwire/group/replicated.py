@@ -1,0 +1,136 @@
+"""Committed offsets replicated through a Raft log of their own (sans-I/O).
+
+The voters run a second Raft quorum (``__kraftwire_offsets``-0, same voters as ``__cluster_metadata``)
+whose records are the offsets-store records of :mod:`kraftwire.group.store` (one record value = one
+``encode_record`` payload). Its leader coordinates every group:
+
+* :class:`OffsetsMachine` is that log's Raft listener on every voter: it applies committed records to a
+  :class:`~kraftwire.group.store.StoreState` (the replicated state a new leader starts from) and tracks
+  the leader.
+* :class:`ReplicatedOffsetStore` is the leader coordinator's :class:`~kraftwire.group.store.OffsetStore`:
+  ``append`` hands the records to Raft (``NotLeaderError`` becomes ``OSError``, which the coordinator
+  answers COORDINATOR_NOT_AVAILABLE) and remembers the last offset, which the shell waits to see
+  committed before it lets the answers out.
+* :func:`missing` picks the records of a legacy local ``offsets.log`` that the replicated state lacks
+  (upgrades import them; a partition already committed through Raft is never overwritten).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterable, Sequence
+
+from kraftwire.group.store import (
+    GroupRecord,
+    OffsetRecord,
+    StoreRecord,
+    StoreState,
+    decode_record,
+    encode_record,
+)
+from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.raft.snapshot import data_batches
+
+__all__ = ["IMPORT_CLIENT_ID", "OFFSETS_TOPIC", "OffsetsMachine", "ReplicatedOffsetStore", "missing", "to_raft"]
+
+OFFSETS_TOPIC = "__kraftwire_offsets"
+# The client id under which a voter relays its legacy offsets to the leader (imported, never overwriting).
+IMPORT_CLIENT_ID = "kraftwire-offsets-import"
+
+
+def to_raft(records: Sequence[StoreRecord]) -> list[Record]:
+    """Raft records carrying ``records`` (the value is the store's record payload)."""
+    return [Record(value=encode_record(r)) for r in records]
+
+
+class OffsetsMachine:
+    """The replicated offsets state of one voter: a Raft listener over ``__kraftwire_offsets``."""
+
+    def __init__(self) -> None:
+        self.state = StoreState()
+        self.applied = 0           # next offset to apply (every committed record below it is in ``state``)
+        self.leader_id: int | None = None
+        self.epoch = 0
+        self.undecodable = 0       # records that did not decode (skipped; logged by the shell)
+        self.on_change: list[Callable[[], None]] = []
+
+    def handle_commit(self, batches: list[RecordBatch]) -> None:
+        for b in batches:
+            for r in b.records:
+                if r.value is None:
+                    continue
+                try:
+                    self.state.apply(decode_record(r.value))
+                except (ValueError, struct.error, UnicodeDecodeError):
+                    self.undecodable += 1
+            self.applied = b.base_offset + len(b.records)
+        self._changed()
+
+    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        self.leader_id, self.epoch = leader_id, epoch
+        self._changed()
+
+    def handle_snapshot(self, end_offset: int, batches: list[RecordBatch]) -> None:
+        """A snapshot replaces the state (its data batches hold every live record)."""
+        self.state = StoreState()
+        self.applied = 0
+        self.handle_commit(data_batches(batches))
+        self.applied = end_offset
+        self._changed()
+
+    def _changed(self) -> None:
+        for fn in self.on_change:
+            fn()
+
+
+class ReplicatedOffsetStore:
+    """The active coordinator's store: appends go to the offsets quorum's leader log.
+
+    ``append_raft`` is the Raft driver's append (raises ``NotLeaderError`` off the leader) and returns
+    the offsets of the records; ``state`` is the committed state when the coordinator was built.
+    """
+
+    def __init__(self, state: StoreState, append_raft: Callable[[list[Record]], list[int]]) -> None:
+        self._state = state
+        self._append = append_raft
+        self.last_offset = -1      # the offset of the last record appended (the shell waits for its commit)
+        self.closed = False
+
+    def load(self) -> StoreState:
+        return self._state.copy()
+
+    def append(self, records: Sequence[StoreRecord], *, sync: bool = True) -> None:
+        if self.closed:
+            raise OSError("this node no longer coordinates the groups")
+        if not records:
+            return
+        try:
+            offsets = self._append(to_raft(records))
+        except Exception as e:  # NotLeaderError and anything else: nothing was appended
+            raise OSError(f"offsets quorum append failed: {e}") from e
+        if offsets:
+            self.last_offset = max(self.last_offset, offsets[-1])
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def import_request_records(body: object, now: int) -> list[StoreRecord]:
+    """The offsets an import OffsetCommit (``IMPORT_CLIENT_ID``) carries, as store records."""
+    group = getattr(body, "group_id", "")
+    return [OffsetRecord(group, t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                         p.committed_metadata if p.committed_metadata is not None else "", now)
+            for t in getattr(body, "topics", []) for p in t.partitions]
+
+
+def missing(replicated: StoreState, legacy: Iterable[StoreRecord]) -> list[StoreRecord]:
+    """Records of a legacy offsets file the replicated state lacks: offsets of partitions with no
+    replicated commit, and group records of groups it does not know (generations are not rolled back)."""
+    out: list[StoreRecord] = []
+    for r in legacy:
+        if isinstance(r, OffsetRecord):
+            if (r.group_id, r.topic, r.partition) not in replicated.offsets:
+                out.append(r)
+        elif isinstance(r, GroupRecord) and r.group_id not in replicated.groups:
+            out.append(r)
+    return out

@@ -1,0 +1,210 @@
+"""The voters' second Raft quorum: consumer-group offsets replicated as ``__kraftwire_offsets``-0.
+
+Same voters and the same sans-I/O ``RaftCore`` as ``__cluster_metadata``, with its own log directory
+(``<metadata.log.dir>/__kraftwire_offsets-0``, quorum-state included) and its own topic name on the
+Raft wire (``wire.retopic``), so it never mixes with the metadata log and a Kafka voter never applies
+its records. Its leader coordinates every group (docs/groups.md): once the leader's epoch has a
+committed LeaderChange (every earlier record committed and applied), it builds a ``GroupCoordinator``
+over the replicated state and hands it to the ``GroupShell``; when it stops leading, the shell drops it
+and clients are told NOT_COORDINATOR.
+
+Upgrade: a legacy local ``__consumer_offsets-kraftwire/offsets.log`` is read on start. Its records the
+replicated state lacks are appended by this voter when it leads, or relayed to the leader as a simple
+OffsetCommit; once they are committed the file is renamed ``offsets.log.imported``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from kraftwire.config import NodeConfig
+from kraftwire.group import GroupConfig, GroupCoordinator
+from kraftwire.group.replicated import (
+    IMPORT_CLIENT_ID,
+    OFFSETS_TOPIC,
+    OffsetsMachine,
+    ReplicatedOffsetStore,
+    missing,
+)
+from kraftwire.group.store import STORE_FILE_NAME, OffsetRecord, StoreRecord, scan_frames, store_dir
+from kraftwire.net.client import RequestFailed
+from kraftwire.net.peers import PeerClient
+from kraftwire.node.raft_driver import RaftDriver, wall_ms
+from kraftwire.raft.config import RaftConfig
+from kraftwire.raft.core import RaftCore
+
+log = logging.getLogger(__name__)
+
+OFFSETS_DIR = OFFSETS_TOPIC + "-0"
+IMPORTED_SUFFIX = ".imported"
+DURABLE_WAIT_S = 30.0
+
+
+def read_legacy(metadata_log_dir: Path) -> list[StoreRecord]:
+    """The live records of a legacy local offsets file (empty if there is none or it was imported)."""
+    path = store_dir(metadata_log_dir) / STORE_FILE_NAME
+    if not path.exists():
+        return []
+    from kraftwire.group.store import StoreState
+
+    records, _ = scan_frames(path.read_bytes())
+    state = StoreState()
+    for r in records:
+        state.apply(r)
+    return list(state.records())
+
+
+class OffsetsQuorum:
+    """Storage, Raft core and driver of the offsets quorum on one voter, and group hand-over."""
+
+    def __init__(self, cfg: NodeConfig, peers: PeerClient, raft_config: RaftConfig, cluster_id: str, *,
+                 nodes: list[tuple[int, str, int, str]], leader_endpoints: list[tuple[str, str, int]],
+                 group_config: GroupConfig, directory_id: Any = None) -> None:
+        from kraftwire.storage.log import FileLog
+        from kraftwire.storage.quorum_state import FileQuorumStateStore
+
+        self.node_id = cfg.node_id
+        self.group_config = group_config
+        self.metadata_dir = Path(cfg.metadata_log_dir)
+        directory = self.metadata_dir / OFFSETS_DIR
+        self.log = FileLog(directory, segment_bytes=cfg["metadata.log.segment.bytes"])
+        self.store = FileQuorumStateStore(directory / "quorum-state")
+        voters = [v.node_id for v in cfg.voters]
+        saved = self.store.read()
+        if saved is not None:
+            self.log.discard_epochs_above(saved.epoch)
+        elif len(voters) > 1 and cfg.node_id in voters and self.log.end_offset == 0:
+            # Fresh or wiped: only the other voters can tell (raft/core.py re-joining).
+            self.log.mark_rejoining("offsets quorum started on an empty directory (fresh, or wiped)")
+        self.machine = OffsetsMachine()
+        floor = getattr(self.log, "vote_floor", None)
+        self.core = RaftCore(cfg.node_id, frozenset(voters), replace(raft_config, defer_flush=True), self.log,
+                             self.store, random.Random(), cluster_id, wall_ms(), listener=self.machine,
+                             rejoining=bool(getattr(self.log, "rejoining", False)) and floor is None,
+                             directory_id=directory_id, vote_floor=floor)
+        self.driver = RaftDriver(self.core, peers, request_timeout_ms=raft_config.request_timeout_ms, nodes=nodes,
+                                 leader_endpoints=leader_endpoints, topic=OFFSETS_TOPIC, lane="offsets-raft")
+        self.driver.on_change.append(self._changed)
+        self.peers = peers
+        self.legacy = read_legacy(self.metadata_dir)
+        self.shell: Any = None          # the GroupShell to hand coordinators to (``attach``)
+        self.active_epoch: int | None = None
+        self._import_task = False
+
+    def attach(self, shell: Any) -> None:
+        self.shell = shell
+
+    # -- leadership ----------------------------------------------------------------------------
+    def leader_id(self) -> int | None:
+        leader = self.core.leader_id
+        return None if leader is None or leader < 0 else leader
+
+    def _changed(self) -> None:
+        core = self.core
+        if self.active_epoch is not None and (not core.is_leader or core.epoch != self.active_epoch):
+            log.info("offsets quorum: node %d no longer coordinates groups (epoch %d)", self.node_id, core.epoch)
+            self.active_epoch = None
+            if self.shell is not None:
+                self.shell.deactivate()
+        if getattr(self.log, "rejoining", False) and not core.rejoining and core.vote_floor is None:
+            self.log.rejoined()
+        if self.active_epoch is None and core.is_leader and core.hw is not None \
+                and core.hw > core.state.epoch_start_offset and self.shell is not None:
+            self._activate()
+        elif self.legacy and not self._import_task and self.leader_id() not in (None, self.node_id) \
+                and self.driver._tg is not None:
+            self._import_task = True
+            self.driver._tg.start_soon(self._relay_legacy)
+
+    def _activate(self) -> None:
+        self.active_epoch = self.core.epoch
+        store = ReplicatedOffsetStore(self.machine.state.copy(), self.driver.append)
+        coordinator = GroupCoordinator(self.node_id, store, self.group_config)
+        todo = missing(self.machine.state, self.legacy)
+        if todo:
+            coordinator.import_records(todo, wall_ms())
+            log.info("offsets quorum: importing %d records of the local %s", len(todo), STORE_FILE_NAME)
+        elif self.legacy:
+            self._legacy_done()
+        log.info("offsets quorum: node %d coordinates the groups from epoch %d (offset %d, %d offsets)",
+                 self.node_id, self.core.epoch, self.machine.applied, len(self.machine.state.offsets))
+        self.shell.activate(coordinator)
+        if todo and self.driver._tg is not None:
+            self.driver._tg.start_soon(self._await_import, store.last_offset)
+
+    async def _await_import(self, offset: int) -> None:
+        if await self.durable(offset):
+            self._legacy_done()
+
+    async def _relay_legacy(self) -> None:
+        """A follower's legacy offsets go to the leader as simple OffsetCommits (imported, not overwriting)."""
+        from kraftwire.protocol.messages import offset_commit_request as ocq
+
+        try:
+            while self.legacy:
+                leader = self.leader_id()
+                if leader is None or leader == self.node_id:
+                    return
+                todo = [r for r in self.legacy if isinstance(r, OffsetRecord)]
+                by_group: dict[str, list[OffsetRecord]] = {}
+                for r in todo:
+                    by_group.setdefault(r.group_id, []).append(r)
+                ok = True
+                for group, recs in by_group.items():
+                    topics: dict[str, list[Any]] = {}
+                    for r in recs:
+                        topics.setdefault(r.topic, []).append(ocq.OffsetCommitRequestPartition(
+                            partition_index=r.partition, committed_offset=r.offset,
+                            committed_leader_epoch=r.leader_epoch, committed_metadata=r.metadata))
+                    body = ocq.OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                                   topics=[ocq.OffsetCommitRequestTopic(name=t, partitions=ps)
+                                                           for t, ps in topics.items()])
+                    try:
+                        resp = await self.peers.relay(leader, body, 8, DURABLE_WAIT_S, IMPORT_CLIENT_ID)
+                    except RequestFailed as e:
+                        log.info("offsets import to node %d failed: %s", leader, e)
+                        ok = False
+                        break
+                    if any(p.error_code for t in resp.topics for p in t.partitions):
+                        ok = False
+                        break
+                if ok:
+                    self._legacy_done()
+                    return
+                await anyio.sleep(1.0)
+        finally:
+            self._import_task = False
+
+    def _legacy_done(self) -> None:
+        path = store_dir(self.metadata_dir) / STORE_FILE_NAME
+        try:
+            path.replace(path.with_name(STORE_FILE_NAME + IMPORTED_SUFFIX))
+        except OSError as e:
+            log.warning("offsets quorum: could not rename %s after importing it: %s", path, e)
+            return
+        self.legacy = []
+        log.info("offsets quorum: the local %s is imported into the replicated offsets", STORE_FILE_NAME)
+
+    async def durable(self, offset: int) -> bool:
+        """Wait until ``offset`` of the offsets log is committed while this node still leads the epoch
+        it coordinates in; False if leadership was lost first (or after ``DURABLE_WAIT_S``)."""
+        epoch = self.active_epoch
+        with anyio.move_on_after(DURABLE_WAIT_S):
+            while True:
+                core = self.core
+                if epoch is None or not core.is_leader or core.epoch != epoch:
+                    return False
+                if core.hw is not None and core.hw > offset:
+                    return True
+                await self.driver.changed.wait()
+        return False
+
+    def close(self) -> None:
+        self.log.flush()
+
