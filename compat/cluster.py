@@ -18,9 +18,9 @@ from kraftwire.cli.quickstart import write_configs
 from kraftwire.cli.storage import format_storage
 from kraftwire.config import load_config
 from kraftwire.net.client import Connection, RequestFailed
-from kraftwire.node.group_proxy import owner_of
 from kraftwire.protocol.messages import offset_fetch_request as ofq
 from kraftwire.protocol.messages.describe_cluster_request import DescribeClusterRequest
+from kraftwire.protocol.messages.find_coordinator_request import FindCoordinatorRequest
 from kraftwire.storage.meta_properties import random_uuid
 
 # Quick elections so the matrix does not wait on defaults; a short initial rebalance delay keeps the
@@ -195,8 +195,11 @@ class Quorum:
                 time.sleep(0.3)
 
     def committed_offset(self, group: str, timeout_s: float = 10.0) -> tuple[int, int]:
-        """(owning voter, committed offset of ``group`` on __cluster_metadata-0), asked of the owner itself."""
-        owner, host, port = owner_of(group, self.voters)
+        """(coordinating voter, committed offset of ``group`` on __cluster_metadata-0), asked of that voter
+        (the one a voter's FindCoordinator names: the offsets quorum's leader, docs/groups.md)."""
+        _, host, port = self.voters[0]
+        owner = anyio.run(_find_coordinator, host, port, group, timeout_s)
+        _, host, port = next(v for v in self.voters if v[0] == owner)
         return owner, anyio.run(_offset_fetch, host, port, group, timeout_s)
 
     def stop(self) -> None:
@@ -231,6 +234,18 @@ async def _live_brokers(addr: str, timeout_s: float) -> list[int] | None:
         finally:
             await conn.close()
     return None if resp.error_code else sorted(b.broker_id for b in resp.brokers)
+
+
+async def _find_coordinator(host: str, port: int, group: str, timeout_s: float) -> int:
+    async with anyio.create_task_group() as tg:
+        conn = Connection(tg, host, port, client_id="kraftwire-compat", connect_timeout_s=timeout_s)
+        try:
+            resp = await conn.request(FindCoordinatorRequest(key=group, key_type=0), 3, timeout_s)
+        finally:
+            await conn.close()
+    if resp.error_code:
+        raise RequestFailed(f"FindCoordinator for {group} failed: {resp}")
+    return resp.node_id
 
 
 async def _offset_fetch(host: str, port: int, group: str, timeout_s: float) -> int:

@@ -656,7 +656,9 @@ class MixedQuorum(Cluster):
         quorum = [(i, hosts[i - 1], CONTROLLER_PORT) for i in range(1, n + 1)]
         for i in range(1, n + 1):
             if i <= kraftwire:
-                self.nodes[i] = KraftwireNode(self.root, i, "controller", hosts[i - 1], quorum, props=KRAFTWIRE_FAST)
+                # Kafka voters do not run the offsets quorum: groups stay on per-voter files (docs/groups.md)
+                self.nodes[i] = KraftwireNode(self.root, i, "controller", hosts[i - 1], quorum,
+                                              props={**KRAFTWIRE_FAST, "kraftwire.group.offsets.replication": "local"})
             else:
                 self.nodes[i] = KafkaNode(dist, self.root, i, "controller", hosts[i - 1], quorum,
                                           props=KAFKA_CONTROLLER_FAST)

@@ -128,7 +128,7 @@ class Matrix:
 
     def check_broker(self, client: Client) -> Result:
         """(d) through a broker: a group consumer reads from earliest and commits (the commit must be on the
-        voter owning the group); clients with a quorum API also describe the quorum through the broker."""
+        voter coordinating the group); clients with a quorum API also describe the quorum through the broker."""
         if not self.quorum.broker_ids:
             return Result("skip", "the quorum runs without a broker (--no-broker)")
         broker = self.quorum.broker_ids[0]

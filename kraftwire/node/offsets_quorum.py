@@ -88,6 +88,7 @@ class OffsetsQuorum:
                              self.store, random.Random(), cluster_id, wall_ms(), listener=self.machine,
                              rejoining=bool(getattr(self.log, "rejoining", False)) and floor is None,
                              directory_id=directory_id, vote_floor=floor)
+        self.core.log_tag = "OffsetsRaft"   # its log lines: [OffsetsRaft id=N] (kraftwire.raft.story)
         self.driver = RaftDriver(self.core, peers, request_timeout_ms=raft_config.request_timeout_ms, nodes=nodes,
                                  leader_endpoints=leader_endpoints, topic=OFFSETS_TOPIC, lane="offsets-raft")
         self.driver.on_change.append(self._changed)

@@ -21,6 +21,11 @@ _STATE_NAMES = {"unattached": "UnattachedState", "voted": "VotedState", "prospec
 _reported: weakref.WeakKeyDictionary[Any, set[tuple[str, int]]] = weakref.WeakKeyDictionary()
 
 
+def _tag(core: Any) -> str:
+    """Kafka's log prefix name; a second quorum of the node (the offsets quorum) sets ``log_tag``."""
+    return getattr(core, "log_tag", "RaftManager")
+
+
 def state_text(st: Any, node_id: int | None = None) -> str:
     name = _STATE_NAMES.get(getattr(st, "name", ""), type(st).__name__)
     parts = [f"epoch={st.epoch}"]
@@ -44,7 +49,7 @@ def transition(core: Any, old: Any, new: Any) -> None:
     if type(old) is type(new) and old.epoch == new.epoch and getattr(old, "leader_id", None) == getattr(
             new, "leader_id", None) and getattr(old, "voted_id", None) == getattr(new, "voted_id", None):
         return
-    log.info("[RaftManager id=%s] Completed transition to %s from %s", core.node_id,
+    log.info("[%s id=%s] Completed transition to %s from %s", _tag(core), core.node_id,
              state_text(new, core.node_id), state_text(old, core.node_id))
 
 
@@ -54,10 +59,10 @@ def vote(core: Any, req: Any, granted: bool) -> None:
         return
     node = core.node_id
     if granted:
-        log.info("[RaftManager id=%s] Granted vote to candidate %s in epoch %s (its log ends at epoch %s offset "
-                 "%s)", node, req.candidate_id, req.candidate_epoch, req.last_offset_epoch, req.last_offset)
+        log.info("[%s id=%s] Granted vote to candidate %s in epoch %s (its log ends at epoch %s offset "
+                 "%s)", _tag(core), node, req.candidate_id, req.candidate_epoch, req.last_offset_epoch, req.last_offset)
         return
-    log.info("[RaftManager id=%s] Rejected vote of candidate %s in epoch %s: %s", node, req.candidate_id,
+    log.info("[%s id=%s] Rejected vote of candidate %s in epoch %s: %s", _tag(core), node, req.candidate_id,
              req.candidate_epoch, _refusal(core, req))
 
 
@@ -65,7 +70,7 @@ def prevote(core: Any, req: Any, granted: bool) -> None:
     """A pre-vote (KIP-996) answered; nothing changed on this node either way."""
     if not log.isEnabledFor(logging.INFO):
         return
-    log.info("[RaftManager id=%s] %s pre-vote of prospective %s in epoch %s", core.node_id,
+    log.info("[%s id=%s] %s pre-vote of prospective %s in epoch %s", _tag(core), core.node_id,
              "Granted" if granted else "Rejected", req.candidate_id, req.candidate_epoch)
 
 
@@ -92,7 +97,7 @@ def _refusal(core: Any, req: Any) -> str:
 
 def vote_result(core: Any, voter: int, epoch: int, granted: bool) -> None:
     if log.isEnabledFor(logging.INFO):
-        log.info("[RaftManager id=%s] Voter %s %s our vote in epoch %s", core.node_id, voter,
+        log.info("[%s id=%s] Voter %s %s our vote in epoch %s", _tag(core), core.node_id, voter,
                  "granted" if granted else "refused", epoch)
 
 
@@ -103,7 +108,7 @@ def rejected_peer(core: Any, peer: int, api: str, reason: str, cluster_id: str |
         return
     seen.add((reason, peer))
     detail = f"its cluster id {cluster_id} is not ours ({core.cluster_id})" if reason == "cluster" else reason
-    log.warning("[RaftManager id=%s] Rejected %s from node %s: %s (logged once for this peer)", core.node_id,
+    log.warning("[%s id=%s] Rejected %s from node %s: %s (logged once for this peer)", _tag(core), core.node_id,
                 api, peer, detail)
 
 
@@ -113,32 +118,32 @@ def refused_by_peer(core: Any, peer: int, api: str, error: str) -> None:
     if (error, peer) in seen:
         return
     seen.add((error, peer))
-    log.warning("[RaftManager id=%s] Node %s refused our %s with %s: its cluster id differs from ours (%s); "
+    log.warning("[%s id=%s] Node %s refused our %s with %s: its cluster id differs from ours (%s); "
                 "one of the two data directories belongs to another cluster (logged once for this peer)",
-                core.node_id, peer, api, error, core.cluster_id)
+                _tag(core), core.node_id, peer, api, error, core.cluster_id)
 
 
 def truncation(core: Any, leader: int, epoch: int, offset: int, end: int) -> None:
     if log.isEnabledFor(logging.INFO):
-        log.info("[RaftManager id=%s] Truncating the log from end offset %s to %s: leader %s of epoch %s reported "
-                 "a diverging epoch", core.node_id, end, offset, leader, epoch)
+        log.info("[%s id=%s] Truncating the log from end offset %s to %s: leader %s of epoch %s reported "
+                 "a diverging epoch", _tag(core), core.node_id, end, offset, leader, epoch)
 
 
 def snapshot_installed(core: Any, sid: Any, size: int) -> None:
     if log.isEnabledFor(logging.INFO):
-        log.info("[RaftManager id=%s] Installed snapshot %s (end offset %s, epoch %s, %s bytes) fetched from the "
-                 "leader", core.node_id, _sid(sid), sid.end_offset, sid.epoch, size)
+        log.info("[%s id=%s] Installed snapshot %s (end offset %s, epoch %s, %s bytes) fetched from the "
+                 "leader", _tag(core), core.node_id, _sid(sid), sid.end_offset, sid.epoch, size)
 
 
 def snapshot_loaded(core: Any, sid: Any, batches: int) -> None:
     if log.isEnabledFor(logging.INFO):
-        log.info("[RaftManager id=%s] Loading snapshot %s (%s batches) into the state machine", core.node_id,
+        log.info("[%s id=%s] Loading snapshot %s (%s batches) into the state machine", _tag(core), core.node_id,
                  _sid(sid), batches)
 
 
 def snapshot_written(core: Any, sid: Any) -> None:
     if log.isEnabledFor(logging.INFO):
-        log.info("[RaftManager id=%s] Wrote snapshot %s", core.node_id, _sid(sid))
+        log.info("[%s id=%s] Wrote snapshot %s", _tag(core), core.node_id, _sid(sid))
 
 
 def _sid(sid: Any) -> str:

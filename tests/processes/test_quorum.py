@@ -98,12 +98,13 @@ def test_node_of_another_cluster_is_refused(tmp_path):
         # Both sides say so at WARN, naming the peer, once per peer and request kind.
         deadline = time.monotonic() + 20
         # Node 3 (on an empty directory) first probes its peers with Fetch, then stands with Votes.
-        refused = re.compile(r"Node 1 refused our (Vote|Fetch) with INCONSISTENT_CLUSTER_ID")
+        # (the metadata quorum's lines; the offsets quorum says the same under [OffsetsRaft id=3])
+        refused = re.compile(r"\[RaftManager id=3\] Node 1 refused our (Vote|Fetch) with INCONSISTENT_CLUSTER_ID")
         while not refused.search(c.log_text(3)) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert len(refused.findall(c.log_text(3))) == 1
         leader = status["LeaderId"]
-        assert re.search(r"Rejected (Vote|Fetch) from node 3: its cluster id", c.log_text(leader))
+        assert re.search(r"\[RaftManager id=\d\] Rejected (Vote|Fetch) from node 3: its cluster id", c.log_text(leader))
         text = "".join(c.log_text(n) for n in (1, 2))
         assert f"Completed transition to LeaderState(epoch={status['LeaderEpoch']}, leader={leader})" in text
         assert "Granted vote to candidate" in text or "Voter" in text

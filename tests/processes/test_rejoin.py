@@ -13,6 +13,7 @@ from kraftwire.config import load_config
 from .harness import Cluster
 
 MARKER = "__cluster_metadata-0/rejoining"
+REJOINED = "__cluster_metadata-0: re-joined the quorum"   # (the offsets quorum re-joins on its own too)
 
 
 def since_restart(c: Cluster, node: int) -> str:
@@ -38,13 +39,13 @@ def test_wiped_and_reformatted_voter_rejoins_then_votes_again(tmp_path):
         c.start(victim)
         after = c.wait_status(lambda s: s["HighWatermark"] > status["HighWatermark"] + 5, [leader])
         deadline = time.monotonic() + 30
-        while "re-joined the quorum" not in since_restart(c, victim):   # caught up: the marker goes
+        while REJOINED not in since_restart(c, victim):   # caught up: the marker goes
             assert time.monotonic() < deadline, since_restart(c, victim)[-2000:]
             time.sleep(0.1)
         assert not (c.data_dir(victim) / MARKER).exists()
         text = since_restart(c, victim)
-        assert "fresh, or wiped and re-formatted" in text and "re-joined the quorum" in text
-        assert "Granted vote" not in text.split("re-joined the quorum")[0]
+        assert "fresh, or wiped and re-formatted" in text and REJOINED in text
+        assert f"[RaftManager id={victim}] Granted vote" not in text.split(REJOINED)[0]
         # An ordinary voter again: with the old leader gone the other two elect a new one.
         c.kill(leader, signal.SIGKILL)
         others = [n for n in (1, 2, 3) if n != leader]
