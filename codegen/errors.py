@@ -68,6 +68,7 @@ SPECS: dict[str, Spec] = {
         "GroupId": "item", **CODE, "GroupState": "''", "ProtocolType": "''", "ProtocolData": "''",
         "AuthorizedOperations": "-2147483648"})}),
     "DescribeQuorum": TOP,
+    "DescribeTopicPartitions": Spec({"Topics": Each("Topics", {"Name": "item.name", **CODE, "IsInternal": "False"})}),
     "DescribeUserScramCredentials": Spec({**CODE, "Results": Each("Users", dict(CODE))}),
     "ElectLeaders": Spec({**CODE, "ReplicaElectionResults": Each("TopicPartitions", {
         "Topic": "item.topic", "PartitionResult": Each("Partitions", {"PartitionId": "item", **CODE})})}),

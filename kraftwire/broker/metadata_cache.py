@@ -23,6 +23,7 @@ from typing import Any
 from kraftwire.metadata.image import NO_LEADER, BrokerRegistration, MetadataImage, Topic
 from kraftwire.node.reads import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.messages import describe_topic_partitions_response as dtpr
 from kraftwire.protocol.messages.describe_cluster_response import (
     DescribeClusterBroker,
     DescribeClusterResponse,
@@ -176,4 +177,71 @@ def describe_cluster_response(request: Any, version: int, *, image: MetadataImag
         for b in resp.brokers:
             reg = image.brokers.get(b.broker_id)
             b.is_fenced = reg is not None and reg.fenced and b.broker_id != local.node_id
+    return resp
+
+
+#: Kafka's max.request.partition.size.limit default: the most partitions one DescribeTopicPartitions page holds.
+MAX_PARTITIONS_PER_PAGE = 2000
+
+
+def describe_topic_partitions_response(request: Any, *, image: MetadataImage, listener: str, local: LocalView
+                                       ) -> Any:
+    """DescribeTopicPartitions (KIP-966): topics by name (or every topic), in name order, a page of at most
+    ``ResponsePartitionLimit`` partitions from ``Cursor`` on, with ELR and last-known ELR per partition, as Kafka
+    4.x brokers answer it (Kafka's admin needs it to show ELRs; without it, it falls back to Metadata)."""
+    all_topics = not request.topics
+    names = sorted({m.name for m in image.topics.values()} | {METADATA_TOPIC}) if all_topics else \
+        sorted({t.name for t in request.topics})
+    limit = max(1, min(request.response_partition_limit, MAX_PARTITIONS_PER_PAGE))
+    cursor = request.cursor
+    resp = dtpr.DescribeTopicPartitionsResponse()
+    if cursor is not None:
+        if cursor.partition_index < 0 or (not all_topics and cursor.topic_name not in names):
+            return request.error_response(0, Errors.INVALID_REQUEST, f"cursor {cursor.topic_name}-"
+                                          f"{cursor.partition_index} is not among the requested topics' partitions")
+        names = [n for n in names if n >= cursor.topic_name]
+    left = limit
+    for name in names:
+        first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        if name == METADATA_TOPIC:
+            md = _metadata_topic(local)
+            parts = [dtpr.DescribeTopicPartitionsResponsePartition(
+                error_code=p.error_code, partition_index=p.partition_index, leader_id=p.leader_id,
+                leader_epoch=p.leader_epoch, replica_nodes=p.replica_nodes, isr_nodes=p.isr_nodes,
+                eligible_leader_replicas=[], last_known_elr=[], offline_replicas=[]) for p in md.partitions]
+            entry = dtpr.DescribeTopicPartitionsResponseTopic(name=name, topic_id=METADATA_TOPIC_ID, is_internal=True)
+        else:
+            topic = image.topic_by_name(name)
+            if topic is None:
+                if not all_topics:
+                    resp.topics.append(dtpr.DescribeTopicPartitionsResponseTopic(
+                        error_code=int(Errors.UNKNOWN_TOPIC_OR_PARTITION), name=name, partitions=[]))
+                continue
+            entry = dtpr.DescribeTopicPartitionsResponseTopic(name=name, topic_id=topic.id,
+                                                              is_internal=name in INTERNAL_TOPICS)
+            parts = []
+            for pid in sorted(topic.partitions):
+                p = topic.partitions[pid]
+                lb = image.brokers.get(p.leader) if p.leader != NO_LEADER else None
+                error = Errors.NONE if lb is not None and endpoint(lb, listener) is not None else (
+                    Errors.LEADER_NOT_AVAILABLE if p.leader == NO_LEADER else Errors.LISTENER_NOT_FOUND)
+                offline = [r for r in p.replicas if (b := image.brokers.get(r)) is None or b.fenced]
+                parts.append(dtpr.DescribeTopicPartitionsResponsePartition(
+                    error_code=int(error), partition_index=pid, leader_id=p.leader, leader_epoch=p.leader_epoch,
+                    replica_nodes=list(p.replicas), isr_nodes=list(p.isr), eligible_leader_replicas=list(p.elr),
+                    last_known_elr=list(p.last_known_elr), offline_replicas=offline))
+        page = [x for x in parts if x.partition_index >= first]
+        if len(page) > left:
+            entry.partitions = page[:left]
+            resp.topics.append(entry)
+            resp.next_cursor = dtpr.Cursor(topic_name=name, partition_index=page[left].partition_index)
+            return resp
+        entry.partitions = page
+        resp.topics.append(entry)
+        left -= len(page)
+        if left == 0:
+            following = names[names.index(name) + 1:]
+            if following:
+                resp.next_cursor = dtpr.Cursor(topic_name=following[0], partition_index=0)
+            return resp
     return resp

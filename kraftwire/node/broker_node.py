@@ -27,6 +27,7 @@ from kraftwire.broker.metadata import BrokerMetadataListener
 from kraftwire.broker.metadata_cache import (
     LocalView,
     describe_cluster_response,
+    describe_topic_partitions_response,
     live_brokers,
     metadata_response,
 )
@@ -45,6 +46,7 @@ from kraftwire.node import reads, serving
 from kraftwire.node.apis import (
     BROKER_FORWARDED_APIS,
     BROKER_LOCAL_APIS,
+    BROKER_ONLY_APIS,
     RAFT_APIS,
     Dispatcher,
     api_versions_response,
@@ -200,6 +202,7 @@ class BrokerNode:
         self.groups = GroupRouter(self._voter_list(), self.peers,
                                   replicated=cfg["kraftwire.group.offsets.replication"] == "raft")
         self.apis = supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS, **GROUP_APIS, 55: RAFT_APIS[55],
+                               75: BROKER_ONLY_APIS[75],
                                **SASL_APIS}, raft=False)
         self.dispatcher = self._dispatcher()
         self.server = KafkaServer(self.handle, lambda: Reply(api_versions_response(
@@ -341,6 +344,7 @@ class BrokerNode:
             BROKER_SUPPORTED_FEATURES, self.metadata.image.features, self.metadata.applied_offset))
         d.on(3, self._on_metadata)
         d.on(60, self._on_describe_cluster)
+        d.on(75, self._on_describe_topic_partitions)
         d.on([k for k in FORWARDED_APIS if k in self.apis], self.forwarding.forward)
         d.on(1, self._on_fetch)
         d.on(2, self._on_list_offsets)
@@ -365,6 +369,11 @@ class BrokerNode:
         v = request.api_version
         return Reply(describe_cluster_response(request.body, v, image=self.metadata.image, listener=ctx.listener,
                                                local=self.local_view(ctx.listener), cluster_id=self.cluster_id), v)
+
+    async def _on_describe_topic_partitions(self, request: Request, ctx: RequestContext) -> Reply:
+        resp = describe_topic_partitions_response(request.body, image=self.metadata.image, listener=ctx.listener,
+                                                  local=self.local_view(ctx.listener))
+        return Reply(resp, request.api_version)
 
     async def _on_fetch(self, request: Request, ctx: RequestContext) -> Reply:
         body, version = request.body, request.api_version

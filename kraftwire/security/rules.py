@@ -292,6 +292,25 @@ def _topic_ok(a: Access, op: int, t: Any, version: int, ids_from: int) -> bool:
     return name is None or a.topic(op, name)
 
 
+def _describe_topic_partitions(a: Access, body: Any, version: int) -> Outcome:
+    """DESCRIBE on each topic: asked by name, a denied one answers TOPIC_AUTHORIZATION_FAILED; asked for all,
+    denied ones are left out (Kafka's DescribeTopicPartitionsRequestHandler)."""
+    asked = bool(body.topics)
+
+    def finish(resp: Any) -> Any:
+        topics = []
+        for t in resp.topics:
+            if t.error_code == 0 and not a.topic(DESCRIBE, t.name, log=asked):
+                if not asked:
+                    continue
+                t.error_code, t.partitions, t.topic_id = TOPIC_DENIED, [], type(t.topic_id)(int=0)
+            topics.append(t)
+        resp.topics = topics
+        return resp
+
+    return Outcome(finish=finish)
+
+
 def _offset_commit(a: Access, body: Any, version: int) -> Outcome | None:
     def errors_for(topics: list[Any], code: int) -> list[Any]:
         return [ocr.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
@@ -441,6 +460,7 @@ RULES: dict[int, Rule] = {
     1: _fetch,
     2: _list_offsets,
     3: _metadata,
+    75: _describe_topic_partitions,
     8: _offset_commit,
     9: _offset_fetch,
     10: _find_coordinator,

@@ -131,3 +131,35 @@ def test_metadata_v13_answers_with_a_top_level_error_code():
     resp = md(MetadataRequest(topics=None), version=13)
     back = MetadataResponse.decode(resp.encode(13), 13)
     assert back.error_code == 0 and [t.name for t in back.topics][0] == "__cluster_metadata"
+
+
+def test_describe_topic_partitions_pages_through_every_topic_with_elrs():
+    from kraftwire.broker.metadata_cache import describe_topic_partitions_response
+    from kraftwire.protocol.messages import describe_topic_partitions_request as dtpq
+    from kraftwire.protocol.messages.describe_topic_partitions_response import DescribeTopicPartitionsResponse
+
+    img = image().replay(PartitionChangeRecord(partition_id=0, topic_id=T1, isr=[1], eligible_leader_replicas=[2],
+                                               last_known_elr=[]))
+
+    def page(limit, cursor=None, topics=()):
+        req = dtpq.DescribeTopicPartitionsRequest(topics=[dtpq.TopicRequest(n) for n in topics],
+                                                  response_partition_limit=limit, cursor=cursor)
+        resp = describe_topic_partitions_response(req, image=img, listener="PLAINTEXT", local=local())
+        back = DescribeTopicPartitionsResponse.decode(resp.encode(0), 0)
+        got = [(t.name, [p.partition_index for p in t.partitions]) for t in back.topics]
+        nxt = back.next_cursor and (back.next_cursor.topic_name, back.next_cursor.partition_index)
+        return back, got, nxt
+
+    _, got, nxt = page(2)
+    assert (got, nxt) == ([("__cluster_metadata", [0]), ("__consumer_offsets", [0])], ("orders", 0))
+    back, got, nxt = page(2, dtpq.Cursor("orders", 0))
+    assert (got, nxt) == ([("orders", [0, 1])], ("orders", 2))
+    p0 = back.topics[0].partitions[0]
+    assert (p0.isr_nodes, p0.eligible_leader_replicas, p0.last_known_elr) == ([1], [2], [])
+    _, got, nxt = page(2, dtpq.Cursor("orders", 2))
+    assert (got, nxt) == ([("orders", [2])], None)
+    back, got, _ = page(2000, topics=("orders", "nope"))
+    assert [(t.name, t.error_code) for t in back.topics] == [("nope", Errors.UNKNOWN_TOPIC_OR_PARTITION), ("orders", 0)]
+    assert back.topics[1].partitions[2].error_code == Errors.LEADER_NOT_AVAILABLE
+    bad, _, _ = page(10, dtpq.Cursor("other", 0), topics=("orders",))
+    assert bad.topics[0].error_code == Errors.INVALID_REQUEST

@@ -131,6 +131,12 @@ def test_kraftwire_broker_joins_a_kafka41_quorum_at_its_defaults(kafka41, tmp_pa
             return rc == 0 and out.strip() == "false"
 
         wait_for(unfenced, 90, "kraftwire broker 2 unfenced by the Kafka 4.1 controller")
+        # Kafka 4.1's kafka-topics.sh describes through DescribeTopicPartitions (ELR columns) on a kraftwire broker
+        boot = ["--bootstrap-server", broker.bootstrap]
+        rc, out = kafka41.run("kafka-topics.sh", [*boot, "--create", "--topic", "gamma", "--partitions", "2"])
+        assert rc == 0, out
+        rc, out = kafka41.run("kafka-topics.sh", [*boot, "--describe", "--topic", "gamma"])
+        assert rc == 0 and re.search(r"Partition: 1\s+Leader: 2\s+Replicas: 2\s+Isr: 2\s+Elr: \s+LastKnownElr: ", out), out
         assert "Traceback" not in broker.log_text() and broker.running()
 
 

@@ -219,6 +219,25 @@ async def test_offset_commit_needs_group_read_and_topic_read():
     assert {t.partitions[0].error_code for t in resp.topics} == {GROUP_DENIED}
 
 
+async def test_describe_topic_partitions_needs_describe_per_topic():
+    from kraftwire.protocol.messages import describe_topic_partitions_request as dtpq
+    from kraftwire.protocol.messages import describe_topic_partitions_response as dtpr
+
+    def respond(b):
+        names = [t.name for t in b.topics] or ["orders", "secret"]
+        return dtpr.DescribeTopicPartitionsResponse(topics=[dtpr.DescribeTopicPartitionsResponseTopic(
+            name=n, topic_id=ORDERS_ID, partitions=[dtpr.DescribeTopicPartitionsResponsePartition(partition_index=0)])
+            for n in names])
+
+    run = Run(image(allow(TOPIC, "orders", DESCRIBE)), respond)
+    named = await run(75, 0, dtpq.DescribeTopicPartitionsRequest(topics=[dtpq.TopicRequest("orders"),
+                                                                       dtpq.TopicRequest("secret")]))
+    assert [(t.name, t.error_code, len(t.partitions)) for t in named.topics] == [
+        ("orders", 0, 1), ("secret", TOPIC_DENIED, 0)]
+    every = await run(75, 0, dtpq.DescribeTopicPartitionsRequest(topics=[]))
+    assert [t.name for t in every.topics] == ["orders"]
+
+
 async def test_offset_commit_v10_authorizes_topics_by_id():
     from kraftwire.node.reads import METADATA_TOPIC_ID
 

@@ -59,6 +59,8 @@ MODULES: dict[str, str] = {
     'DescribeGroupsResponse': 'describe_groups_response',
     'DescribeQuorumRequest': 'describe_quorum_request',
     'DescribeQuorumResponse': 'describe_quorum_response',
+    'DescribeTopicPartitionsRequest': 'describe_topic_partitions_request',
+    'DescribeTopicPartitionsResponse': 'describe_topic_partitions_response',
     'DescribeUserScramCredentialsRequest': 'describe_user_scram_credentials_request',
     'DescribeUserScramCredentialsResponse': 'describe_user_scram_credentials_response',
     'ElectLeadersRequest': 'elect_leaders_request',
@@ -182,6 +184,7 @@ REQUESTS: dict[int, str] = {
     64: 'UnregisterBrokerRequest',
     67: 'AllocateProducerIdsRequest',
     70: 'ControllerRegistrationRequest',
+    75: 'DescribeTopicPartitionsRequest',
 }
 RESPONSES: dict[int, str] = {
     0: 'ProduceResponse',
@@ -229,6 +232,7 @@ RESPONSES: dict[int, str] = {
     64: 'UnregisterBrokerResponse',
     67: 'AllocateProducerIdsResponse',
     70: 'ControllerRegistrationResponse',
+    75: 'DescribeTopicPartitionsResponse',
 }
 
 # metadata record type id -> record name (the record's apiKey in its schema)
