@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from compat.interop import Cluster, _finalized_mv
+from compat.interop import DEFAULT_RELEASE, Cluster, _finalized_mv
 from compat.kafka import CONTROLLER_PORT, KraftwireNode, loopback_hosts, start_all, wait_for
 from kraftwire.metadata.features import parse_release_version
 from tests.interop.kafka import Fleet
@@ -26,7 +26,7 @@ def test_upgrade_refused_until_every_voter_registers(kafka_dist, tmp_path):
     for i in (1, 2, 3):
         c.nodes[i] = KraftwireNode(tmp_path, i, "controller", hosts[i - 1], quorum)
         c.nodes[i].format(c.cluster_id, release_version="3.6-IV2")
-    target = parse_release_version(c.upgrade_level)
+    target = parse_release_version(c.upgrade_level or DEFAULT_RELEASE)   # None: the format default (4.1)
     voter = ("--bootstrap-controller", c.nodes[1].controller_address)
 
     def upgrade(level: int) -> tuple[int, str]:
