@@ -24,6 +24,7 @@ _CRC_FROM = 21    # baseOffset 8, length 4, partitionLeaderEpoch 4, magic 1, crc
 
 async def _victim(c: ChaosCluster, rng: random.Random) -> int:
     st = await leader_of(c, 1.0)
+    c.note(f"leader seen: {st['LeaderId']} epoch {st['LeaderEpoch']}" if st is not None else "no leader seen")
     if st is not None and rng.random() < 2 / 3:
         return st["LeaderId"]
     return rng.randint(1, c.n)
@@ -41,9 +42,11 @@ async def sigstop(c: ChaosCluster, rng: random.Random) -> None:
     """SIGSTOP a voter for 1–4 s (a GC pause, a stuck disk), then SIGCONT."""
     v = await _victim(c, rng)
     c.check_alive()
+    c.note(f"SIGSTOP node {v}")
     c.procs[v].send_signal(signal.SIGSTOP)
     await anyio.sleep(rng.uniform(1.0, 4.0))
     c.procs[v].send_signal(signal.SIGCONT)
+    c.note(f"SIGCONT node {v}")
 
 
 async def partition(c: ChaosCluster, rng: random.Random) -> None:
@@ -51,25 +54,32 @@ async def partition(c: ChaosCluster, rng: random.Random) -> None:
     v = await _victim(c, rng)
     if c.n >= 5 and rng.random() < 0.5:
         others = [n for n in range(1, c.n + 1) if n != v]
-        c.net.split([v, rng.choice(others)])
+        side = [v, rng.choice(others)]
+        c.note(f"split off {side}")
+        c.net.split(side)
     else:
+        c.note(f"isolate node {v}")
         c.net.isolate(v)
     await anyio.sleep(rng.uniform(2.0, 5.0))
     c.net.heal()
+    c.note("heal")
 
 
 async def one_way(c: ChaosCluster, rng: random.Random) -> None:
     """A voter's outgoing packets vanish while it still hears everyone, for 2–5 s."""
     v = await _victim(c, rng)
+    c.note(f"one-way isolate node {v}")
     c.net.isolate(v, one_way=True)
     await anyio.sleep(rng.uniform(2.0, 5.0))
     c.net.heal()
+    c.note("heal")
 
 
 async def flapping(c: ChaosCluster, rng: random.Random) -> None:
     """A voter's links go down and up every 0.2–1 s for 4 s."""
     v = await _victim(c, rng)
     end = time.monotonic() + 4.0
+    c.note(f"flapping node {v}")
     while time.monotonic() < end:
         c.net.isolate(v)
         await anyio.sleep(rng.uniform(0.2, 1.0))
@@ -80,9 +90,11 @@ async def flapping(c: ChaosCluster, rng: random.Random) -> None:
 async def disk_full(c: ChaosCluster, rng: random.Random) -> None:
     """Fill a voter's data disk for 2–4 s; a node that stopped on it is restarted once space is back."""
     v = await _victim(c, rng)
+    c.note(f"fill disk of node {v}")
     c.disks[v].fill()
     await anyio.sleep(rng.uniform(2.0, 4.0))
     c.disks[v].free()
+    c.note(f"free disk of node {v}")
     proc = c.procs[v]
     if proc.poll() is not None:
         c.expected_down.add(v)           # stopping on ENOSPC is the documented behaviour, not a death
@@ -132,7 +144,7 @@ async def corruption(c: ChaosCluster, rng: random.Random) -> None:
     """kill -9 a voter, flip bits inside its newest batch (CRC-covered), restart it."""
     v = await _victim(c, rng)
     c.kill(v, signal.SIGKILL)
-    corrupt_tail(c.data_dir(v), rng)
+    c.note(corrupt_tail(c.data_dir(v), rng))
     c.start(v)
     await anyio.sleep(rng.uniform(1.0, 3.0))
 
@@ -141,7 +153,7 @@ async def epoch_corruption(c: ChaosCluster, rng: random.Random) -> None:
     """kill -9 a voter, damage its newest batch's leader epoch (outside the CRC), restart it."""
     v = await _victim(c, rng)
     c.kill(v, signal.SIGKILL)
-    corrupt_epoch(c.data_dir(v), rng)
+    c.note(corrupt_epoch(c.data_dir(v), rng))
     c.start(v)
     await anyio.sleep(rng.uniform(1.0, 3.0))
 

@@ -54,6 +54,7 @@ class ChaosCluster(Cluster):
         self.deaths: list[str] = []          # nodes that exited while nobody was killing them
         self.expected_down: set[int] = set()
         self.disk_stops: list[int] = []      # nodes that stopped on ENOSPC (restarted once space is back)
+        self.journal: list[str] = []         # every fault step with its wall-clock time (--keep writes it)
         try:
             voters = ",".join(f"{i}@{self.net.host(i)}:{PORT}" for i in range(1, n + 1))
             self.configs = []
@@ -73,6 +74,11 @@ class ChaosCluster(Cluster):
             self.close()
             raise
 
+    def note(self, what: str) -> None:
+        """Journal a fault step at the wall-clock time the nodes' logs use."""
+        t = time.time()
+        self.journal.append(time.strftime("%H:%M:%S", time.localtime(t)) + f",{int(t * 1000) % 1000:03d} {what}")
+
     def addr(self, node: int) -> str:
         return f"{self.net.host(node)}:{PORT}"
 
@@ -84,12 +90,14 @@ class ChaosCluster(Cluster):
             proc = subprocess.Popen(self.net.wrap(node, args), stdout=log, stderr=subprocess.STDOUT)
         self.procs[node] = proc
         self.expected_down.discard(node)
+        self.note(f"start node {node}")
         return proc
 
     def kill(self, node: int, sig: int = signal.SIGKILL) -> None:
         self.check_alive()
         if sig in (signal.SIGKILL, signal.SIGTERM):
             self.expected_down.add(node)
+        self.note(f"signal {signal.Signals(sig).name} node {node}")
         super().kill(node, sig)
 
     def check_alive(self) -> None:
@@ -212,8 +220,14 @@ class Writer:
             await anyio.sleep(0.05)
 
     def longest_gap_s(self, until: float) -> float:
+        return self.longest_gap(until)[0]
+
+    def longest_gap(self, until: float) -> tuple[float, str]:
+        """The longest time without an acknowledged create, and when it began (wall clock)."""
         marks = [self.started, *self.ack_times, until]
-        return max(b - a for a, b in zip(marks, marks[1:], strict=False))
+        gap, start = max((b - a, a) for a, b in zip(marks, marks[1:], strict=False))
+        wall = start + time.time() - time.monotonic()
+        return gap, time.strftime("%H:%M:%S", time.localtime(wall)) + f",{int(wall * 1000) % 1000:03d}"
 
     async def missing(self, tg, deadline_s: float = 60.0) -> list[str]:
         """Acknowledged topics the quorum no longer has: a validate-only create of each must answer
@@ -294,11 +308,12 @@ class Verdicts:
     indeterminate: int
     unhealed: str = ""
     disk_stops: int = 0
+    longest_unavailable_from: str = ""     # wall clock, as in the nodes' logs
 
     def line(self) -> str:
         return (f"acked={self.acked} lost={len(self.lost)} logs_identical={self.logs_identical} "
                 f"(over {self.compared_offsets} committed offsets) deaths={len(self.deaths)} "
-                f"longest_unavailable={self.longest_unavailable_s:.1f}s faults={self.faults} "
+                f"longest_unavailable={self.longest_unavailable_s:.1f}s (from {self.longest_unavailable_from}) faults={self.faults} "
                 f"indeterminate={self.indeterminate} stopped_on_full_disk={self.disk_stops}" + (f" UNHEALED: {self.unhealed}" if self.unhealed else ""))
 
     @property

@@ -52,8 +52,10 @@ async def _scenario(c: ChaosCluster, fault: str, duration_s: float, seed: int) -
         tg.cancel_scope.cancel()
     c.stop_all()
     same, compared = compare_logs(c, st["HighWatermark"]) if st is not None else (False, 0)
-    return Verdicts(len(writer.acked), lost, same, compared, c.deaths, writer.longest_gap_s(ended), faults,
-                    writer.indeterminate, unhealed, len(c.disk_stops))
+    gap, gap_from = writer.longest_gap(ended)
+    c.note(f"longest unavailability {gap:.1f} s began at {gap_from}")
+    return Verdicts(len(writer.acked), lost, same, compared, c.deaths, gap, faults,
+                    writer.indeterminate, unhealed, len(c.disk_stops), gap_from)
 
 
 def run_chaos(root: Path, fault: str, voters: int, duration_s: float, seed: int = 0,
@@ -65,7 +67,9 @@ def run_chaos(root: Path, fault: str, voters: int, duration_s: float, seed: int 
         return anyio.run(_scenario, c, fault, duration_s, seed)
     finally:
         c.stop_all()
-        if keep is not None:     # logs and data for a post-mortem, copied before the tmpfs goes
+        # The fault journal beside the nodes' logs (both outlive the run in ROOT/nodeN/server.log).
+        (root / "journal.txt").write_text("".join(f"{line}\n" for line in c.journal))
+        if keep is not None:     # logs, data and the journal for a post-mortem, before the tmpfs goes
             shutil.copytree(root, keep, dirs_exist_ok=True)
         c.close()
 
