@@ -222,13 +222,15 @@ class FileLog:
         if last <= epoch:
             return False
         cut = self.end_offset_for_epoch(epoch).offset
-        end = self.end_offset
+        # Damaged again before it re-joined: what it acknowledged before the first damage still binds it,
+        # so the floor never falls (a second cut would otherwise lower it to the already shortened log).
+        epoch_floor, end = max((epoch, self.end_offset), self.vote_floor or (-1, -1))
         problem = (f"the log holds leader epoch {last} from offset {cut} but this node never knew an epoch above "
                    f"{epoch} (a damaged batch header)")
         log.warning("%s: %s; truncating to %d and fetching the rest from the leader (until its log is back at "
                     "epoch %d offset %d the node stands for nothing and votes only for candidates that far)",
-                    self.dir, problem, cut, epoch, end)
-        self.mark_rejoining(problem, vote_floor=(epoch, end))
+                    self.dir, problem, cut, epoch_floor, end)
+        self.mark_rejoining(problem, vote_floor=(epoch_floor, end))
         self.truncate_to(max(cut, self.start_offset))
         self.flush()
         self.damage = problem

@@ -112,6 +112,35 @@ class ChaosCluster(Cluster):
                 tail = [ln for ln in lines if ln.strip(" |+-")][-1:] or ["(empty log)"]
                 self.deaths.append(f"node {node} exited {proc.returncode}: {tail[0][:300]}")
 
+    async def wait_serving(self, node: int, timeout_s: float = 30.0) -> bool:
+        """Wait until a (re)started node accepts connections on its listener, or it exited, or the
+        timeout passed; whether it serves. Python start-up on a loaded 2-core box takes 10 s and more:
+        a nemesis that does not wait stacks its next fault on a node still starting."""
+        with anyio.move_on_after(timeout_s):
+            while self.procs[node].poll() is None:
+                try:
+                    with anyio.fail_after(1.0):
+                        stream = await anyio.connect_tcp(self.net.host(node), PORT)
+                    await stream.aclose()
+                    self.note(f"node {node} serving")
+                    return True
+                except (OSError, TimeoutError):
+                    await anyio.sleep(0.2)
+        return False
+
+    async def wait_caught_up(self, node: int, timeout_s: float = 30.0) -> bool:
+        """Wait until the leader reports ``node``'s log at the high watermark (a damaged node has
+        fetched back what it dropped), or the timeout passed; whether it caught up."""
+        with anyio.move_on_after(timeout_s):
+            while self.procs[node].poll() is None:
+                st = await leader_of(self)
+                rows = {r["NodeId"]: r["LogEndOffset"] for r in st["Replication"]} if st is not None else {}
+                if st is not None and rows.get(node, -1) >= st["HighWatermark"] > 0:
+                    self.note(f"node {node} caught up at {rows[node]}")
+                    return True
+                await anyio.sleep(0.3)
+        return False
+
     def alive(self) -> list[int]:
         return [n for n, p in self.procs.items() if p.poll() is None]
 

@@ -38,7 +38,7 @@ async def _scenario(c: ChaosCluster, fault: str, duration_s: float, seed: int) -
         stop = anyio.Event()
         tg.start_soon(writer.run, tg, stop)
         deadline = time.monotonic() + duration_s
-        with anyio.fail_after(duration_s + 60):    # one cycle may overrun the deadline by its own length
+        with anyio.fail_after(duration_s + 90):    # one cycle may overrun the deadline by its own length (waits included)
             while time.monotonic() < deadline:
                 await anyio.sleep(rng.uniform(0.5, 2.0))
                 await NEMESES[fault](c, rng)
@@ -48,7 +48,9 @@ async def _scenario(c: ChaosCluster, fault: str, duration_s: float, seed: int) -
         stop.set()
         ended = time.monotonic()
         st, unhealed = await heal_all(c)
-        lost = await writer.missing(tg) if st is not None else list(writer.acked)
+        # Without a healed quorum nothing can be checked: the run fails as unhealed, and no write is
+        # called lost on that ground (it once reported every acknowledged write lost this way).
+        lost = await writer.missing(tg) if st is not None else []
         tg.cancel_scope.cancel()
     c.stop_all()
     same, compared = compare_logs(c, st["HighWatermark"]) if st is not None else (False, 0)

@@ -55,8 +55,3 @@ def test_long(tmp_path, fault, voters):
     _check(v)
     assert v.longest_unavailable_s < 30, v.line()
 
-
-def test_epoch_corruption_loses_nothing(tmp_path):
-    # Issue #12 item 6: a batch whose leader epoch (outside the CRC) was raised on disk is dropped at
-    # start and its node votes only for candidates as up to date as its undamaged log was.
-    _check(run_chaos(tmp_path, "epoch-corruption", 3, 12.0, seed=1))

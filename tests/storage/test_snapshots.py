@@ -341,3 +341,28 @@ def test_a_batch_epoch_above_any_the_node_knew_is_dropped_and_the_node_rejoins(t
     assert again.end_offset == 12 and again.last_epoch() == 2 and again.rejoining
     assert "never knew an epoch above 3" in again.damage
     assert again.vote_floor == (3, 15)            # what the undamaged log reached at most
+
+
+def test_a_second_damage_before_rejoining_never_lowers_the_vote_floor(tmp_path) -> None:
+    # Chaos, epoch corruption at 300 s: a voter damaged again before it re-joined wrote a floor at its
+    # shortened log's end, forgetting what it had acknowledged before the first damage.
+    log = filled(tmp_path)                       # epochs 1, 1, 2, 2, 3 (3 records each)
+    log.close()
+    seg = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
+
+    def damage_newest(batches_before: int) -> None:
+        data = bytearray(seg.read_bytes())
+        pos = 0
+        for _ in range(batches_before):
+            pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+        data[pos + 13] ^= 0x10
+        seg.write_bytes(bytes(data))
+
+    damage_newest(4)
+    first = open_log(tmp_path)
+    assert first.discard_epochs_above(3) and first.vote_floor == (3, 15)
+    first.close()
+    damage_newest(3)                             # the new newest batch (epoch 2, offsets 9-11)
+    second = open_log(tmp_path)
+    assert second.discard_epochs_above(3)
+    assert second.end_offset == 9 and second.vote_floor == (3, 15)
