@@ -56,6 +56,7 @@ from kraftwire.protocol.messages.create_topics_request import CreatableTopic, Cr
 HERE = Path(__file__).resolve().parent
 _HEAD = struct.Struct(">qi")     # a v2 batch: base offset, batch length
 _DELTA = struct.Struct(">i")     # last offset delta, at byte 23 of the batch
+_LEN = struct.Struct(">i")       # batch length, at byte 8
 ROWS: list[dict] = []
 
 
@@ -333,20 +334,30 @@ async def _raw_fetch(host: str, port: int, topic: str, last: int, partition_max:
             data = p.records or b""
             got += len(data)
             # the next offset: after the last whole batch (headers only, no record parsing)
-            nxt, pos = offset, 0
-            while pos + 27 <= len(data):
-                base, length = _HEAD.unpack_from(data, pos)
-                if pos + 12 + length > len(data):
+            # the next offset: after the last whole batch; only lengths are read on the way there
+            end, pos, final, length_at = len(data), 0, -1, _LEN.unpack_from
+            while pos + 12 <= end:
+                nxt = pos + 12 + length_at(data, pos + 8)[0]
+                if nxt > end:
                     break
-                nxt = base + _DELTA.unpack_from(data, pos + 23)[0] + 1
-                pos += 12 + length
-            if nxt == offset:
+                final, pos = pos, nxt
+            if final < 0:
                 raise RuntimeError(f"no whole batch at {offset} ({len(data)} bytes)")
-            offset = nxt
+            offset = _HEAD.unpack_from(data, final)[0] + _DELTA.unpack_from(data, final + 23)[0] + 1
         dt = time.perf_counter() - t0
         await conn.close()
         tg.cancel_scope.cancel()
     return got, dt
+
+
+def _best_raw(host: str, port: int, topic: str, last: int) -> dict:
+    """The faster of two raw reads from offset 0 to ``last``: MB/s, records/s and bytes."""
+    best: dict = {}
+    for _ in range(2):
+        size, dt = anyio.run(_raw_fetch, host, port, topic, last, 1 << 20)
+        if not best or size / dt / 1e6 > best["raw"]:
+            best = {"raw": size / dt / 1e6, "raw_rate": (last + 1) / dt, "bytes": size}
+    return best
 
 
 def _produce_same_values(bootstrap: str, topic: str, values: list[bytes]) -> None:
@@ -382,9 +393,7 @@ def bench_fetch(root: Path, records: int) -> None:
         kw.start()
         kw.wait_ready(min_hw=last + 1, timeout_s=900)
         host, port = kw.bootstrap.split(",")[0].rsplit(":", 1)
-        for _ in range(2):
-            size, dt = anyio.run(_raw_fetch, host, int(port), "__cluster_metadata", last, 1 << 20)
-            res.setdefault("kraftwire", {})["raw"] = max(res.get("kraftwire", {}).get("raw", 0), size / dt / 1e6)
+        res["kraftwire"] = _best_raw(host, int(port), "__cluster_metadata", last)
         t0 = time.perf_counter()
         n, _ = consume.read_confluent(kw.bootstrap, last)
         res["kraftwire"]["confluent"] = n / (time.perf_counter() - t0)
@@ -401,10 +410,7 @@ def bench_fetch(root: Path, records: int) -> None:
             bootstrap = f"{b.host}:{b.broker_port}"
             _produce_same_values(bootstrap, "bench", values)
             klast = len(values) - 1
-            res["kafka"] = {}
-            for _ in range(2):
-                size, dt = anyio.run(_raw_fetch, b.host, b.broker_port, "bench", klast, 1 << 20)
-                res["kafka"]["raw"] = max(res["kafka"].get("raw", 0), size / dt / 1e6)
+            res["kafka"] = _best_raw(b.host, b.broker_port, "bench", klast)
             from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
             c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False})
@@ -430,7 +436,8 @@ def bench_fetch(root: Path, records: int) -> None:
     k = res.get("kafka", {})
     o = res["kraftwire"]
     row("2 fetch", "raw Fetch reader, 1 MiB per partition", o["raw"], k.get("raw"), "MB/s", higher_better=True,
-        target="≥ 150 MB/s", met=o["raw"] >= 150)
+        target="≥ 150 MB/s", met=o["raw"] >= 150,
+        note=f"records/s {o['raw_rate']:,.0f} vs {k.get('raw_rate', 0):,.0f}; bytes {o['bytes']:,} vs {k.get('bytes', 0):,}")
     row("2 fetch", f"confluent-kafka reading {o['records']:,} records", o["confluent"], k.get("confluent"),
         "records/s", higher_better=True, target="≥ 5× 181,374 (the issue's today)",
         met=o["confluent"] >= 5 * 181_374)
