@@ -29,9 +29,10 @@ from kraftwire.group.store import (
     encode_record,
 )
 from kraftwire.protocol.records import Record, RecordBatch
-from kraftwire.raft.snapshot import data_batches
+from kraftwire.raft import SnapshotId
+from kraftwire.raft.snapshot import data_batches, frame
 
-__all__ = ["IMPORT_CLIENT_ID", "OFFSETS_TOPIC", "OffsetsMachine", "ReplicatedOffsetStore", "missing", "to_raft"]
+__all__ = ["IMPORT_CLIENT_ID", "OFFSETS_TOPIC", "OffsetsMachine", "ReplicatedOffsetStore", "missing", "snapshot_batches", "to_raft"]
 
 OFFSETS_TOPIC = "__kraftwire_offsets"
 # The client id under which a voter relays its legacy offsets to the leader (imported, never overwriting).
@@ -49,6 +50,7 @@ class OffsetsMachine:
     def __init__(self) -> None:
         self.state = StoreState()
         self.applied = 0           # next offset to apply (every committed record below it is in ``state``)
+        self.applied_epoch = 0     # the leader epoch of the record at ``applied - 1`` (a snapshot's epoch)
         self.leader_id: int | None = None
         self.epoch = 0
         self.undecodable = 0       # records that did not decode (skipped; logged by the shell)
@@ -64,6 +66,7 @@ class OffsetsMachine:
                 except (ValueError, struct.error, UnicodeDecodeError):
                     self.undecodable += 1
             self.applied = b.base_offset + len(b.records)
+            self.applied_epoch = b.leader_epoch
         self._changed()
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
@@ -76,6 +79,7 @@ class OffsetsMachine:
         self.applied = 0
         self.handle_commit(data_batches(batches))
         self.applied = end_offset
+        self.applied_epoch = batches[0].leader_epoch if batches else 0
         self._changed()
 
     def _changed(self) -> None:
@@ -121,6 +125,12 @@ def import_request_records(body: object, now: int) -> list[StoreRecord]:
     return [OffsetRecord(group, t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
                          p.committed_metadata if p.committed_metadata is not None else "", now)
             for t in getattr(body, "topics", []) for p in t.partitions]
+
+
+def snapshot_batches(state: StoreState, sid: SnapshotId, now_ms: int) -> list[RecordBatch]:
+    """A snapshot of the offsets state at ``sid`` (every live record; ``OffsetsMachine.handle_snapshot``
+    rebuilds the same state from it)."""
+    return frame(sid, to_raft(list(state.records())), timestamp_ms=now_ms)
 
 
 def missing(replicated: StoreState, legacy: Iterable[StoreRecord]) -> list[StoreRecord]:

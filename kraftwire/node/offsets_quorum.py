@@ -31,11 +31,13 @@ from kraftwire.group.replicated import (
     OffsetsMachine,
     ReplicatedOffsetStore,
     missing,
+    snapshot_batches,
 )
 from kraftwire.group.store import STORE_FILE_NAME, OffsetRecord, StoreRecord, scan_frames, store_dir
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
+from kraftwire.raft import SnapshotId
 from kraftwire.raft.config import RaftConfig
 from kraftwire.raft.core import RaftCore
 
@@ -44,6 +46,9 @@ log = logging.getLogger(__name__)
 OFFSETS_DIR = OFFSETS_TOPIC + "-0"
 IMPORTED_SUFFIX = ".imported"
 DURABLE_WAIT_S = 30.0
+# A replica snapshots its offsets state (and cleans its log below) once this many records, and four
+# times the live records, were committed since its last snapshot (as the local file compacted).
+SNAPSHOT_MIN_RECORDS = 20_000
 
 
 def read_legacy(metadata_log_dir: Path) -> list[StoreRecord]:
@@ -97,6 +102,11 @@ class OffsetsQuorum:
         self.shell: Any = None          # the GroupShell to hand coordinators to (``attach``)
         self.active_epoch: int | None = None
         self._import_task = False
+        self.snapshot_min_records = SNAPSHOT_MIN_RECORDS
+        latest = self.log.latest_snapshot_id()
+        self.snapshot_end = 0 if latest is None else latest.end_offset
+        self._snapshotting = False
+        self.snapshots_taken = 0
 
     def attach(self, shell: Any) -> None:
         self.shell = shell
@@ -115,6 +125,7 @@ class OffsetsQuorum:
                 self.shell.deactivate()
         if getattr(self.log, "rejoining", False) and not core.rejoining and core.vote_floor is None:
             self.log.rejoined()
+        self._maybe_snapshot()
         if self.active_epoch is None and core.is_leader and core.hw is not None \
                 and core.hw > core.state.epoch_start_offset and self.shell is not None:
             self._activate()
@@ -191,6 +202,37 @@ class OffsetsQuorum:
             return
         self.legacy = []
         log.info("offsets quorum: the local %s is imported into the replicated offsets", STORE_FILE_NAME)
+
+    # -- snapshots ---------------------------------------------------------------------------
+    def _maybe_snapshot(self) -> None:
+        m = self.machine
+        latest = self.log.latest_snapshot_id()   # ours, or one installed from the leader
+        if latest is not None and latest.end_offset > self.snapshot_end:
+            self.snapshot_end = latest.end_offset
+        live = len(m.state.offsets) + len(m.state.groups)
+        if (m.applied - self.snapshot_end >= max(self.snapshot_min_records, 4 * live) and not self._snapshotting
+                and self.driver._tg is not None):
+            self._snapshotting = True
+            self.driver._tg.start_soon(self._snapshot)
+
+    async def _snapshot(self) -> None:
+        """Frame the committed offsets state in a worker thread, store it and clean the log below it."""
+        try:
+            m = self.machine
+            sid = SnapshotId(m.applied, m.applied_epoch)
+            batches = await anyio.to_thread.run_sync(snapshot_batches, m.state.copy(), sid, wall_ms())
+            try:
+                self.core.create_snapshot(sid, batches)
+                self.core.delete_before(sid)
+            except (ValueError, KeyError) as e:   # e.g. a newer snapshot was installed from the leader
+                log.info("offsets snapshot %s not stored: %s", sid, e)
+                return
+            self.snapshot_end = sid.end_offset
+            self.snapshots_taken += 1
+            log.info("offsets snapshot stored at offset %d epoch %d (%d offsets)", sid.end_offset, sid.epoch,
+                     len(m.state.offsets))
+        finally:
+            self._snapshotting = False
 
     async def durable(self, offset: int) -> bool:
         """Wait until ``offset`` of the offsets log is committed while this node still leads the epoch

@@ -8,6 +8,7 @@ voter takes over with the same offsets. A legacy local offsets file is imported.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import anyio
@@ -112,6 +113,34 @@ async def test_the_offsets_quorum_leader_coordinates_and_a_successor_keeps_the_o
         oc = await call(ports[successor - 1], commit("g", 43), 8)
         assert oc.topics[0].partitions[0].error_code == 0
         assert await fetched(ports[successor - 1], "g") == (0, 43)
+        tg.cancel_scope.cancel()
+
+
+async def test_replicas_snapshot_the_offsets_and_a_wiped_voter_loads_the_leaders_snapshot(tmp_path):
+    ports = free_ports(3)
+    c = Cluster(tmp_path, ports)
+    async with anyio.create_task_group() as tg:
+        for i in (1, 2, 3):
+            await c.start(tg, i)
+        owner = await wait_for(lambda: c.coordinator([1, 2, 3]), 20)
+        victim = next(i for i in (1, 2, 3) if i != owner)
+        c.stop(victim)
+        for i in (1, 2, 3):
+            if i != victim:
+                c.nodes[i].offsets.snapshot_min_records = 5
+        for n in range(30):
+            oc = await call(ports[owner - 1], commit(f"s{n % 4}", n), 8)
+            assert oc.topics[0].partitions[0].error_code == 0
+        # 4 live offsets: a snapshot after max(5, 16) records, and the log below it is gone
+        await wait_for(lambda: c.nodes[owner].offsets.snapshots_taken > 0, 10)
+        assert c.nodes[owner].offsets.log.start_offset > 0
+        shutil.rmtree(tmp_path / f"n{victim}" / "__kraftwire_offsets-0")
+        await c.start(tg, victim)
+        back = c.nodes[victim].offsets
+        await wait_for(lambda: back.machine.state.offsets == c.nodes[owner].offsets.machine.state.offsets, 20)
+        assert back.log.latest_snapshot_id() is not None
+        assert {k[0]: r.offset for k, r in back.machine.state.offsets.items()} == {
+            "s0": 28, "s1": 29, "s2": 26, "s3": 27}
         tg.cancel_scope.cancel()
 
 
