@@ -1,0 +1,208 @@
+"""The offsets quorum's pure parts: state machine, store, legacy import, Raft topic renaming, and a
+broker's router finding and following the coordinating voter."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from kraftwire.group import GroupCoordinator
+from kraftwire.group.replicated import (
+    OFFSETS_TOPIC,
+    OffsetsMachine,
+    ReplicatedOffsetStore,
+    import_request_records,
+    missing,
+    snapshot_batches,
+    to_raft,
+)
+from kraftwire.group.store import GroupRecord, OffsetRecord, OffsetTombstone, StoreState
+from kraftwire.net.client import RequestFailed
+from kraftwire.node import wire
+from kraftwire.node.group_proxy import GroupRouter, errors_in
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.messages import offset_commit_request as ocq
+from kraftwire.protocol.messages import offset_commit_response as ocr
+from kraftwire.protocol.messages.find_coordinator_response import FindCoordinatorResponse
+from kraftwire.protocol.messages.heartbeat_request import HeartbeatRequest
+from kraftwire.protocol.messages.heartbeat_response import HeartbeatResponse
+from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.raft import NotLeaderError, SnapshotId
+from kraftwire.raft import messages as m
+
+T = "__cluster_metadata"
+
+
+def batch(base: int, epoch: int, records) -> RecordBatch:
+    return RecordBatch(base, epoch, tuple(to_raft(records)))
+
+
+def test_machine_applies_committed_records_and_skips_undecodable_ones():
+    mach = OffsetsMachine()
+    mach.handle_commit([batch(0, 1, [GroupRecord("g", "consumer", 3), OffsetRecord("g", T, 0, 10)]),
+                        RecordBatch(2, 1, (Record(value=b"\x07junk"),)),
+                        batch(3, 2, [OffsetRecord("g", T, 0, 11), OffsetRecord("g", T, 1, 5),
+                                     OffsetTombstone("g", T, 1)])])
+    assert {k: r.offset for k, r in mach.state.offsets.items()} == {("g", T, 0): 11}
+    assert mach.state.groups["g"].generation == 3
+    assert (mach.applied, mach.applied_epoch, mach.undecodable) == (6, 2, 1)
+
+
+def test_snapshot_rebuilds_the_same_state():
+    mach = OffsetsMachine()
+    mach.handle_commit([batch(0, 4, [GroupRecord("g", "consumer", 2)] +
+                              [OffsetRecord(f"g{i}", T, 0, i, -1, "m", 7) for i in range(5)])])
+    sid = SnapshotId(mach.applied, mach.applied_epoch)
+    other = OffsetsMachine()
+    other.handle_commit([batch(0, 1, [OffsetRecord("stale", T, 0, 1)])])
+    other.handle_snapshot(sid.end_offset, snapshot_batches(mach.state, sid, 123))
+    assert other.state.offsets == mach.state.offsets and other.state.groups == mach.state.groups
+    assert (other.applied, other.applied_epoch) == (6, 4)
+
+
+def test_store_appends_through_raft_and_refuses_off_the_leader():
+    appended: list[list[Record]] = []
+
+    def append(records):
+        appended.append(records)
+        return list(range(40, 40 + len(records)))
+
+    store = ReplicatedOffsetStore(StoreState(), append)
+    coordinator = GroupCoordinator(1, store)
+    resp = coordinator.handle(0, 8, 8, ocq.OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=-1, topics=[
+        ocq.OffsetCommitRequestTopic(name=T, partitions=[ocq.OffsetCommitRequestPartition(0, 99)])])).response
+    assert resp.topics[0].partitions[0].error_code == 0 and store.last_offset == 40 and len(appended) == 1
+
+    def refuse(records):
+        raise NotLeaderError("node 1 is follower")
+
+    store2 = ReplicatedOffsetStore(StoreState(), refuse)
+    coordinator2 = GroupCoordinator(1, store2)
+    resp = coordinator2.handle(0, 8, 8, ocq.OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=-1, topics=[
+        ocq.OffsetCommitRequestTopic(name=T, partitions=[ocq.OffsetCommitRequestPartition(0, 99)])])).response
+    assert resp.topics[0].partitions[0].error_code == Errors.COORDINATOR_NOT_AVAILABLE
+    assert coordinator2.committed("g") == {} and store2.last_offset == -1
+    store.close()
+    with pytest.raises(OSError):
+        store.append([OffsetRecord("g", T, 0, 1)])
+
+
+def test_legacy_import_never_overwrites():
+    replicated = StoreState()
+    replicated.apply(OffsetRecord("g", T, 0, 500))
+    replicated.apply(GroupRecord("g", "consumer", 9))
+    legacy = [OffsetRecord("g", T, 0, 100), OffsetRecord("g", T, 1, 7), GroupRecord("g", "consumer", 2),
+              GroupRecord("h", "consumer", 4), OffsetRecord("h", T, 0, 3)]
+    assert missing(replicated, legacy) == [OffsetRecord("g", T, 1, 7), GroupRecord("h", "consumer", 4),
+                                           OffsetRecord("h", T, 0, 3)]
+    coordinator = GroupCoordinator(1, ReplicatedOffsetStore(replicated, lambda rs: list(range(len(rs)))))
+    assert coordinator.import_records(legacy, 5) == 3
+    assert {k: r.offset for k, r in coordinator.committed("g").items()} == {(T, 0): 500, (T, 1): 7}
+    assert coordinator.groups["h"].generation == 4
+    body = ocq.OffsetCommitRequest(group_id="h", topics=[ocq.OffsetCommitRequestTopic(name=T, partitions=[
+        ocq.OffsetCommitRequestPartition(partition_index=0, committed_offset=8, committed_leader_epoch=2,
+                                          committed_metadata="m")])])
+    assert import_request_records(body, 9) == [OffsetRecord("h", T, 0, 8, 2, "m", 9)]
+
+
+@pytest.mark.parametrize("version", [12, 13, 17])
+def test_fetch_is_renamed_to_the_offsets_topic_and_back(version):
+    msg = m.FetchRequest("c", 2, 500, 10, 1, 1, 0, 1000, 1)
+    body = wire.request_to_wire(msg, version)
+    assert wire.addressed_topic(body) == wire.METADATA_TOPIC
+    wire.retopic(body, OFFSETS_TOPIC)
+    decoded = type(body).decode(body.encode(version), version)
+    assert wire.addressed_topic(decoded) == OFFSETS_TOPIC
+    with pytest.raises(wire.WireError):   # never taken for the metadata partition
+        wire.request_from_wire(1, decoded, version)
+    wire.retopic(decoded, wire.METADATA_TOPIC)
+    assert wire.request_from_wire(1, decoded, version)[1].fetch_offset == 10
+
+
+def test_vote_is_renamed():
+    body = wire.request_to_wire(m.VoteRequest("c", 3, 2, 1, 10, 1), 1)
+    assert wire.addressed_topic(wire.retopic(body, OFFSETS_TOPIC)) == OFFSETS_TOPIC
+
+
+class FakePeers:
+    """Voter 2 coordinates until ``moved``; then voter 3 (voter 2 answers NOT_COORDINATOR)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, str]] = []
+        self.moved = False
+        self.down: set[int] = set()
+
+    async def relay(self, node_id, body, version, timeout_s, client_id):
+        self.sent.append((node_id, type(body).__name__))
+        if node_id in self.down:
+            raise RequestFailed("connection refused")
+        coordinator = 3 if self.moved else 2
+        if type(body).__name__ == "FindCoordinatorRequest":
+            return FindCoordinatorResponse(node_id=coordinator, host="h", port=9000 + coordinator)
+        return HeartbeatResponse(error_code=0 if node_id == coordinator else int(Errors.NOT_COORDINATOR))
+
+
+def test_a_brokers_router_finds_the_coordinator_and_follows_it():
+    peers = FakePeers()
+    router = GroupRouter([(1, "a", 1), (2, "b", 2), (3, "c", 3)], peers, replicated=True)
+    hb = HeartbeatRequest(group_id="g", generation_id=1, member_id="m")
+
+    async def go():
+        assert (await router.route(12, 4, hb, "client")).error_code == 0
+        assert router.coordinator_id == 2
+        assert (await router.route(12, 4, hb, "client")).error_code == 0     # cached: no second lookup
+        assert [s for s in peers.sent if s[1] == "FindCoordinatorRequest"] == [(1, "FindCoordinatorRequest")]
+        peers.moved = True
+        assert (await router.route(12, 4, hb, "client")).error_code == Errors.NOT_COORDINATOR
+        assert router.coordinator_id is None                                   # the client retries...
+        assert (await router.route(12, 4, hb, "client")).error_code == 0      # ...and reaches voter 3
+        assert router.coordinator_id == 3
+        peers.down = {1, 2, 3}
+        assert (await router.route(12, 4, hb, "client")).error_code == Errors.COORDINATOR_NOT_AVAILABLE
+        assert (await router.route(12, 4, hb, "client")).error_code == Errors.COORDINATOR_NOT_AVAILABLE
+
+    anyio.run(go)
+
+
+def test_errors_in_finds_nested_codes():
+    resp = ocr.OffsetCommitResponse(topics=[ocr.OffsetCommitResponseTopic(name=T, partitions=[
+        ocr.OffsetCommitResponsePartition(0, 0), ocr.OffsetCommitResponsePartition(1, int(Errors.NOT_COORDINATOR))])])
+    assert errors_in(resp) == {0, int(Errors.NOT_COORDINATOR)}
+
+
+def test_the_shell_answers_not_coordinator_when_leadership_goes():
+    from kraftwire.group import GroupConfig
+    from kraftwire.node.group_shell import GroupShell
+    from kraftwire.protocol.messages import join_group_request as jgq
+
+    durable_answer = [True]
+
+    async def durable(offset: int) -> bool:
+        return durable_answer[0]
+
+    shell = GroupShell(None, lambda: 1000, None, [(1, "a", 1)], node_id=1, leader=lambda: 1, durable=durable)
+    commit = ocq.OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=-1, topics=[
+        ocq.OffsetCommitRequestTopic(name=T, partitions=[ocq.OffsetCommitRequestPartition(0, 5)])])
+    join = jgq.JoinGroupRequest(group_id="j", session_timeout_ms=10000, rebalance_timeout_ms=60000,
+                                protocol_type="consumer", protocols=[jgq.JoinGroupRequestProtocol("range", b"")])
+
+    async def go():
+        resp = await shell.handle(8, 8, commit, "c", "h")                       # no coordinator yet
+        assert resp.topics[0].partitions[0].error_code == Errors.NOT_COORDINATOR
+        store = ReplicatedOffsetStore(StoreState(), lambda rs: [7] * len(rs))
+        shell.activate(GroupCoordinator(1, store, GroupConfig(initial_rebalance_delay_ms=60000)))
+        assert (await shell.handle(8, 8, commit, "c", "h")).topics[0].partitions[0].error_code == 0
+        durable_answer[0] = False                                               # leadership lost before commit
+        resp = await shell.handle(8, 8, commit, "c", "h")
+        assert resp.topics[0].partitions[0].error_code == Errors.NOT_COORDINATOR
+        durable_answer[0] = True
+        got = []
+        async with anyio.create_task_group() as tg:
+            async def joiner():
+                got.append(await shell.handle(11, 3, join, "c", "h"))         # parked: initial delay
+            tg.start_soon(joiner)
+            await anyio.wait_all_tasks_blocked()
+            shell.deactivate()
+        assert got[0].error_code == Errors.NOT_COORDINATOR and shell.coordinator is None and store.closed
+
+    anyio.run(go)
