@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         ("--version", kw + ["--version"], s41 and [str(s41), "version"], "kafka-storage.sh version (4.1)"),
         ("storage random-uuid", kw + ["storage", "random-uuid"], s39 and [str(s39), "random-uuid"],
          "kafka-storage.sh random-uuid (3.9)"),
-        ("server modules (import kraftwire.node.node)", [sys.executable, "-c", "import kraftwire.node.node"],
+        ("server modules (import kraftwire.node.server)", [sys.executable, "-c", "import kraftwire.node.server"],
          None, "-"),
     ]
     print(f"{'kraftwire':<46} {'median s':>9}  {'peer':<40} {'median s':>9} {'ratio':>6}")

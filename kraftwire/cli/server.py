@@ -60,17 +60,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def build_node(cfg: NodeConfig) -> Any:
-    if cfg.is_controller and cfg.is_broker:
-        from kraftwire.node.combined import CombinedNode
+    """One server composing the roles of ``process.roles`` (controller, broker, or both)."""
+    from kraftwire.node.server import Server
 
-        return CombinedNode(cfg)
-    if cfg.is_controller:
-        from kraftwire.node.node import Node
-
-        return Node(cfg)
-    from kraftwire.node.broker_node import BrokerNode
-
-    return BrokerNode(cfg)
+    return Server(cfg)
 
 
 def check(cfg: NodeConfig) -> int:

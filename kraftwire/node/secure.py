@@ -31,6 +31,16 @@ from kraftwire.security.settings import (
 log = logging.getLogger(__name__)
 
 
+def outbound_security(cfg: NodeConfig) -> ClientSecurity | None:
+    """How this node connects to the other nodes' controller listener (None: PLAINTEXT); raises ConfigError."""
+    ctl = cfg.controller_listener
+    proto = cfg.security_protocol(ctl)
+    try:
+        return None if proto == "PLAINTEXT" else inter_node_security(cfg.raw, ctl, proto)
+    except SecurityConfigError as e:
+        raise ConfigError(str(e)) from None
+
+
 class NodeSecurity:
     """Security for one node process; raises ConfigError for unusable settings."""
 
@@ -44,10 +54,7 @@ class NodeSecurity:
                 proto = cfg.security_protocol(ep.name)
                 if proto != "PLAINTEXT":
                     self.listeners[ep.name] = listener_security(cfg.raw, ep.name, proto, self.scram)
-            ctl = cfg.controller_listener
-            ctl_proto = cfg.security_protocol(ctl)
-            self.outbound: ClientSecurity | None = (
-                None if ctl_proto == "PLAINTEXT" else inter_node_security(cfg.raw, ctl, ctl_proto))
+            self.outbound = outbound_security(cfg)
             authorizer = authorizer_from(cfg.raw, lambda: image().acls)
         except SecurityConfigError as e:
             raise ConfigError(str(e)) from None

@@ -9,8 +9,7 @@ import anyio
 
 from kraftwire.config import load_config
 from kraftwire.group import MemoryOffsetStore
-from kraftwire.node.broker_node import BrokerNode
-from kraftwire.node.node import Node
+from kraftwire.node.server import Server
 from kraftwire.raft import MemoryLog, MemoryStateStore
 from tests.node.harness import free_ports, wait_for
 
@@ -38,8 +37,8 @@ def broker_config(node_id: int, port: int, controller_ports: list[int], **extra:
     return load_config(props)
 
 
-def make_broker(node_id: int, port: int, controller_ports: list[int], **extra: str) -> BrokerNode:
-    return BrokerNode(broker_config(node_id, port, controller_ports, **extra), log=MemoryLog(),
+def make_broker(node_id: int, port: int, controller_ports: list[int], **extra: str) -> Server:
+    return Server(broker_config(node_id, port, controller_ports, **extra), log=MemoryLog(),
                       store=MemoryStateStore(), cluster_id=CLUSTER_ID, directory_id=uuid.uuid4())
 
 
@@ -58,9 +57,9 @@ class Running:
 
     def active(self):
         return next((n for n in self.controllers
-                     if n.controller.controller.active and n.cfg.node_id not in self.stopped), None)
+                     if n.voter.controller.controller.active and n.cfg.node_id not in self.stopped), None)
 
-    def broker(self, node_id: int) -> BrokerNode:
+    def broker(self, node_id: int) -> Server:
         return self.brokers[node_id]
 
     def port(self, node_id: int) -> int:
@@ -92,7 +91,7 @@ async def broker_cluster(broker_ids: tuple[int, ...] = (11, 12), controllers: in
                          controller_extra: dict[str, str] | None = None, **broker_extra: str):
     ports = free_ports(controllers + len(broker_ids))
     cports, bports = ports[:controllers], dict(zip(broker_ids, ports[controllers:], strict=True))
-    cnodes = [Node(controller_config(i, cports, **(controller_extra or {})), log=MemoryLog(), store=MemoryStateStore(), cluster_id=CLUSTER_ID,
+    cnodes = [Server(controller_config(i, cports, **(controller_extra or {})), log=MemoryLog(), store=MemoryStateStore(), cluster_id=CLUSTER_ID,
                    offset_store=MemoryOffsetStore()) for i in range(1, controllers + 1)]
     bnodes = {b: make_broker(b, bports[b], cports, **broker_extra) for b in broker_ids}
     async with anyio.create_task_group() as tg:
@@ -114,9 +113,9 @@ async def all_running(c: Running, timeout: float = 20.0) -> None:
 
     def settled():
         for b in c.brokers.values():
-            if b.state != BrokerState.RUNNING or not b.lifecycle.serving:
+            if b.broker.state != BrokerState.RUNNING or not b.broker.lifecycle.serving:
                 return False
-            regs = b.metadata.image.brokers
+            regs = b.broker.metadata.image.brokers
             if any(i not in regs or regs[i].fenced for i in ids):
                 return False
         return True

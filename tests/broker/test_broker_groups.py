@@ -58,7 +58,7 @@ def groups_owned_by_each(c, prefix: str) -> list[str]:
 
 
 def committed(node, group: str) -> int | None:
-    rec = node.groups.coordinator._offsets.get(group, {}).get(("__cluster_metadata", 0))
+    rec = node.voter.groups.coordinator._offsets.get(group, {}).get(("__cluster_metadata", 0))
     return None if rec is None else rec.offset
 
 
@@ -94,7 +94,7 @@ async def test_kafka_python_group_through_a_broker_commits_on_the_owner_and_resu
         group = "via-broker"
         fc = await request(c.port(11), FindCoordinatorRequest(key=group, key_type=0), 3)
         assert (fc.error_code, fc.node_id, fc.port) == (0, 11, c.port(11)), "the broker coordinates for its clients"
-        await wait_for(lambda: c.broker(11).metadata.applied_offset > 30, 10)
+        await wait_for(lambda: c.broker(11).broker.metadata.applied_offset > 30, 10)
         first = await anyio.to_thread.run_sync(consume_in_group, c.port(11), group, 10)
         assert len(first) == 10 and first == sorted(first)
         owner = owner_node(c, group)
@@ -147,8 +147,8 @@ async def test_members_relayed_by_one_broker_rebalance_without_waiting_on_each_o
             finally:
                 stop.set()
         owner = owner_node(c, group)
-        assert group in owner.groups.coordinator.groups
-        assert all(group not in n.groups.coordinator.groups for n in c.controllers if n is not owner)
+        assert group in owner.voter.groups.coordinator.groups
+        assert all(group not in n.voter.groups.coordinator.groups for n in c.controllers if n is not owner)
 
 
 async def test_multi_group_requests_are_split_by_owner_and_answered_in_order():

@@ -40,11 +40,11 @@ def leaders(image, name):
 async def test_brokers_register_unfence_and_describe_the_cluster():
     async with broker_cluster() as c:
         await all_running(c)
-        ctl = c.active().controller.controller
+        ctl = c.active().voter.controller.controller
         regs = ctl.committed_image.brokers
         assert {11, 12} <= set(regs) and not regs[11].fenced and not regs[12].fenced
         assert regs[11].listeners[0].name == "PLAINTEXT" and regs[11].listeners[0].port == c.port(11)
-        assert c.broker(11).lifecycle.broker_epoch == regs[11].epoch
+        assert c.broker(11).broker.lifecycle.broker_epoch == regs[11].epoch
         md = await request(c.port(11), MetadataRequest(topics=None), 12)
         assert sorted(b.node_id for b in md.brokers) == [11, 12]
         assert md.controller_id == 11 and md.cluster_id == c.broker(11).cluster_id
@@ -78,11 +78,11 @@ async def test_create_topics_sent_to_a_broker_is_forwarded_and_reaches_every_ima
         assert seen[0].client_host == "127.0.0.1"
         again = await request(c.port(11), ctq.CreateTopicsRequest(topics=[topic], timeout_ms=10000), 7)
         assert again.topics[0].error_code == Errors.TOPIC_ALREADY_EXISTS
-        images = [n.controller.controller.committed_image for n in c.controllers]
-        images += [b.metadata.image for b in c.brokers.values()]
-        await wait_for(lambda: all(n.controller.controller.committed_image.topic_by_name("orders")
+        images = [n.voter.controller.controller.committed_image for n in c.controllers]
+        images += [b.broker.metadata.image for b in c.brokers.values()]
+        await wait_for(lambda: all(n.voter.controller.controller.committed_image.topic_by_name("orders")
                                    for n in c.controllers)
-                       and all(b.metadata.image.topic_by_name("orders") for b in c.brokers.values()), 10)
+                       and all(b.broker.metadata.image.topic_by_name("orders") for b in c.brokers.values()), 10)
         md = await request(c.port(11), MetadataRequest(topics=[MetadataRequestTopic(name="orders")]), 12)
         t = md.topics[0]
         assert t.error_code == 0 and t.topic_id == resp.topics[0].topic_id
@@ -92,12 +92,12 @@ async def test_create_topics_sent_to_a_broker_is_forwarded_and_reaches_every_ima
         by_id = await request(c.port(11), MetadataRequest(topics=[MetadataRequestTopic(topic_id=t.topic_id,
                                                                                         name=None)]), 12)
         assert by_id.topics[0].name == "orders"
-        assert c.broker(12).forwarding_metrics.forwards.total == 1
-        assert c.broker(12).forwarding_metrics.pending == 0
+        assert c.broker(12).broker.forwarding_metrics.forwards.total == 1
+        assert c.broker(12).broker.forwarding_metrics.pending == 0
         # Metrics: the broker is an observer with broker metadata metrics; controllers count the cluster.
         from kraftwire.node.metrics import CombinedMetrics
 
-        broker_text = CombinedMetrics(c.broker(12).raft_metrics).render()
+        broker_text = CombinedMetrics(c.broker(12).metrics).render()
         assert 'kafka_server_raft_metrics_current_state{state="observer"} 1.0' in broker_text
         assert "kafka_server_broker_metadata_metrics_last_applied_record_offset" in broker_text
         assert "kafka_controller_kafkacontroller" not in broker_text
@@ -133,7 +133,7 @@ async def test_kafka_python_admin_creates_a_topic_through_a_broker():
 
         described = await anyio.to_thread.run_sync(create)
         assert described[0]["name"] == "payments" and len(described[0]["partitions"]) == 3
-        ctl = c.active().controller.controller
+        ctl = c.active().voter.controller.controller
         assert ctl.committed_image.topic_by_name("payments") is not None
 
 
@@ -141,12 +141,12 @@ async def test_broker_reregisters_after_its_registration_is_removed():
     async with broker_cluster() as c:
         await all_running(c)
         ctl_node = c.active()
-        old_epoch = c.broker(11).lifecycle.broker_epoch
+        old_epoch = c.broker(11).broker.lifecycle.broker_epoch
         resp = await request(c.controller_ports[ctl_node.cfg.node_id - 1], UnregisterBrokerRequest(broker_id=11), 0)
         assert resp.error_code == 0
-        await wait_for(lambda: c.broker(11).lifecycle.broker_epoch > old_epoch
-                       and c.broker(11).state == BrokerState.RUNNING, 15)
-        assert 11 in c.active().controller.controller.committed_image.brokers
+        await wait_for(lambda: c.broker(11).broker.lifecycle.broker_epoch > old_epoch
+                       and c.broker(11).broker.state == BrokerState.RUNNING, 15)
+        assert 11 in c.active().voter.controller.controller.committed_image.brokers
 
 
 async def test_duplicate_broker_id_retries_then_stops_the_newcomer():
@@ -155,11 +155,11 @@ async def test_duplicate_broker_id_retries_then_stops_the_newcomer():
         await all_running(c)
         intruder = make_broker(11, 0, c.controller_ports)
         intruder.cfg.values["listeners"] = []  # no client listener needed for this one
-        intruder.lifecycle.config = replace(intruder.lifecycle.config, initial_registration_timeout_ms=1500)
+        intruder.broker.lifecycle.config = replace(intruder.broker.lifecycle.config, initial_registration_timeout_ms=1500)
         await c.start(intruder)
         await wait_for(lambda: 11 in c.failures, 15)
         assert "DUPLICATE_BROKER_REGISTRATION" in str(c.failures[11])
-        assert c.broker(11).state == BrokerState.RUNNING
+        assert c.broker(11).broker.state == BrokerState.RUNNING
 
 
 async def test_controlled_shutdown_moves_leaders_before_the_broker_stops():
@@ -168,12 +168,12 @@ async def test_controlled_shutdown_moves_leaders_before_the_broker_stops():
         topic = ctq.CreatableTopic(name="orders", num_partitions=6, replication_factor=2)
         resp = await request(c.port(11), ctq.CreateTopicsRequest(topics=[topic], timeout_ms=10000), 7)
         assert resp.topics[0].error_code == 0
-        await wait_for(lambda: leaders(c.broker(11).metadata.image, "orders"), 10)
-        assert 11 in leaders(c.active().controller.controller.committed_image, "orders").values()
+        await wait_for(lambda: leaders(c.broker(11).broker.metadata.image, "orders"), 10)
+        assert 11 in leaders(c.active().voter.controller.controller.committed_image, "orders").values()
         with anyio.fail_after(15):
             await c.broker(11).shutdown()
-        assert c.broker(11).state == BrokerState.SHUTDOWN
-        image = c.active().controller.controller.committed_image
+        assert c.broker(11).broker.state == BrokerState.SHUTDOWN
+        image = c.active().voter.controller.controller.committed_image
         assert set(leaders(image, "orders").values()) == {12}
         assert all(p.isr == (12,) for p in image.topic_by_name("orders").partitions.values())
         assert image.brokers[11].fenced
@@ -189,7 +189,7 @@ async def test_killed_broker_is_fenced_after_the_session_timeout_and_loses_its_l
         killed = anyio.current_time()
 
         def fenced():
-            for img in (c.active().controller.controller.committed_image, c.broker(11).metadata.image):
+            for img in (c.active().voter.controller.controller.committed_image, c.broker(11).broker.metadata.image):
                 if not img.brokers[12].fenced or set(leaders(img, "orders").values()) != {11}:
                     return False
             return True
@@ -234,14 +234,14 @@ async def test_forwarding_and_heartbeats_follow_a_controller_failover():
     async with broker_cluster() as c:
         await all_running(c)
         old = c.active()
-        epochs = {b: c.broker(b).lifecycle.broker_epoch for b in (11, 12)}
+        epochs = {b: c.broker(b).broker.lifecycle.broker_epoch for b in (11, 12)}
         c.stop(old.cfg.node_id)
         topic = ctq.CreatableTopic(name="after-failover", num_partitions=2, replication_factor=2)
         resp = await request(c.port(11), ctq.CreateTopicsRequest(topics=[topic], timeout_ms=15000), 7, 20)
         assert resp.topics[0].error_code == 0, resp
         new = c.active()
         assert new is not None and new is not old
-        assert new.controller.controller.committed_image.topic_by_name("after-failover") is not None
+        assert new.voter.controller.controller.committed_image.topic_by_name("after-failover") is not None
         await all_running(c)
-        assert {b: c.broker(b).lifecycle.broker_epoch for b in (11, 12)} == epochs, "no re-registration needed"
-        assert not any(r.fenced for r in new.controller.controller.committed_image.brokers.values())
+        assert {b: c.broker(b).broker.lifecycle.broker_epoch for b in (11, 12)} == epochs, "no re-registration needed"
+        assert not any(r.fenced for r in new.voter.controller.controller.committed_image.brokers.values())

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.anyio
 
 def snapshot_and_truncate(node) -> int:
     """Snapshot a controller's committed image and drop the log below it; returns the snapshot end."""
-    ctl = node.controller.controller
+    ctl = node.voter.controller.controller
     image, last = ctl.committed_image, ctl.committed_offset
     end = last + 1
     epoch = node.log.read(last, 1 << 20)[0].leader_epoch
@@ -37,7 +37,7 @@ async def test_new_broker_loads_a_snapshot_then_follows_the_log():
         topic = ctq.CreatableTopic(name="orders", num_partitions=3, replication_factor=1)
         resp = await request(c.port(11), ctq.CreateTopicsRequest(topics=[topic], timeout_ms=10000), 7)
         assert resp.topics[0].error_code == 0
-        await wait_for(lambda: all(n.controller.controller.committed_image.topic_by_name("orders")
+        await wait_for(lambda: all(n.voter.controller.controller.committed_image.topic_by_name("orders")
                                    for n in c.controllers), 10)
         ends = [snapshot_and_truncate(n) for n in c.controllers]
         assert all(n.log.start_offset > 0 for n in c.controllers)
@@ -47,11 +47,11 @@ async def test_new_broker_loads_a_snapshot_then_follows_the_log():
         c.broker_ports[12] = port
         await c.start(late)
         await all_running(c)
-        assert late.state == BrokerState.RUNNING
+        assert late.broker.state == BrokerState.RUNNING
         assert late.log.start_offset >= min(ends), "the broker's log begins with the downloaded snapshot"
-        assert late.metadata.image.topic_by_name("orders") is not None
-        assert set(late.metadata.image.brokers) >= {11, 12}
-        await wait_for(lambda: late.metadata.applied_offset > max(ends) + 5, 10)  # replay goes on after it
+        assert late.broker.metadata.image.topic_by_name("orders") is not None
+        assert set(late.broker.metadata.image.brokers) >= {11, 12}
+        await wait_for(lambda: late.broker.metadata.applied_offset > max(ends) + 5, 10)  # replay goes on after it
 
 
 SNAPSHOT_PROPS = {"metadata.log.max.record.bytes.between.snapshots": "600",  # a snapshot every few batches
@@ -60,7 +60,7 @@ SNAPSHOT_PROPS = {"metadata.log.max.record.bytes.between.snapshots": "600",  # a
 
 async def test_broker_snapshots_its_own_image_cleans_its_log_and_restarts_from_the_snapshot():
     from kraftwire.metadata.snapshot import image_from_snapshot
-    from kraftwire.node.broker_node import BrokerNode
+    from kraftwire.node.server import Server
 
     from .harness import CLUSTER_ID, broker_config
 
@@ -68,30 +68,30 @@ async def test_broker_snapshots_its_own_image_cleans_its_log_and_restarts_from_t
         await all_running(c)
         broker = c.broker(11)
         # Every voter's ControllerRegistration first, so that only NoOps follow the broker's snapshot.
-        await wait_for(lambda: len(broker.metadata.image.controllers) == len(c.controllers), 15)
+        await wait_for(lambda: len(broker.broker.metadata.image.controllers) == len(c.controllers), 15)
         for i in range(3):
             topic = ctq.CreatableTopic(name=f"snap-{i}", num_partitions=2, replication_factor=1)
             resp = await request(c.port(11), ctq.CreateTopicsRequest(topics=[topic], timeout_ms=10000), 7)
             assert resp.topics[0].error_code == 0
-        created = max(n.controller.controller.committed_offset for n in c.controllers)
-        await wait_for(lambda: broker.metadata.image.topic_by_name("snap-2") is not None, 10)
+        created = max(n.voter.controller.controller.committed_offset for n in c.controllers)
+        await wait_for(lambda: broker.broker.metadata.image.topic_by_name("snap-2") is not None, 10)
         # Its own snapshots: the controllers (default policy, 20 MiB) have taken none to download.
         await wait_for(lambda: (sid := broker.log.latest_snapshot_id()) is not None and sid.end_offset > created, 15)
-        assert broker.snapshots_taken >= 1 and broker.metadata.snapshots_loaded == 0
+        assert broker.broker.snapshots_taken >= 1 and broker.broker.metadata.snapshots_loaded == 0
         assert all(n.log.latest_snapshot_id() is None and n.log.start_offset == 0 for n in c.controllers)
         await wait_for(lambda: broker.log.start_offset > created, 10)  # cleaned below the snapshot
         sid = broker.log.latest_snapshot_id()
-        assert image_from_snapshot(broker.log.read_snapshot(sid)) == broker.metadata.image  # NoOps since
+        assert image_from_snapshot(broker.log.read_snapshot(sid)) == broker.broker.metadata.image  # NoOps since
 
         # Restart on the same log: the image comes from the local snapshot, then the log after it.
         log, store = broker.log, broker.store
         c.stop(11)
-        await wait_for(lambda: c.active().controller.controller.committed_image.brokers[11].fenced, 15)
-        reborn = BrokerNode(broker_config(11, c.port(11), c.controller_ports, **SNAPSHOT_PROPS), log=log,
+        await wait_for(lambda: c.active().voter.controller.controller.committed_image.brokers[11].fenced, 15)
+        reborn = Server(broker_config(11, c.port(11), c.controller_ports, **SNAPSHOT_PROPS), log=log,
                             store=store, cluster_id=CLUSTER_ID, directory_id=uuid.uuid4())
         c.brokers[11] = reborn
         await c.start(reborn)
         await all_running(c)
-        assert reborn.metadata.snapshots_loaded >= 1
-        assert all(reborn.metadata.image.topic_by_name(f"snap-{i}") is not None for i in range(3))
-        await wait_for(lambda: reborn.snapshots_taken >= 1, 10)
+        assert reborn.broker.metadata.snapshots_loaded >= 1
+        assert all(reborn.broker.metadata.image.topic_by_name(f"snap-{i}") is not None for i in range(3))
+        await wait_for(lambda: reborn.broker.snapshots_taken >= 1, 10)

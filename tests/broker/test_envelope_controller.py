@@ -32,8 +32,8 @@ def envelope(data, principal=None, host="10.9.8.7"):
 
 
 async def active(nodes):
-    await wait_for(lambda: any(n.controller.controller.active for n in nodes), 15)
-    return next(n for n in nodes if n.controller.controller.active)
+    await wait_for(lambda: any(n.voter.controller.controller.active for n in nodes), 15)
+    return next(n for n in nodes if n.voter.controller.controller.active)
 
 
 async def test_inner_request_runs_with_the_clients_principal_and_answers_under_its_correlation_id():
@@ -98,7 +98,7 @@ async def test_envelope_level_errors():
             await lconn.close()
             await sconn.close()
             tg.cancel_scope.cancel()
-        acls = leader.controller.controller.committed_image.acls
+        acls = leader.voter.controller.controller.committed_image.acls
         assert acls == {}, "no refused envelope may write"
 
 
@@ -168,7 +168,7 @@ async def test_every_forwardable_api_is_answered_or_refused_as_kafka_does():
         async with anyio.create_task_group() as tg:
             conn = Connection(tg, "127.0.0.1", ports[leader.cfg.node_id - 1])
             for key, version in sorted(KAFKA_39_FORWARDED.items()):
-                served = leader.apis.get(key)
+                served = leader.voter.apis.get(key)
                 if served and served[0] <= version <= served[1]:
                     data = inner_bytes(request_class(key)(), version)
                 elif is_known(key) and request_class(key).MIN_VERSION <= version <= request_class(key).MAX_VERSION:

@@ -9,7 +9,7 @@ import anyio
 
 from kraftwire.config import load_config
 from kraftwire.group import MemoryOffsetStore
-from kraftwire.node.node import Node
+from kraftwire.node.server import Server
 from kraftwire.raft import MemoryLog, MemoryStateStore
 
 
@@ -38,7 +38,7 @@ def node_config(node_id: int, ports: list[int], **extra: str):
 @asynccontextmanager
 async def memory_cluster(n: int = 3, cluster_id: str = "kw-test-cluster-0000001"):
     ports = free_ports(n)
-    nodes = [Node(node_config(i, ports), log=MemoryLog(), store=MemoryStateStore(), cluster_id=cluster_id,
+    nodes = [Server(node_config(i, ports), log=MemoryLog(), store=MemoryStateStore(), cluster_id=cluster_id,
                  offset_store=MemoryOffsetStore())
              for i in range(1, n + 1)]
     async with anyio.create_task_group() as tg:

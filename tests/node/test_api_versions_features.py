@@ -21,7 +21,7 @@ def anyio_backend():
 
 async def test_voters_answer_supported_and_finalized_features():
     async with memory_cluster(3) as (nodes, ports):
-        await wait_for(lambda: all(n.controller.controller.committed_image.metadata_version for n in nodes), 20)
+        await wait_for(lambda: all(n.voter.controller.controller.committed_image.metadata_version for n in nodes), 20)
         async with anyio.create_task_group() as tg:
             conn = Connection(tg, "127.0.0.1", ports[1], negotiate=False)
             v4 = await conn.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 4, 10)

@@ -54,7 +54,7 @@ def consume_assigned(port: int, want: int, group: str | None = None) -> list[tup
 
 async def test_kafka_python_reads_committed_metadata_records_in_order():
     async with memory_cluster(3) as (nodes, ports):
-        await wait_for(lambda: any(n.controller.controller.active for n in nodes))
+        await wait_for(lambda: any(n.voter.controller.controller.active for n in nodes))
         leader = leader_of(nodes)
         target = leader.log.end_offset + 20
         await wait_for(lambda: (leader.core.hw or 0) > target)
@@ -66,7 +66,7 @@ async def test_kafka_python_reads_committed_metadata_records_in_order():
 
 async def test_consumer_group_commits_and_resumes():
     async with memory_cluster(3) as (nodes, ports):
-        await wait_for(lambda: any(n.controller.controller.active for n in nodes))
+        await wait_for(lambda: any(n.voter.controller.controller.active for n in nodes))
         leader = leader_of(nodes)
         target = leader.log.end_offset + 10
         await wait_for(lambda: (leader.core.hw or 0) > target)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kraftwire.group import MemoryOffsetStore
-from kraftwire.node.node import Node
+from kraftwire.node.server import Server
 from kraftwire.raft import MemoryLog, MemoryStateStore
 from tests.node.harness import memory_cluster, node_config, wait_for
 
@@ -21,7 +21,7 @@ def anyio_backend():
 async def test_controller_only_voters_register_their_controller_listener():
     async with memory_cluster(3) as (nodes, ports):
         def registered():
-            regs = nodes[0].controller.controller.committed_image.controllers
+            regs = nodes[0].voter.controller.controller.committed_image.controllers
             return len(regs) == 3 and regs
         regs = await wait_for(registered, 20)
         for i, port in enumerate(ports, 1):
@@ -33,8 +33,8 @@ def test_controller_listener_is_registered_beside_advertised_client_listeners():
     cfg = node_config(1, [19001, 19002], listeners="CONTROLLER://127.0.0.1:19001,PLAINTEXT://127.0.0.1:19101",
                       **{"advertised.listeners": "PLAINTEXT://localhost:19101",
                          "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"})
-    node = Node(cfg, log=MemoryLog(), store=MemoryStateStore(), cluster_id="kw-test-cluster-0000001",
+    node = Server(cfg, log=MemoryLog(), store=MemoryStateStore(), cluster_id="kw-test-cluster-0000001",
                 offset_store=MemoryOffsetStore())
-    assert node.registrar is not None
-    names = sorted((e.name, e.host, e.port) for e in node.registrar.endpoints)
+    assert node.voter.registrar is not None
+    names = sorted((e.name, e.host, e.port) for e in node.voter.registrar.endpoints)
     assert names == [("CONTROLLER", "127.0.0.1", 19001), ("PLAINTEXT", "localhost", 19101)]

@@ -9,7 +9,7 @@ import pytest
 from kraftwire.group import MemoryOffsetStore
 from kraftwire.net.client import Connection
 from kraftwire.node.group_proxy import owner_of
-from kraftwire.node.node import Node
+from kraftwire.node.server import Server
 from kraftwire.protocol.messages import offset_commit_request as ocq
 from kraftwire.protocol.messages.find_coordinator_request import FindCoordinatorRequest
 from kraftwire.raft import MemoryLog, MemoryStateStore
@@ -31,7 +31,7 @@ async def call(port: int, body, version: int):
 async def test_find_coordinator_names_the_owner_on_the_clients_listener():
     ports = free_ports(6)
     cports, client_ports = ports[:3], ports[3:]
-    nodes = [Node(node_config(i, cports, **{
+    nodes = [Server(node_config(i, cports, **{
         "listeners": f"CONTROLLER://127.0.0.1:{cports[i - 1]},PLAINTEXT://127.0.0.1:{client_ports[i - 1]}",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"}),
         log=MemoryLog(), store=MemoryStateStore(), cluster_id="kw-test-cluster-0000001",
@@ -39,7 +39,7 @@ async def test_find_coordinator_names_the_owner_on_the_clients_listener():
     async with anyio.create_task_group() as tg:
         for n in nodes:
             await tg.start(n.run)
-        await wait_for(lambda: all(len(n.controller.controller.committed_image.controllers) == 3 for n in nodes), 20)
+        await wait_for(lambda: all(len(n.voter.controller.controller.committed_image.controllers) == 3 for n in nodes), 20)
         voters = [(i, "127.0.0.1", p) for i, p in enumerate(cports, 1)]
         groups = {}
         i = 0
@@ -59,6 +59,6 @@ async def test_find_coordinator_names_the_owner_on_the_clients_listener():
                     name="__cluster_metadata", partitions=[ocq.OffsetCommitRequestPartition(
                         partition_index=0, committed_offset=5)])]), 8)
             assert oc.topics[0].partitions[0].error_code == 0
-            holders = [n.cfg.node_id for n in nodes if group in n.groups.coordinator._offsets]
+            holders = [n.cfg.node_id for n in nodes if group in n.voter.groups.coordinator._offsets]
             assert holders == [owner]
         tg.cancel_scope.cancel()

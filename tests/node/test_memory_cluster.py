@@ -21,7 +21,7 @@ async def test_three_nodes_elect_one_leader_and_replicate():
         leader = leaders(nodes)[0]
         target = leader.log.end_offset + 5  # the active controller writes NoOpRecords while idle
         await wait_for(lambda: all((n.core.hw or 0) > target for n in nodes))
-        assert {n.view.leader_id for n in nodes} == {leader.cfg.node_id}
+        assert {n.voter.view.leader_id for n in nodes} == {leader.cfg.node_id}
         result = await describe(f"127.0.0.1:{ports[0]}", 5.0)
         assert result["LeaderId"] == leader.cfg.node_id
         assert result["CurrentVoters"] == [1, 2, 3]

@@ -1,4 +1,4 @@
-"""Group offsets replicated by the voters' offsets quorum (kraftwire.group.offsets.replication=raft).
+"""Group offsets replicated by the voters' offsets quorum (kraftwire.group.voter.offsets.replication=raft).
 
 Real Nodes on loopback, metadata in memory, the offsets quorum on files: the leader of the offsets
 quorum coordinates every group, other voters answer NOT_COORDINATOR and name it in FindCoordinator,
@@ -16,7 +16,7 @@ import pytest
 
 from kraftwire.group.store import STORE_FILE_NAME, FileOffsetStore, OffsetRecord, store_dir
 from kraftwire.net.client import Connection
-from kraftwire.node.node import Node
+from kraftwire.node.server import Server
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import offset_commit_request as ocq
 from kraftwire.protocol.messages import offset_fetch_request as ofq
@@ -56,11 +56,11 @@ class Cluster:
 
     def __init__(self, tmp: Path, ports: list[int]) -> None:
         self.tmp, self.ports = tmp, ports
-        self.nodes: dict[int, Node] = {}
+        self.nodes: dict[int, Server] = {}
         self.scopes: dict[int, anyio.CancelScope] = {}
 
-    def make(self, i: int) -> Node:
-        return Node(node_config(i, self.ports, **{"metadata.log.dir": str(self.tmp / f"n{i}"),
+    def make(self, i: int) -> Server:
+        return Server(node_config(i, self.ports, **{"metadata.log.dir": str(self.tmp / f"n{i}"),
                                                   "group.initial.rebalance.delay.ms": "0"}),
                     log=MemoryLog(), store=MemoryStateStore(), cluster_id="kw-test-cluster-0000001")
 
@@ -76,11 +76,11 @@ class Cluster:
 
     def stop(self, i: int) -> None:
         self.scopes[i].cancel()
-        self.nodes[i].offsets.close()
+        self.nodes[i].voter.offsets.close()
 
     def coordinator(self, among: list[int]) -> int | None:
-        leaders = {self.nodes[i].offsets.leader_id() for i in among}
-        active = [i for i in among if self.nodes[i].groups.coordinator is not None]
+        leaders = {self.nodes[i].voter.offsets.leader_id() for i in among}
+        active = [i for i in among if self.nodes[i].voter.groups.coordinator is not None]
         return active[0] if len(leaders) == 1 and active == list(leaders) else None
 
 
@@ -100,7 +100,7 @@ async def test_the_offsets_quorum_leader_coordinates_and_a_successor_keeps_the_o
         oc = await call(ports[owner - 1], commit("g", 42), 8)
         assert oc.topics[0].partitions[0].error_code == 0
         # acknowledged = committed by a majority; every voter applies it
-        await wait_for(lambda: all(("g", TOPIC, 0) in c.nodes[i].offsets.machine.state.offsets for i in (1, 2, 3)), 10)
+        await wait_for(lambda: all(("g", TOPIC, 0) in c.nodes[i].voter.offsets.machine.state.voter.offsets for i in (1, 2, 3)), 10)
         assert await fetched(ports[owner - 1], "g") == (0, 42)
 
         c.stop(owner)
@@ -127,19 +127,19 @@ async def test_replicas_snapshot_the_offsets_and_a_wiped_voter_loads_the_leaders
         c.stop(victim)
         for i in (1, 2, 3):
             if i != victim:
-                c.nodes[i].offsets.snapshot_min_records = 5
+                c.nodes[i].voter.offsets.snapshot_min_records = 5
         for n in range(30):
             oc = await call(ports[owner - 1], commit(f"s{n % 4}", n), 8)
             assert oc.topics[0].partitions[0].error_code == 0
         # 4 live offsets: a snapshot after max(5, 16) records, and the log below it is gone
-        await wait_for(lambda: c.nodes[owner].offsets.snapshots_taken > 0, 10)
-        assert c.nodes[owner].offsets.log.start_offset > 0
+        await wait_for(lambda: c.nodes[owner].voter.offsets.snapshots_taken > 0, 10)
+        assert c.nodes[owner].voter.offsets.log.start_offset > 0
         shutil.rmtree(tmp_path / f"n{victim}" / "__kraftwire_offsets-0")
         await c.start(tg, victim)
-        back = c.nodes[victim].offsets
-        await wait_for(lambda: back.machine.state.offsets == c.nodes[owner].offsets.machine.state.offsets, 20)
+        back = c.nodes[victim].voter.offsets
+        await wait_for(lambda: back.machine.state.voter.offsets == c.nodes[owner].voter.offsets.machine.state.voter.offsets, 20)
         assert back.log.latest_snapshot_id() is not None
-        assert {k[0]: r.offset for k, r in back.machine.state.offsets.items()} == {
+        assert {k[0]: r.offset for k, r in back.machine.state.voter.offsets.items()} == {
             "s0": 28, "s1": 29, "s2": 26, "s3": 27}
         tg.cancel_scope.cancel()
 
@@ -164,6 +164,6 @@ async def test_legacy_offset_files_of_every_voter_are_imported_without_overwriti
 
 
 def fetched_now(c: Cluster, owner: int, group: str) -> int | None:
-    coordinator = c.nodes[owner].groups.coordinator
+    coordinator = c.nodes[owner].voter.groups.coordinator
     rec = None if coordinator is None else coordinator.committed(group).get((TOPIC, 0))
     return None if rec is None else rec.offset

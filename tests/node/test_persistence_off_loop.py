@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from kraftwire.group import MemoryOffsetStore
-from kraftwire.node.node import Node
+from kraftwire.node.server import Server
 from kraftwire.protocol.messages.create_acls_request import AclCreation, CreateAclsRequest
 from kraftwire.storage.log import FileLog
 from kraftwire.storage.quorum_state import FileQuorumStateStore
@@ -41,7 +41,7 @@ class FsyncRecorder:
 async def test_commit_heavy_load_never_fsyncs_the_log_on_the_event_loop(tmp_path, monkeypatch) -> None:
     ports = free_ports(1)
     part = tmp_path / "__cluster_metadata-0"
-    node = Node(node_config(1, ports, **{"metadata.max.idle.interval.ms": "0"}),
+    node = Server(node_config(1, ports, **{"metadata.max.idle.interval.ms": "0"}),
                 log=FileLog(part), store=FileQuorumStateStore(part / "quorum-state"),
                 cluster_id="kw-test-cluster-0000001", offset_store=MemoryOffsetStore())
     recorder = FsyncRecorder()
@@ -57,13 +57,13 @@ async def test_commit_heavy_load_never_fsyncs_the_log_on_the_event_loop(tmp_path
     async with anyio.create_task_group() as tg:
         recorder.loop_thread = threading.current_thread()
         await tg.start(node.run)
-        await wait_for(lambda: node.controller.controller.active)
+        await wait_for(lambda: node.voter.controller.controller.active)
         recorder.calls.clear()
         tg.start_soon(probe)
 
         async def write(i: int) -> None:
             req = CreateAclsRequest(creations=[AclCreation(2, f"topic-{i}", 3, f"User:u{i}", "*", 3, 3)])
-            resp = await node.controller.handle(req, 3)
+            resp = await node.voter.controller.handle(req, 3)
             assert resp.results[0].error_code == 0
 
         async with anyio.create_task_group() as writers:   # 4 concurrent writers, every write acknowledged
@@ -77,7 +77,7 @@ async def test_commit_heavy_load_never_fsyncs_the_log_on_the_event_loop(tmp_path
     segment_syncs = [(p, on_loop) for p, on_loop in recorder.calls if p.endswith(".log")]
     assert segment_syncs, "the writes were made durable"
     assert not [p for p, on_loop in segment_syncs if on_loop], "a log fsync ran on the event loop"
-    acls = node.controller.controller.committed_image.acls
+    acls = node.voter.controller.controller.committed_image.acls
     assert len(acls) == WRITES, "every acknowledged write is committed"
     print(f"loop lag under {WRITES} commits: max {max(lags) * 1000:.1f} ms over {len(lags)} probes; "
           f"{len(segment_syncs)} segment fsyncs, all in worker threads")
@@ -90,7 +90,7 @@ async def test_followers_fsync_replicated_batches_in_worker_threads_too(tmp_path
     nodes = []
     for i in (1, 2, 3):
         part = tmp_path / f"n{i}" / "__cluster_metadata-0"
-        nodes.append(Node(node_config(i, ports), log=FileLog(part), store=FileQuorumStateStore(part / "quorum-state"),
+        nodes.append(Server(node_config(i, ports), log=FileLog(part), store=FileQuorumStateStore(part / "quorum-state"),
                           cluster_id="kw-test-cluster-0000001", offset_store=MemoryOffsetStore()))
     recorder = FsyncRecorder()
     monkeypatch.setattr(os, "fsync", recorder)
@@ -98,14 +98,14 @@ async def test_followers_fsync_replicated_batches_in_worker_threads_too(tmp_path
         recorder.loop_thread = threading.current_thread()
         for node in nodes:
             await tg.start(node.run)
-        leader = await wait_for(lambda: next((n for n in nodes if n.controller.controller.active), None))
+        leader = await wait_for(lambda: next((n for n in nodes if n.voter.controller.controller.active), None))
         followers = [n for n in nodes if n is not leader]
         recorder.calls.clear()
 
         async def writer(w: int) -> None:
             for i in range(w, WRITES, 4):
                 req = CreateAclsRequest(creations=[AclCreation(2, f"topic-{i}", 3, f"User:u{i}", "*", 3, 3)])
-                resp = await leader.controller.handle(req, 3)
+                resp = await leader.voter.controller.handle(req, 3)
                 assert resp.results[0].error_code == 0
 
         async with anyio.create_task_group() as writers:

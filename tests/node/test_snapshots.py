@@ -9,7 +9,7 @@ import pytest
 
 from kraftwire.group import MemoryOffsetStore
 from kraftwire.node import wire
-from kraftwire.node.node import Node
+from kraftwire.node.server import Server
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.create_acls_request import AclCreation, CreateAclsRequest
 from kraftwire.protocol.messages.fetch_snapshot_request import FetchSnapshotRequest
@@ -49,13 +49,13 @@ class Storage:
             log.close()
 
 
-def make_node(node_id: int, ports: list[int], storage: Storage) -> Node:
+def make_node(node_id: int, ports: list[int], storage: Storage) -> Server:
     log, store = storage.open(node_id)
-    return Node(node_config(node_id, ports, **SNAPSHOT_PROPS), log=log, store=store, cluster_id=CLUSTER,
+    return Server(node_config(node_id, ports, **SNAPSHOT_PROPS), log=log, store=store, cluster_id=CLUSTER,
                 offset_store=MemoryOffsetStore())
 
 
-async def start(tg, node: Node) -> anyio.CancelScope:
+async def start(tg, node: Server) -> anyio.CancelScope:
     """Run ``node`` in its own cancel scope (so a test can stop it alone)."""
     scope = anyio.CancelScope()
 
@@ -67,21 +67,21 @@ async def start(tg, node: Node) -> anyio.CancelScope:
     return scope
 
 
-def active(nodes: list[Node]) -> Node | None:
-    up = [n for n in nodes if n.controller.controller.active]
+def active(nodes: list[Server]) -> Server | None:
+    up = [n for n in nodes if n.voter.controller.controller.active]
     return up[0] if len(up) == 1 else None
 
 
-async def write_acls(nodes: list[Node], first: int, count: int) -> None:
+async def write_acls(nodes: list[Server], first: int, count: int) -> None:
     for i in range(first, first + count):
         leader = await wait_for(lambda: active(nodes))
         req = CreateAclsRequest(creations=[AclCreation(2, f"topic-{i}", 3, f"User:u{i}", "*", 3, 3)])
-        resp = await leader.controller.handle(req, 3)
+        resp = await leader.voter.controller.handle(req, 3)
         assert resp.results[0].error_code in (0, Errors.NOT_CONTROLLER)
 
 
-def settled(nodes: list[Node]) -> bool:
-    offsets = {n.controller.controller.committed_offset for n in nodes}
+def settled(nodes: list[Server]) -> bool:
+    offsets = {n.voter.controller.controller.committed_offset for n in nodes}
     return len(offsets) == 1 and all(n.core.hw is not None for n in nodes)
 
 
@@ -101,14 +101,14 @@ async def test_node_that_was_down_catches_up_with_fetch_snapshot(storage):
             await start(tg, n)
         await write_acls(nodes[:2], 0, 30)
         # Both running voters snapshotted and cleaned their logs past the bootstrap records.
-        await wait_for(lambda: all(n.log.start_offset > 10 and n.controller.snapshots_taken for n in nodes[:2]))
+        await wait_for(lambda: all(n.log.start_offset > 10 and n.voter.controller.snapshots_taken for n in nodes[:2]))
         late = nodes[2]
         await start(tg, late)
         await write_acls(nodes, 30, 5)
         await wait_for(lambda: settled(nodes), timeout=20)
-        assert late.controller.snapshots_loaded >= 1            # came from the leader: its disk was empty
+        assert late.voter.controller.snapshots_loaded >= 1            # came from the leader: its disk was empty
         assert late.log.start_offset > 0 and late.log.latest_snapshot_id() is not None
-        images = [n.controller.controller.committed_image for n in nodes]
+        images = [n.voter.controller.controller.committed_image for n in nodes]
         assert images[0] == images[1] == images[2]
         assert len(images[2].acls) == 35
         tg.cancel_scope.cancel()
@@ -123,7 +123,7 @@ async def test_restart_loads_the_local_snapshot_then_replays_the_log_after_it(st
         scopes = [await start(tg, n) for n in nodes]
         await write_acls(nodes, 0, 20)
         await wait_for(lambda: settled(nodes) and all(n.log.start_offset > 0 for n in nodes))
-        victim = next(i for i, n in enumerate(nodes) if not n.controller.controller.active)
+        victim = next(i for i, n in enumerate(nodes) if not n.voter.controller.controller.active)
         scopes[victim].cancel()
         await anyio.sleep(0.05)
         storage.close(nodes[victim].log)
@@ -134,9 +134,9 @@ async def test_restart_loads_the_local_snapshot_then_replays_the_log_after_it(st
         nodes[victim] = reborn
         await start(tg, reborn)
         await wait_for(lambda: settled(nodes), timeout=20)
-        assert reborn.controller.snapshots_loaded >= 1
-        assert reborn.controller.controller.committed_image == others[0].controller.controller.committed_image
-        assert len(reborn.controller.controller.committed_image.acls) == 23
+        assert reborn.voter.controller.snapshots_loaded >= 1
+        assert reborn.voter.controller.controller.committed_image == others[0].voter.controller.controller.committed_image
+        assert len(reborn.voter.controller.controller.committed_image.acls) == 23
         tg.cancel_scope.cancel()
     for n in nodes:
         storage.close(n.log)
@@ -179,7 +179,7 @@ async def test_voter_with_a_damaged_snapshot_recovers_from_the_leader_and_keeps_
         scopes = [await start(tg, n) for n in nodes]
         await write_acls(nodes, 0, 20)
         await wait_for(lambda: settled(nodes) and all(n.log.start_offset > 0 for n in nodes))
-        victim = next(i for i, n in enumerate(nodes) if not n.controller.controller.active)
+        victim = next(i for i, n in enumerate(nodes) if not n.voter.controller.controller.active)
         scopes[victim].cancel()
         await anyio.sleep(0.05)
         storage.close(nodes[victim].log)
@@ -197,9 +197,9 @@ async def test_voter_with_a_damaged_snapshot_recovers_from_the_leader_and_keeps_
         nodes[victim] = reborn
         await start(tg, reborn)
         await wait_for(lambda: settled(nodes) and not reborn.core.rejoining, timeout=20)
-        assert reborn.controller.snapshots_loaded >= 1                # fetched from the leader
-        assert reborn.controller.controller.committed_image == others[0].controller.controller.committed_image
-        assert len(reborn.controller.controller.committed_image.acls) == 23
+        assert reborn.voter.controller.snapshots_loaded >= 1                # fetched from the leader
+        assert reborn.voter.controller.controller.committed_image == others[0].voter.controller.controller.committed_image
+        assert len(reborn.voter.controller.controller.committed_image.acls) == 23
         await wait_for(lambda: not (part / "rejoining").exists())
         tg.cancel_scope.cancel()
     for n in nodes:

@@ -13,7 +13,7 @@ from kraftwire.group import MemoryOffsetStore
 from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import wrap
 from kraftwire.net.client import Connection
-from kraftwire.node.node import Node
+from kraftwire.node.server import Server
 from kraftwire.protocol.messages.user_scram_credential_record import UserScramCredentialRecord
 from kraftwire.raft import MemoryLog, MemoryStateStore
 from kraftwire.security.scram import SHA256, SHA512
@@ -73,7 +73,7 @@ def node_properties(ports: dict[str, int], certs: Certs, **extra: str) -> dict[s
 
 @dataclass
 class SecureNode:
-    node: Node
+    node: Server
     ports: dict[str, int]
     certs: Certs
 
@@ -100,14 +100,14 @@ class SecureNode:
 async def secure_node(certs: Certs, **extra: str):
     ports = dict(zip(LISTENERS, free_ports(len(LISTENERS)), strict=True))
     cfg = load_config(node_properties(ports, certs, **extra))
-    node = Node(cfg, log=MemoryLog(), store=MemoryStateStore(), cluster_id="kw-security-test-001",
+    node = Server(cfg, log=MemoryLog(), store=MemoryStateStore(), cluster_id="kw-security-test-001",
                 bootstrap=bootstrap_records() + scram_records(), offset_store=MemoryOffsetStore())
     async with anyio.create_task_group() as tg:
         await tg.start(node.run)
         try:
-            await wait_for(lambda: node.controller.controller.active and (node.core.hw or 0) >= node.log.end_offset,
+            await wait_for(lambda: node.voter.controller.controller.active and (node.core.hw or 0) >= node.log.end_offset,
                            15)
-            await wait_for(lambda: node.controller.controller.committed_image.scram, 10)
+            await wait_for(lambda: node.voter.controller.controller.committed_image.scram, 10)
             yield SecureNode(node, ports, certs)
         finally:
             tg.cancel_scope.cancel()

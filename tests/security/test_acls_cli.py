@@ -39,7 +39,7 @@ async def test_add_list_remove(certs, tmp_path):
         await cli("--add", "--deny-principal", "User:bob", "--deny-host", "10.0.0.9", "--operation", "Write",
                   "--topic", "app-", "--resource-pattern-type", "prefixed")
         await cli("--add", "--consumer", "--allow-principal", "User:carol", "--topic", "orders", "--group", "g1")
-        acls = set(sn.node.controller.controller.committed_image.acls.values())
+        acls = set(sn.node.voter.controller.controller.committed_image.acls.values())
         got = {(a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host, a.operation, a.permission_type)
                for a in acls}
         assert got == {
@@ -61,7 +61,7 @@ async def test_add_list_remove(certs, tmp_path):
         removed = await cli("--remove", "--allow-principal", "User:alice", "--operation", "Read", "--topic",
                             "__cluster_metadata")
         assert len(removed) == 1 and "operation=READ" in removed[0]
-        assert len(sn.node.controller.controller.committed_image.acls) == 5
+        assert len(sn.node.voter.controller.controller.committed_image.acls) == 5
 
         # alice may not manage ACLs
         alice = tmp_path / "alice.properties"

@@ -68,7 +68,7 @@ async def start_brokers(admin: Connection, sn) -> None:
 
 
 def shrink_isr(sn, name: str, keep: int) -> apq.AlterPartitionRequest:
-    image = sn.node.controller.controller.committed_image
+    image = sn.node.voter.controller.controller.committed_image
     t = image.topic_by_name(name)
     p = t.partitions[0]
     return apq.AlterPartitionRequest(broker_id=p.leader, broker_epoch=image.brokers[p.leader].epoch, topics=[
@@ -84,7 +84,7 @@ async def test_inter_node_apis_need_cluster_action_and_write_nothing(certs):
         await start_brokers(admin, sn)
         created = await admin.request(ctq.CreateTopicsRequest(topics=[topic("orders")]), 7, 10)
         assert created.topics[0].error_code == 0
-        leader = sn.node.controller.controller.committed_image.topic_by_name("orders").partitions[0].leader
+        leader = sn.node.voter.controller.controller.committed_image.topic_by_name("orders").partitions[0].leader
         keep = leader
 
         # AlterPartition from a non-super user: refused, nothing appended, ISR unchanged
@@ -93,13 +93,13 @@ async def test_inter_node_apis_need_cluster_action_and_write_nothing(certs):
         assert r.error_code == CLUSTER_DENIED
         await anyio.sleep(0.2)
         assert sn.end_offset == before
-        assert len(sn.node.controller.controller.committed_image.topic_by_name("orders").partitions[0].isr) == 2
+        assert len(sn.node.voter.controller.controller.committed_image.topic_by_name("orders").partitions[0].isr) == 2
 
         # the same request from the super user is valid and appends a PartitionChangeRecord
         r = await admin.request(shrink_isr(sn, "orders", keep), 3, 10)
         assert r.error_code == 0 and r.topics[0].partitions[0].error_code == 0, r
         assert sn.end_offset > before
-        assert sn.node.controller.controller.committed_image.topic_by_name("orders").partitions[0].isr == (keep,)
+        assert sn.node.voter.controller.controller.committed_image.topic_by_name("orders").partitions[0].isr == (keep,)
 
         # Envelope from a non-super user: refused before the inner request is even looked at
         before = sn.end_offset
@@ -119,8 +119,8 @@ async def test_inter_node_apis_need_cluster_action_and_write_nothing(certs):
         assert fetch.error_code == CLUSTER_DENIED and fetch.responses == []
         await anyio.sleep(0.2)
         assert sn.end_offset == before
-        assert sn.node.controller.controller.committed_image.topic_by_name("sneaky") is None
-        assert 103 not in sn.node.controller.controller.committed_image.brokers
+        assert sn.node.voter.controller.controller.committed_image.topic_by_name("sneaky") is None
+        assert 103 not in sn.node.voter.controller.controller.committed_image.brokers
 
         # an ACL granting CLUSTER_ACTION lets bob through
         await grant(sn, "User:bob", CLUSTER_ACTION, CLUSTER, "kafka-cluster")
@@ -159,7 +159,7 @@ async def test_enveloped_requests_are_authorized_as_the_inner_principal(certs):
         # alice has no DESCRIBE_CONFIGS: the created topic's configs are withheld (v5+)
         made = next(t for t in inner.topics if t.name == "alice-1")
         assert made.topic_config_error_code == TOPIC_DENIED and made.configs == [] and made.num_partitions == -1
-        image = sn.node.controller.controller.committed_image
+        image = sn.node.voter.controller.controller.committed_image
         assert image.topic_by_name("alice-1") is not None and image.topic_by_name("zzz") is None
         assert sn.end_offset > before
         tg.cancel_scope.cancel()
@@ -177,7 +177,7 @@ async def test_admin_and_read_apis_for_an_unprivileged_user(certs):
         assert [(t.name, t.error_code) for t in r.topics] == [("mine", TOPIC_DENIED)]
         r = await bob.request(DeleteTopicsRequest(topics=[DeleteTopicState(name="orders")]), 6, 10)
         assert [(t.name, t.error_code) for t in r.responses] == [("orders", TOPIC_DENIED)]
-        tid = sn.node.controller.controller.committed_image.topic_by_name("orders").id
+        tid = sn.node.voter.controller.controller.committed_image.topic_by_name("orders").id
         r = await bob.request(DeleteTopicsRequest(topics=[DeleteTopicState(name=None, topic_id=tid)]), 6, 10)
         assert [(t.name, t.error_code) for t in r.responses] == [(None, TOPIC_DENIED)]   # name hidden: no DESCRIBE
         r = await bob.request(iacq.IncrementalAlterConfigsRequest(resources=[
@@ -230,5 +230,5 @@ async def test_requests_before_authentication_close_the_connection(certs):
             await sn.connection(tg, "SASL_PLAINTEXT", sn.sasl("admin", "nope")).request(MetadataRequest(), 12, 5)
         await anyio.sleep(0.2)
         assert sn.end_offset == before
-        assert sn.node.controller.controller.committed_image.topic_by_name("anon") is None
+        assert sn.node.voter.controller.controller.committed_image.topic_by_name("anon") is None
         tg.cancel_scope.cancel()

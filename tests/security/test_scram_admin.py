@@ -85,7 +85,7 @@ async def test_confluent_admin_adds_describes_replaces_and_deletes_users(certs):
         assert described["carol"] == [("SCRAM_SHA_256", 8192)]
         assert described["dave"] == [("SCRAM_SHA_512", 4096)]
         assert described["admin"] == [("SCRAM_SHA_256", 4096), ("SCRAM_SHA_512", 4096)]
-        assert sn.node.controller.controller.committed_image.scram[("dave", 2)].salt == b"fixed-salt-16byt"
+        assert sn.node.voter.controller.controller.committed_image.scram[("dave", 2)].salt == b"fixed-salt-16byt"
 
         got, errors = await ck_login(port, ca, "carol", "carol-1", "SCRAM-SHA-256")
         assert len(got) == 1, errors
@@ -162,4 +162,4 @@ async def test_kafka_python_admin_and_authorization(certs):
             assert sn.end_offset == before
             await conn.close()
             tg.cancel_scope.cancel()
-        assert ("admin", 2) in sn.node.controller.controller.committed_image.scram
+        assert ("admin", 2) in sn.node.voter.controller.controller.committed_image.scram

@@ -70,7 +70,7 @@ async def test_java_admin_manages_scram_users(certs, tmp_path, java_cp):
         assert code == 1 and "SaslAuthenticationException" in out, out
         code, out = await java(java_cp, bootstrap, admin, "upsert", "ivy", "SCRAM-SHA-256", "8192", "ivy-secret")
         assert (code, out) == (0, "OK"), out
-        cred = sn.node.controller.controller.committed_image.scram[("ivy", 1)]
+        cred = sn.node.voter.controller.controller.committed_image.scram[("ivy", 1)]
         assert cred.iterations == 8192 and len(cred.salt) > 0
         code, out = await java(java_cp, bootstrap, admin, "describe")
         assert code == 0 and "ivy SCRAM-SHA-256:8192" in out.splitlines(), out

@@ -13,8 +13,7 @@ from kraftwire.broker.lifecycle import BrokerState
 from kraftwire.config import load_config
 from kraftwire.group import MemoryOffsetStore
 from kraftwire.metadata import bootstrap_records
-from kraftwire.node.broker_node import BrokerNode
-from kraftwire.node.node import Node
+from kraftwire.node.server import Server
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.protocol.messages.create_acls_request import AclCreation, CreateAclsRequest
@@ -44,18 +43,18 @@ def common(certs, login: str, cport: int) -> dict[str, str]:
         "ssl.keystore.location": str(certs.server_keystore), "ssl.truststore.location": str(certs.ca), **TIMING}
 
 
-def controller(certs, cport: int) -> Node:
+def controller(certs, cport: int) -> Server:
     props = {"process.roles": "controller", "node.id": "1", "listeners": f"CONTROLLER://127.0.0.1:{cport}",
              "listener.security.protocol.map": "CONTROLLER:SASL_SSL", **common(certs, "admin", cport)}
-    return Node(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id=CLUSTER_ID,
+    return Server(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id=CLUSTER_ID,
                 bootstrap=bootstrap_records() + scram_records(), offset_store=MemoryOffsetStore())
 
 
-def broker(certs, node_id: int, port: int, cport: int, login: str) -> BrokerNode:
+def broker(certs, node_id: int, port: int, cport: int, login: str) -> Server:
     props = {"process.roles": "broker", "node.id": str(node_id), "listeners": f"CLIENTS://127.0.0.1:{port}",
              "listener.security.protocol.map": "CONTROLLER:SASL_SSL,CLIENTS:SASL_PLAINTEXT",
              **common(certs, login, cport)}
-    return BrokerNode(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id=CLUSTER_ID,
+    return Server(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id=CLUSTER_ID,
                       directory_id=uuid.uuid4())
 
 
@@ -68,10 +67,10 @@ async def test_forwarded_writes_are_authorized_as_the_client(certs):
     rogue = broker(certs, 12, rogue_port, cport, "bob")
     async with anyio.create_task_group() as tg:
         await tg.start(ctl.run)
-        await wait_for(lambda: ctl.controller.controller.active, 15)
+        await wait_for(lambda: ctl.voter.controller.controller.active, 15)
         await tg.start(good.run)
         await tg.start(rogue.run)
-        await wait_for(lambda: good.state == BrokerState.RUNNING, 20)
+        await wait_for(lambda: good.broker.state == BrokerState.RUNNING, 20)
 
         helper = SecureNode(ctl, {"CLIENTS": bport}, certs)
         alice = helper.connection(tg, "CLIENTS", helper.sasl("alice", mechanism="SCRAM-SHA-512"))
@@ -82,7 +81,7 @@ async def test_forwarded_writes_are_authorized_as_the_client(certs):
         r = await alice.request(CreateAclsRequest(creations=[AclCreation(2, "t-", PREFIXED, "User:alice", "*",
                                                                          CREATE, 3)]), 3, 15)
         assert [x.error_code for x in r.results] == [Errors.CLUSTER_AUTHORIZATION_FAILED]
-        image = ctl.controller.controller.committed_image
+        image = ctl.voter.controller.controller.committed_image
         assert image.topic_by_name("t-orders") is None and not image.acls
         assert all(type(m).__name__ == "NoOpRecord" for m in records_after(ctl, before))
 
@@ -95,18 +94,18 @@ async def test_forwarded_writes_are_authorized_as_the_client(certs):
                                                                 ctq.CreatableTopic("x-other", 1, 1)]), 7, 15)
         assert sorted((t.name, t.error_code) for t in r.topics) == [
             ("t-orders", 0), ("x-other", Errors.TOPIC_AUTHORIZATION_FAILED)]
-        await wait_for(lambda: good.metadata.image.topic_by_name("t-orders") is not None, 10)
+        await wait_for(lambda: good.broker.metadata.image.topic_by_name("t-orders") is not None, 10)
         # the broker's Metadata shows alice the topic she may describe
         md = await alice.request(MetadataRequest(topics=[MetadataRequestTopic(name="t-orders")]), 12, 10)
         assert [(t.name, t.error_code) for t in md.topics] == [("t-orders", 0)]
 
         # the broker that logged in as bob was never allowed to register
-        assert 12 not in ctl.controller.controller.committed_image.brokers
-        assert rogue.state != BrokerState.RUNNING
+        assert 12 not in ctl.voter.controller.controller.committed_image.brokers
+        assert rogue.broker.state != BrokerState.RUNNING
         tg.cancel_scope.cancel()
 
 
-def records_after(node: Node, offset: int) -> list:
+def records_after(node: Server, offset: int) -> list:
     from kraftwire.protocol.metadata import decode_record
 
     out = []
@@ -140,9 +139,9 @@ async def test_scram_users_managed_through_a_broker(certs):
                                                                                            salted)])
     async with anyio.create_task_group() as tg:
         await tg.start(ctl.run)
-        await wait_for(lambda: ctl.controller.controller.active, 15)
+        await wait_for(lambda: ctl.voter.controller.controller.active, 15)
         await tg.start(good.run)
-        await wait_for(lambda: good.state == BrokerState.RUNNING, 20)
+        await wait_for(lambda: good.broker.state == BrokerState.RUNNING, 20)
         helper = SecureNode(ctl, {"CLIENTS": bport}, certs)
         admin = helper.connection(tg, "CLIENTS", helper.sasl("admin", mechanism="SCRAM-SHA-512"))
         alice = helper.connection(tg, "CLIENTS", helper.sasl("alice", mechanism="SCRAM-SHA-512"))
@@ -156,8 +155,8 @@ async def test_scram_users_managed_through_a_broker(certs):
 
         r = await admin.request(upsert, 0, 15)
         assert [(x.user, x.error_code) for x in r.results] == [("grace", 0)]
-        assert ("grace", 2) in ctl.controller.controller.committed_image.scram
-        await wait_for(lambda: ("grace", 2) in good.metadata.image.scram, 10)
+        assert ("grace", 2) in ctl.voter.controller.controller.committed_image.scram
+        await wait_for(lambda: ("grace", 2) in good.broker.metadata.image.scram, 10)
         r = await admin.request(duq.DescribeUserScramCredentialsRequest(users=[duq.UserName("grace")]), 0, 15)
         assert [(x.user, x.error_code, [(c.mechanism, c.iterations) for c in x.credential_infos])
                 for x in r.results] == [("grace", 0, [(2, 4096)])]
@@ -170,7 +169,7 @@ async def test_scram_users_managed_through_a_broker(certs):
         r = await admin.request(auq.AlterUserScramCredentialsRequest(deletions=[
             auq.ScramCredentialDeletion("grace", 2)]), 0, 15)
         assert [(x.user, x.error_code) for x in r.results] == [("grace", 0)]
-        await wait_for(lambda: ("grace", 2) not in good.metadata.image.scram, 10)
+        await wait_for(lambda: ("grace", 2) not in good.broker.metadata.image.scram, 10)
         grace = helper.connection(tg, "CLIENTS", helper.sasl("grace", "grace-pw", "SCRAM-SHA-512"))
         with pytest.raises(RequestFailed, match="SASL authentication"):
             await grace.request(MetadataRequest(topics=[]), 12, 10)

@@ -11,7 +11,7 @@ import pytest
 from kraftwire.config import load_config
 from kraftwire.group import MemoryOffsetStore
 from kraftwire.metadata import bootstrap_records
-from kraftwire.node.node import Node
+from kraftwire.node.server import Server
 from kraftwire.protocol.messages.describe_cluster_request import DescribeClusterRequest
 from kraftwire.protocol.messages.metadata_request import MetadataRequest
 from kraftwire.protocol.messages.register_controller_record import RegisterControllerRecord
@@ -26,7 +26,7 @@ from .test_secure_broker import records_after
 pytestmark = pytest.mark.anyio
 
 
-def voter(node_id: int, cports: list[int], client_ports: list[int], plain_ports: list[int], certs) -> Node:
+def voter(node_id: int, cports: list[int], client_ports: list[int], plain_ports: list[int], certs) -> Server:
     i = node_id - 1
     props = {
         "process.roles": "controller", "node.id": str(node_id),
@@ -41,7 +41,7 @@ def voter(node_id: int, cports: list[int], client_ports: list[int], plain_ports:
         "super.users": "User:admin;User:ANONYMOUS", "sasl.enabled.mechanisms": "SCRAM-SHA-512",
         "ssl.keystore.location": str(certs.server_keystore), "ssl.truststore.location": str(certs.ca),
     }
-    return Node(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id="kw-multi-voter-0001",
+    return Server(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id="kw-multi-voter-0001",
                 bootstrap=bootstrap_records() + scram_records(), offset_store=MemoryOffsetStore())
 
 
@@ -53,12 +53,12 @@ async def test_every_voter_is_listed_on_the_clients_listener(certs):
             await tg.start(node.run)
 
         def registered() -> bool:
-            return all(len(n.controller.controller.committed_image.controllers) == 3 for n in nodes)
+            return all(len(n.voter.controller.controller.committed_image.controllers) == 3 for n in nodes)
 
         await wait_for(registered, 20)
-        leader = next(n for n in nodes if n.controller.controller.active)
+        leader = next(n for n in nodes if n.voter.controller.controller.active)
         follower = next(n for n in nodes if n is not leader)
-        regs = follower.controller.controller.committed_image.controllers
+        regs = follower.voter.controller.controller.committed_image.controllers
         assert {(r.id, ep.name, ep.port, ep.security_protocol) for r in regs.values() for ep in r.listeners} == {
             (i + 1, name, ports[i], proto) for i in range(3)
             for name, ports, proto in (("CONTROLLER", cports, 0), ("CLIENTS", client_ports, 3),

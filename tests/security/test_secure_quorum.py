@@ -10,7 +10,7 @@ from kraftwire.config import ConfigError, load_config
 from kraftwire.group import MemoryOffsetStore
 from kraftwire.metadata import bootstrap_records
 from kraftwire.net.client import Connection, RequestFailed
-from kraftwire.node.node import Node
+from kraftwire.node.server import Server
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.describe_quorum_request import (
     DescribeQuorumRequest,
@@ -63,14 +63,14 @@ def quorum_props(i: int, ports: list[int], certs: Certs, mode: str) -> dict[str,
 @pytest.mark.parametrize("mode", ["mtls", "scram", "plain"])
 async def test_quorum_forms_over_secured_controller_listener(certs, mode):
     ports = free_ports(3)
-    nodes = [Node(load_config(quorum_props(i, ports, certs, mode)), log=MemoryLog(), store=MemoryStateStore(),
+    nodes = [Server(load_config(quorum_props(i, ports, certs, mode)), log=MemoryLog(), store=MemoryStateStore(),
                   cluster_id="kw-secure-quorum-01", bootstrap=bootstrap_records() + scram_records(),
                   offset_store=MemoryOffsetStore()) for i in (1, 2, 3)]
     async with anyio.create_task_group() as tg:
         for node in nodes:
             await tg.start(node.run)
-        await wait_for(lambda: any(n.controller.controller.active for n in nodes), 20)
-        leader = next(n for n in nodes if n.controller.controller.active)
+        await wait_for(lambda: any(n.voter.controller.controller.active for n in nodes), 20)
+        leader = next(n for n in nodes if n.voter.controller.controller.active)
         target = leader.log.end_offset + 3
         await wait_for(lambda: all((n.core.hw or 0) >= target for n in nodes), 20)
 
@@ -112,16 +112,16 @@ def test_bad_security_settings_are_config_errors(certs, tmp_path):
     for key, (value, message) in cases.items():
         props = dict(base, **{key: value})
         with pytest.raises(ConfigError, match=message):
-            Node(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id="x",
+            Server(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id="x",
                  offset_store=MemoryOffsetStore())
     # a SASL controller listener without a login for this node's own connections
     props = {k: v for k, v in base.items() if not k.endswith("sasl.jaas.config")}
     with pytest.raises(ConfigError, match="username and password"):
-        Node(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id="x",
+        Server(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id="x",
              offset_store=MemoryOffsetStore())
     # an encrypted key without its password
     props = dict(base, **{"ssl.keystore.location": "", "ssl.certificate.location": str(certs.server_cert),
                           "ssl.key.location": str(certs.server_enc_key), "ssl.key.password": "wrong"})
     with pytest.raises(ConfigError, match="ssl.key.password"):
-        Node(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id="x",
+        Server(load_config(props), log=MemoryLog(), store=MemoryStateStore(), cluster_id="x",
              offset_store=MemoryOffsetStore())

@@ -18,7 +18,7 @@ from kraftwire.group import MemoryOffsetStore
 from kraftwire.metadata import image_to_records
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.client import Connection
-from kraftwire.node.node import Node
+from kraftwire.node.server import Server
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq
@@ -189,7 +189,7 @@ async def test_live_view_from_a_running_controller() -> None:
                        "listeners": f"CONTROLLER://127.0.0.1:{port}",
                        "controller.listener.names": "CONTROLLER",
                        "controller.quorum.election.timeout.ms": "200", "metadata.max.idle.interval.ms": "50"})
-    node = Node(cfg, log=MemoryLog(), store=MemoryStateStore(), cluster_id=CLUSTER_ID,
+    node = Server(cfg, log=MemoryLog(), store=MemoryStateStore(), cluster_id=CLUSTER_ID,
                 offset_store=MemoryOffsetStore())
     async with anyio.create_task_group() as outer:
         await outer.start(node.run)

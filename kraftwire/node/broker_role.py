@@ -1,0 +1,275 @@
+"""The broker role of a server (``process.roles=broker``): image, registrant, metadata cache, forwarder.
+
+The broker replays the committed metadata log into its own image (``broker/metadata.py``; on a
+broker-only node as a Raft observer, Fetch with ReplicaId = node.id; combined, from the voter's own
+replica), registers with the active controller and heartbeats (``broker/lifecycle.py`` driven by
+``broker/heartbeats.py``), snapshots its image under the voters' policy, and serves clients:
+Metadata and DescribeCluster from the image, DescribeConfigs/DescribeAcls/DescribeUserScramCredentials
+from the image, consumer-group requests relayed to the owning voter, and admin writes forwarded to
+the active controller in Envelopes (authorized there, as the client inside the Envelope). Its
+listeners accept only once it has caught up and been unfenced. ``shutdown()`` is Kafka's
+controlled shutdown.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+import anyio
+
+from kraftwire.broker.envelope import FORWARDED_APIS
+from kraftwire.broker.forwarding import ForwardingManager
+from kraftwire.broker.heartbeats import LifecycleDriver
+from kraftwire.broker.lifecycle import SECURITY_PROTOCOLS, BrokerLifecycle, BrokerState, LifecycleConfig
+from kraftwire.broker.metadata import BrokerMetadataListener
+from kraftwire.broker.metadata_cache import (
+    LocalView,
+    describe_cluster_response,
+    describe_topic_partitions_response,
+    live_brokers,
+    metadata_response,
+)
+from kraftwire.controller import acls as acl_cmds
+from kraftwire.controller import configs as config_cmds
+from kraftwire.controller import scram as scram_cmds
+from kraftwire.controller.result import CommandError
+from kraftwire.group import GROUP_APIS
+from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
+from kraftwire.net.server import Reply, RequestContext
+from kraftwire.node.apis import (
+    BROKER_FORWARDED_APIS,
+    BROKER_LOCAL_APIS,
+    BROKER_ONLY_APIS,
+    RAFT_APIS,
+    Dispatcher,
+    Features,
+    supported,
+)
+from kraftwire.node.controller_shell import snapshotter_for
+from kraftwire.node.group_proxy import FIND_COORDINATOR, LIST_GROUPS, GroupRouter, find_coordinator, java_hash
+from kraftwire.node.group_proxy import error_response as group_error_response
+from kraftwire.node.metrics import ForwardingMetrics
+from kraftwire.node.raft_driver import wall_ms
+from kraftwire.node.secure import NodeSecurity
+from kraftwire.node.snapshots import snapshot_step
+from kraftwire.node.view import LogPartitionView
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.framing import Request
+from kraftwire.security.sasl import SASL_APIS
+
+log = logging.getLogger(__name__)
+
+
+class BrokerLogView(LogPartitionView):
+    """The broker's replica of ``__cluster_metadata`` as clients see it: led by this broker."""
+
+    def __init__(self, core: Any, log_: Any, node_id: int) -> None:
+        super().__init__(core, log_)
+        self.node_id = node_id
+
+    @property
+    def leader_id(self) -> int:
+        return self.node_id if self.core.leader_id is not None else -1
+
+
+class BrokerRole:
+    """A broker's image, lifecycle, forwarding and group relaying, and the APIs of its listeners."""
+
+    where = "by a broker"
+
+    def __init__(self, server: Any) -> None:
+        cfg = self.cfg = server.cfg
+        self.server = server
+        self.node_id = cfg.node_id
+        self.metadata = BrokerMetadataListener()
+        self.metadata.on_fatal.append(lambda e: server.stop(f"cannot apply committed metadata: {e}"))
+        server.raft_listeners.add(self.metadata)
+        # The broker snapshots its own image and cleans its log under the voters' policy (KIP-630); on a
+        # combined node the voter does it for the shared replica.
+        self.snapshotter = snapshotter_for(cfg)
+        self.snapshots_taken = 0
+        self._snapshot_wake = anyio.Event()
+        self.metadata.on_commit.append(self._committed)
+        self.metadata.on_snapshot.append(lambda end, epoch: self.snapshotter.loaded(end, epoch))
+        self.security = NodeSecurity(cfg, lambda: self.metadata.image, skip=FORWARDED_APIS)
+        controller_names = set(cfg["controller.listener.names"])
+        self.advertised = {e.name: e for e in cfg.advertised() if e.name not in controller_names}
+        self.rack = cfg["broker.rack"] or None
+        self.lifecycle = BrokerLifecycle(LifecycleConfig(
+            node_id=cfg.node_id, cluster_id=server.cluster_id, incarnation_id=uuid.uuid4(),
+            listeners=tuple((e.name, e.host, e.port, SECURITY_PROTOCOLS[cfg.security_protocol(e.name)])
+                            for e in self.advertised.values()),
+            features=tuple((n, lo, hi) for n, (lo, hi) in sorted(BROKER_SUPPORTED_FEATURES.items())),
+            log_dirs=(server.directory_id or uuid.uuid4(),), rack=self.rack,
+            heartbeat_interval_ms=cfg["broker.heartbeat.interval.ms"],
+            session_timeout_ms=cfg["broker.session.timeout.ms"],
+            initial_registration_timeout_ms=cfg["initial.broker.registration.timeout.ms"],
+            retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]),
+            max_backoff_ms=max(100, min(1000, cfg["broker.heartbeat.interval.ms"]))))
+        self.lifecycle_driver = LifecycleDriver(self.lifecycle, server.peers, lambda: self.metadata.applied_offset,
+                                                wall_ms, request_timeout_ms=cfg["controller.quorum.request.timeout.ms"])
+        self.metadata.on_change.append(self.lifecycle_driver.wake)
+        self.forwarding_metrics = ForwardingMetrics()
+        self.forwarding = ForwardingManager(server.peers, self.forwarding_metrics,
+                                            default_timeout_ms=cfg["request.timeout.ms"],
+                                            retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]))
+        # Consumer groups live on the voters: group requests are relayed to the coordinating voter (the
+        # offsets quorum's leader, or the hash owner).
+        self.groups = GroupRouter(self._voter_list(), server.peers,
+                                  replicated=cfg["kraftwire.group.offsets.replication"] == "raft")
+        self.apis = supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS, **GROUP_APIS, 55: RAFT_APIS[55],
+                               75: BROKER_ONLY_APIS[75], **SASL_APIS}, raft=False)
+        # Client listeners are bound at once but accept only once the broker has caught up with the
+        # metadata log and been unfenced: a restarted broker must not answer from an empty image.
+        self.opening: dict[str, Any] = {
+            "open_when": self.lifecycle_driver.first_serving,
+            "waiting_for": f"broker {cfg.node_id} has caught up with the metadata log and been unfenced"}
+        self.view: Any = None
+
+    @property
+    def state(self) -> BrokerState:
+        return self.lifecycle.state
+
+    def features(self) -> Features:
+        return BROKER_SUPPORTED_FEATURES, self.metadata.image.features, self.metadata.applied_offset
+
+    def _voter_list(self) -> list[tuple[int, str, int]]:
+        return [(i, h, p) for i, (h, p) in sorted(self.server.voters.items())]
+
+    def attach(self, core: Any, driver: Any) -> None:
+        self.view = BrokerLogView(core, self.server.log, self.node_id)
+        self.groups.set_voters(self._voter_list())   # a broker may have learnt the voters at start
+
+    async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            if self.server.voter is None:
+                tg.start_soon(self._snapshots)
+            await tg.start(self.lifecycle_driver.run)
+            tg.start_soon(self._watch_lifecycle)
+            task_status.started()
+
+    def register(self, d: Dispatcher) -> None:
+        d.on(3, self._on_metadata)
+        d.on(60, self._on_describe_cluster)
+        d.on(75, self._on_describe_topic_partitions)
+        d.on([k for k in FORWARDED_APIS if k in self.apis], self.forwarding.forward)
+        d.on(BROKER_LOCAL_APIS, self._on_describe)
+        d.on(FIND_COORDINATOR, self._on_find_coordinator)
+        d.on(LIST_GROUPS, self._on_list_groups)
+        d.on([k for k in GROUP_APIS if k not in (FIND_COORDINATOR, LIST_GROUPS)], self._on_group)
+
+    # -- lifecycle and snapshots ----------------------------------------------------------------
+    def _committed(self, batches: list[Any]) -> None:
+        now = wall_ms()
+        self.snapshotter.committed(batches, now)
+        if self.snapshotter.due(now, None) is not None:
+            self._snapshot_wake.set()
+
+    async def _snapshots(self) -> None:
+        """Snapshot the replayed image when the policy says so; clean the log below as retention allows."""
+        snap = self.snapshotter
+        while True:
+            if self.metadata.fatal is None and await snapshot_step(snap, self.server.core, self.metadata.loader,
+                                                                   wall_ms):
+                self.snapshots_taken += 1
+            deadline = snap.next_deadline()
+            delay = 1.0 if deadline is None else max(0.01, (deadline - wall_ms()) / 1000)
+            self._snapshot_wake = anyio.Event()
+            with anyio.move_on_after(min(delay, 1.0)):
+                await self._snapshot_wake.wait()
+
+    async def _watch_lifecycle(self) -> None:
+        await self.lifecycle_driver.stopped.wait()
+        if self.lifecycle.fatal is not None:
+            self.server.stop(self.lifecycle.fatal)
+
+    async def shutdown(self, timeout_s: float | None = None) -> None:
+        """Controlled shutdown: WantShutDown heartbeats until the controller lets us go."""
+        if timeout_s is None:
+            timeout_s = 2 * self.cfg["broker.session.timeout.ms"] / 1000 + 5
+        self.lifecycle_driver.begin_shutdown()
+        with anyio.move_on_after(timeout_s) as scope:
+            await self.lifecycle_driver.stopped.wait()
+        if scope.cancelled_caught:
+            log.warning("broker %d: controlled shutdown did not finish within %.0fs; stopping anyway",
+                        self.node_id, timeout_s)
+        else:
+            log.info("broker %d: controlled shutdown complete", self.node_id)
+
+    # -- handlers -------------------------------------------------------------------------------
+    def local_view(self, listener: str) -> LocalView:
+        ep = self.advertised.get(listener)
+        host, port = (ep.host, ep.port) if ep is not None else self.server.bound.get(listener, ("", 0))
+        core = self.server.core
+        return LocalView(node_id=self.node_id, host=host, port=port, rack=self.rack,
+                         serving=self.lifecycle.serving,
+                         raft_leader_known=core is not None and core.leader_id is not None,
+                         raft_epoch=0 if core is None else core.epoch, voters=tuple(sorted(self.server.voters)))
+
+    async def _on_metadata(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(metadata_response(request.body, v, image=self.metadata.image, listener=ctx.listener,
+                                       local=self.local_view(ctx.listener), cluster_id=self.server.cluster_id), v)
+
+    async def _on_describe_cluster(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(describe_cluster_response(request.body, v, image=self.metadata.image, listener=ctx.listener,
+                                               local=self.local_view(ctx.listener),
+                                               cluster_id=self.server.cluster_id), v)
+
+    async def _on_describe_topic_partitions(self, request: Request, ctx: RequestContext) -> Reply:
+        resp = describe_topic_partitions_response(request.body, image=self.metadata.image, listener=ctx.listener,
+                                                  local=self.local_view(ctx.listener))
+        return Reply(resp, request.api_version)
+
+    async def _on_find_coordinator(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(find_coordinator(v, request.body, lambda _group: self._coordinator(ctx.listener)), v)
+
+    async def _on_list_groups(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(await self._list_groups(request.body, v, request.header.client_id or "", ctx.listener), v)
+
+    async def _on_group(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(await self.groups.route(request.api_key, v, request.body, request.header.client_id or ""), v)
+
+    async def _on_describe(self, request: Request, ctx: RequestContext) -> Reply:
+        """DescribeAcls / DescribeConfigs / DescribeUserScramCredentials from the local image (retriable
+        error while not serving)."""
+        key, body, version = request.api_key, request.body, request.api_version
+        if not self.lifecycle.serving:
+            return Reply(body.error_response(version, Errors.REQUEST_TIMED_OUT,
+                                             f"broker {self.node_id} is fenced or catching up; retry"), version)
+        image = self.metadata.image
+        try:
+            if key == 29:
+                resp = acl_cmds.describe(image, body)
+            elif key == 32:
+                resp = config_cmds.describe(image, body, version, {})
+            else:
+                resp = scram_cmds.describe(image, body)
+        except CommandError as e:
+            resp = body.error_response(version, e.code, e.message)
+        return Reply(resp, version)
+
+    def _coordinator(self, listener: str) -> tuple[int, str, int] | None:
+        """This broker, as every group's coordinator for its clients (it relays to the owning voter);
+        none while it is not serving, so that clients look for another broker."""
+        if not self.lifecycle.serving:
+            return None
+        local = self.local_view(listener)
+        return self.node_id, local.host, local.port
+
+    async def _list_groups(self, body: Any, version: int, client_id: str, listener: str) -> Any:
+        """This broker's share of every voter's groups: the groups whose hash picks it among the brokers its
+        Metadata lists on ``listener``. Admin tools ask every listed broker, so each group is listed once."""
+        if not self.lifecycle.serving:
+            return group_error_response(LIST_GROUPS, version, body)
+        resp = await self.groups.list_groups(version, body, client_id)
+        ids = [b[0] for b in live_brokers(self.metadata.image, listener, self.local_view(listener))]
+        resp.groups = [g for g in resp.groups
+                       if ids[(java_hash(g.group_id) & 0x7FFFFFFF) % len(ids)] == self.node_id]
+        return resp

@@ -1,0 +1,366 @@
+"""A kraftwire process: one server composing the roles that ``process.roles`` names.
+
+``Server`` opens the metadata log directory once (refusing a node.id/cluster.id mismatch), runs one
+Raft core over it through one ``RaftDriver``, reaches the other nodes through one ``PeerClient`` and
+answers every listener through one ``KafkaServer``. The roles bring their handlers and tasks:
+
+- ``VoterRole`` (``process.roles=controller``): Raft voter, quorum controller, group coordinator;
+- ``BrokerRole`` (``process.roles=broker``): an observer of the metadata log (or, combined, the
+  voter's own replica) with its own image, registration and heartbeats, forwarding of admin writes.
+
+Each listener belongs to one *plane*, as Kafka's ControllerApis and KafkaApis split them: the
+controller listeners to the voter's, the others to the broker's (a single-role node has one plane
+for all). A plane is one API table (``node/apis.Dispatcher``: ApiVersions, refusals and the
+handler of every advertised API) and one authorization gate. What every replica serves the same way
+is registered here once: Fetch (replicas and consumers), ListOffsets, Produce (refused) and
+DescribeQuorum (asked of the leader). ``run()`` serves until cancelled or until a role stops the
+node; ``shutdown()`` is the broker's controlled shutdown, then the voter's resignation.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import random
+import uuid
+from functools import partial
+from typing import Any
+
+import anyio
+
+from kraftwire.config import NodeConfig
+from kraftwire.core.listeners import FanOutListener
+from kraftwire.net.client import Connection, RequestFailed
+from kraftwire.net.limits import ConnectionLimits
+from kraftwire.net.peers import PeerClient
+from kraftwire.net.server import KafkaServer, Reply, RequestContext
+from kraftwire.node import reads, serving
+from kraftwire.node.apis import Dispatcher, api_versions_response
+from kraftwire.node.bootstrap import read_bootstrap
+from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
+from kraftwire.node.raft_driver import RaftDriver, wall_ms
+from kraftwire.node.secure import outbound_security
+from kraftwire.node.wire import OFFSETS_TOPIC, addressed_topic
+from kraftwire.protocol.errors import Errors, KafkaProtocolError
+from kraftwire.protocol.framing import Request
+from kraftwire.raft.config import RaftConfig
+from kraftwire.raft.core import RaftCore
+from kraftwire.security.sasl import SASL_APIS
+from kraftwire.security.settings import ClientSecurity
+
+log = logging.getLogger(__name__)
+Address = tuple[str, int]
+
+
+class FatalNodeError(RuntimeError):
+    """The node cannot continue safely (e.g. a committed record it cannot apply)."""
+
+
+def raft_config(cfg: NodeConfig) -> RaftConfig:
+    return RaftConfig(
+        election_timeout_ms=cfg["controller.quorum.election.timeout.ms"],
+        fetch_timeout_ms=cfg["controller.quorum.fetch.timeout.ms"],
+        election_backoff_max_ms=cfg["controller.quorum.election.backoff.max.ms"],
+        request_timeout_ms=cfg["controller.quorum.request.timeout.ms"],
+        retry_backoff_ms=cfg["controller.quorum.retry.backoff.ms"],
+        append_linger_ms=cfg["controller.quorum.append.linger.ms"],
+        defer_flush=True,
+    )
+
+
+def directory_uuid(directory_id: str) -> uuid.UUID:
+    """meta.properties' base64url directory.id as the UUID BrokerRegistration carries."""
+    try:
+        raw = base64.urlsafe_b64decode(directory_id + "==")
+        if len(raw) == 16:
+            return uuid.UUID(bytes=raw)
+    except ValueError:
+        pass
+    return uuid.uuid4()
+
+
+async def discover_voters(servers: list[str], listener: str, timeout_s: float,
+                          security: ClientSecurity | None) -> dict[int, Address]:
+    """Voter ids and controller endpoints from DescribeQuorum v2 on controller.quorum.bootstrap.servers."""
+    from kraftwire.protocol.messages import describe_quorum_request as dq
+
+    last: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        for server in servers:
+            host, _, port = server.rpartition(":")
+            conn = Connection(tg, host.strip("[]"), int(port), client_id="kraftwire-broker-bootstrap",
+                              connect_timeout_s=timeout_s, security=security)
+            try:
+                resp = await conn.request(dq.DescribeQuorumRequest([dq.TopicData(
+                    reads.METADATA_TOPIC, [dq.PartitionData(0)])]), None, timeout_s)
+            except (RequestFailed, KafkaProtocolError) as e:
+                last = e
+                continue
+            finally:
+                await conn.close()
+            found = {}
+            for node in resp.nodes:
+                eps = [e for e in node.listeners if e.name == listener] or list(node.listeners)
+                if eps:
+                    found[node.node_id] = (eps[0].host, eps[0].port)
+            if found:
+                tg.cancel_scope.cancel()
+                return found
+    raise FatalNodeError(f"no voter endpoints from controller.quorum.bootstrap.servers {servers}: {last}")
+
+
+class Plane:
+    """What a set of listeners serves: one API table with its handlers, behind one authorization gate."""
+
+    def __init__(self, role: Any, dispatcher: Dispatcher) -> None:
+        self.role = role
+        self.dispatcher = dispatcher
+
+    async def handle(self, request: Request, ctx: RequestContext) -> Reply | None:
+        """Every request, direct or from an Envelope, passes the authorizer's rules first."""
+        return await self.role.security.handle(request, ctx, self.dispatcher.dispatch)
+
+
+class Server:
+    """One kraftwire process; ``log``/``store``/``cluster_id``/``directory_id`` may be injected (tests)."""
+
+    def __init__(self, cfg: NodeConfig, *, log: Any = None, store: Any = None, cluster_id: str | None = None,
+                 directory_id: uuid.UUID | None = None, bootstrap: list[Any] | None = None,
+                 offset_store: Any = None) -> None:
+        from kraftwire.node.broker_role import BrokerRole
+        from kraftwire.node.voter import VoterRole
+
+        self.cfg = cfg
+        self.node_id = cfg.node_id
+        self.voter_set: Any = None           # KIP-853 voter set read from the log (no controller.quorum.voters)
+        self.snapshot_control: tuple[Any, ...] = ()   # the control records every snapshot of it carries
+        if log is None:
+            log, store, cluster_id, directory_id, bootstrap = self._open_storage()
+        self.log, self.store = log, store
+        self.cluster_id: str = cluster_id or ""
+        self.directory_id = directory_id   # KIP-853 ReplicaDirectoryId of its Fetches
+        self.voters: dict[int, Address] = {v.node_id: (v.host, v.port) for v in cfg.voters}
+        self.raft_config = raft_config(cfg)
+        self.core: Any = None
+        self.driver: Any = None
+        self.metrics: Any = None
+        # One Raft core, several listeners: each role replays the committed log into its own image.
+        self.raft_listeners = FanOutListener([])
+        # Every request to another node goes through this one client (lanes per purpose: Raft's own,
+        # heartbeats, forwarding; relays for requests made on a client's behalf).
+        self.peers = PeerClient(self.voters, security=outbound_security(cfg), client_id=f"kraftwire-{cfg.node_id}",
+                                leader_hint=self.leader_hint,
+                                connect_timeout_s=cfg["controller.quorum.request.timeout.ms"] / 1000)
+        self.voter = VoterRole(self, bootstrap, offset_store) if cfg.is_controller else None
+        self.broker = BrokerRole(self) if cfg.is_broker else None
+        self.roles = [r for r in (self.voter, self.broker) if r is not None]
+        if self.voters:
+            self._build_raft()
+        self.server = KafkaServer(self.handle, self._api_versions_fallback,
+                                  max_request_bytes=cfg["socket.request.max.bytes"],
+                                  idle_timeout_s=cfg["connections.max.idle.ms"] / 1000,
+                                  limits=ConnectionLimits.from_config(cfg))
+        self.planes = {role: Plane(role, self._dispatcher(role)) for role in self.roles}
+        controller_names = set(cfg["controller.listener.names"])
+        self.listener_plane = {ep.name: self.planes[self.voter if self.voter is not None and (
+            self.broker is None or ep.name in controller_names) else self.broker] for ep in cfg.listeners}
+        self.bound: dict[str, Address] = {}
+        self._fatal: str | None = None
+        self._fatal_event = anyio.Event()
+
+    # -- construction ---------------------------------------------------------------------------
+    def _open_storage(self) -> tuple[Any, Any, str, uuid.UUID | None, list[Any] | None]:
+        from kraftwire.storage.data_dirs import open_data_dirs
+        from kraftwire.storage.log import FileLog
+        from kraftwire.storage.quorum_state import FileQuorumStateStore
+
+        cfg = self.cfg
+        meta, self.dir_locks = open_data_dirs(cfg)  # Kafka's .lock, held for the process life
+        directory_id = directory_uuid(meta.directory_id) if meta.directory_id else None
+        log = FileLog(cfg.metadata_log_dir / "__cluster_metadata-0", segment_bytes=cfg["metadata.log.segment.bytes"])
+        if cfg.is_controller and not cfg.voters:   # KIP-853: the voter set is in the log (format --standalone ...)
+            from kraftwire.node.dynamic_quorum import resolve_voters
+
+            self.voter_set, self.snapshot_control = resolve_voters(cfg, log, directory_id)
+        store = FileQuorumStateStore(cfg.metadata_log_dir / "__cluster_metadata-0" / "quorum-state")
+        if cfg.is_controller:
+            saved = store.read()
+            if saved is not None:
+                log.discard_epochs_above(saved.epoch)
+            elif (len(cfg.voters) > 1 and any(v.node_id == cfg.node_id for v in cfg.voters)
+                    and log.end_offset == 0 and log.latest_snapshot_id() is None):
+                # Fresh or wiped? Only the other voters can tell: re-join until they say (raft/core.py).
+                log.mark_rejoining("voter started on an empty directory (fresh, or wiped and re-formatted)")
+        return log, store, meta.cluster_id, directory_id, read_bootstrap(cfg.metadata_log_dir)
+
+    def _build_raft(self) -> None:
+        """The Raft core and its driver (a broker bootstrapping from controller.quorum.bootstrap.servers
+        builds them once it has learnt the voters)."""
+        cfg, log_ = self.cfg, self.log
+        vote_floor = getattr(log_, "vote_floor", None)
+        self.core = RaftCore(cfg.node_id, frozenset(self.voters), self.raft_config, log_, self.store, random.Random(),
+                             self.cluster_id, wall_ms(), listener=self.raft_listeners,
+                             rejoining=bool(getattr(log_, "rejoining", False)) and vote_floor is None,
+                             directory_id=self.directory_id, vote_floor=vote_floor,
+                             epoch_start_records=self._epoch_start_records())
+        voter = self.voter is not None   # DescribeQuorum lists the voters; BeginQuorumEpoch names our endpoint
+        self.driver = RaftDriver(self.core, self.peers, nodes=self.raft_nodes() if voter else [],
+                                 leader_endpoints=self.raft_endpoints() if voter else [],
+                                 request_timeout_ms=cfg["controller.quorum.request.timeout.ms"])
+        self.metrics = RaftMetrics(self.core, log_, controller=None if self.voter is None else self.voter.controller.role)
+        self.driver.metrics = self.metrics
+        for role in self.roles:
+            role.attach(self.core, self.driver)
+
+    def raft_nodes(self) -> list[tuple[int, str, int, str]]:
+        """The voters at their controller-listener addresses, as DescribeQuorum lists them."""
+        listener = self.cfg.controller_listener
+        return [(v.node_id, v.host, v.port, listener) for v in self.cfg.voters]
+
+    def raft_endpoints(self) -> list[tuple[str, str, int]]:
+        """This voter's own controller endpoint, as its BeginQuorumEpoch names it."""
+        listener = self.cfg.controller_listener
+        return [(e.name, e.host, e.port) for e in self.cfg.advertised() if e.name == listener]
+
+    def raft_driver(self, body: Any) -> RaftDriver:
+        """The quorum a Raft request addresses: the voters' offsets quorum by its topic, else the metadata's."""
+        offsets = None if self.voter is None else self.voter.offsets
+        if offsets is not None and addressed_topic(body) == OFFSETS_TOPIC:
+            return offsets.driver
+        return self.driver
+
+    def _epoch_start_records(self) -> Any:
+        """KIP-853: a new leader of a log-held voter set appends KRaftVersion and Voters after LeaderChange."""
+        if self.voter_set is None:
+            return None
+        from kraftwire.node.dynamic_quorum import EpochStartRecords
+
+        return EpochStartRecords(self.log)
+
+    def _dispatcher(self, role: Any) -> Dispatcher:
+        """A plane's one table: what every replica serves, then the role's own APIs."""
+        d = Dispatcher(role.apis, role.where, features=role.features)
+        d.on(1, partial(self._on_fetch, role))
+        d.on(2, partial(self._on_list_offsets, role))
+        d.on(0, self._on_produce)
+        d.on(55, self._on_describe_quorum)
+        role.register(d)
+        d.check(answered_elsewhere=SASL_APIS)
+        return d
+
+    def _api_versions_fallback(self) -> Reply:
+        return Reply(api_versions_response(self.roles[0].apis, int(Errors.UNSUPPORTED_VERSION)), 0)
+
+    # -- running --------------------------------------------------------------------------------
+    def leader_hint(self) -> int | None:
+        return None if self.core is None else self.core.leader_id
+
+    def stop(self, why: str) -> None:
+        """A role cannot go on: ``run`` raises FatalNodeError naming ``why``."""
+        if self._fatal is None:
+            self._fatal = why
+            self._fatal_event.set()
+
+    async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled; ``task_status`` gets the bound listener addresses."""
+        cfg = self.cfg
+        async with anyio.create_task_group() as tg:
+            self.peers.attach(tg)
+            if self.core is None:
+                self.voters = await discover_voters(cfg["controller.quorum.bootstrap.servers"], cfg.controller_listener,
+                                                    cfg["controller.quorum.request.timeout.ms"] / 1000,
+                                                    self.peers.security)
+                self.peers.set_peers(self.voters)
+                self._build_raft()
+            log.info("node %d starting: roles %s, cluster %s, voters %s, log end offset %d", cfg.node_id,
+                     ",".join(cfg.roles), self.cluster_id, sorted(self.voters), self.log.end_offset)
+            await tg.start(self.driver.run)
+            for role in self.roles:
+                await tg.start(role.run)
+            if cfg["kraftwire.metrics.port"]:
+                parts = [self.metrics] + ([self.broker.forwarding_metrics] if self.broker is not None else [])
+                host, port = await tg.start(serve_metrics, CombinedMetrics(*parts, self.server),
+                                            cfg["kraftwire.metrics.host"], cfg["kraftwire.metrics.port"])
+                log.info("metrics on http://%s:%d/metrics", host, port)
+            for ep in cfg.listeners:
+                role = self.listener_plane[ep.name].role
+                self.bound[ep.name] = await tg.start(partial(self.server.serve, role.security.spec(ep), **role.opening))
+            task_status.started(dict(self.bound))
+            await self._fatal_event.wait()
+            raise FatalNodeError(f"node {cfg.node_id} stopped: {self._fatal}")
+
+    async def shutdown(self, timeout_s: float | None = None, grace_s: float = 2.0) -> None:
+        """The broker's controlled shutdown (its leaderships move away), then the voter resigns."""
+        if self.broker is not None:
+            await self.broker.shutdown(timeout_s)
+        offsets = None if self.voter is None else self.voter.offsets
+        quorums = [(self.core, self.driver)] + ([] if offsets is None else [(offsets.core, offsets.driver)])
+        leading = [(core, driver) for core, driver in quorums if getattr(core, "is_leader", False)]
+        if self.voter is not None and leading:
+            for core, driver in leading:
+                driver.call(core.resign)   # EndQuorumEpoch; give it a moment to leave
+            with anyio.move_on_after(grace_s):
+                await anyio.sleep(min(grace_s, 0.2))
+        self.log.flush()
+        if offsets is not None:
+            offsets.close()
+        await self.peers.close()
+
+    # -- what every replica serves --------------------------------------------------------------
+    async def handle(self, request: Request, ctx: RequestContext) -> Reply | None:
+        return await self.listener_plane[ctx.listener].handle(request, ctx)
+
+    async def _on_fetch(self, role: Any, request: Request, ctx: RequestContext) -> Reply:
+        body, version = request.body, request.api_version
+        replica = body.replica_state.replica_id if version >= 15 else body.replica_id
+        if replica >= 0:   # a replica's Fetch is Raft's (an observer answers NOT_LEADER_OR_FOLLOWER)
+            return Reply(await self.raft_driver(body).handle_inbound(1, body, version), version)
+        return Reply(await serving.consumer_fetch(body, version, role.view, lambda: self.driver.changed), version)
+
+    async def _on_list_offsets(self, role: Any, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(reads.list_offsets_response(request.body, v, role.view), v)
+
+    async def _on_produce(self, request: Request, ctx: RequestContext) -> Reply | None:
+        return serving.refuse_produce(request.body, request.api_version)
+
+    async def _on_describe_quorum(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(await self.describe_quorum(request.body, v, request.header.client_id or ""), v)
+
+    async def describe_quorum(self, body: Any, version: int, client_id: str) -> Any:
+        """DescribeQuorum is the quorum leader's to answer: a follower or observer asks it (following
+        NOT_LEADER_OR_FOLLOWER hints, then every other voter) and relays its answer, as a Kafka broker
+        forwards it to the controller (kafka-python and Java Admin via bootstrap.servers ask any node)."""
+        driver = self.raft_driver(body)
+        own = await driver.handle_inbound(55, body, version)
+        if driver is not self.driver or not _not_leader(own):
+            return own
+        tried = {self.node_id}
+        hint = self.leader_hint()
+        order = ([hint] if hint is not None and hint in self.voters else []) + sorted(self.voters)
+        budget = anyio.current_time() + self.driver.request_timeout_s * len(self.voters)
+        while order and anyio.current_time() < budget:
+            node = order.pop(0)
+            if node in tried:
+                continue
+            tried.add(node)
+            try:
+                resp = await self.peers.relay(node, body, version, max(0.1, budget - anyio.current_time()),
+                                              client_id or "kraftwire-describe-quorum")
+            except RequestFailed as e:
+                log.debug("DescribeQuorum via node %d failed: %s", node, e)
+                continue
+            part = _not_leader(resp)
+            if part is not None:
+                if part.leader_id in self.voters and part.leader_id not in tried:
+                    order.insert(0, part.leader_id)
+                continue
+            return resp
+        return own   # nobody answered: this replica's own view
+
+
+def _not_leader(resp: Any) -> Any:
+    """The partition of a DescribeQuorum answer refused with NOT_LEADER_OR_FOLLOWER, else None."""
+    part = resp.topics[0].partitions[0] if resp.topics and resp.topics[0].partitions else None
+    return part if part is not None and part.error_code == Errors.NOT_LEADER_OR_FOLLOWER else None

@@ -1,0 +1,216 @@
+"""The voter role of a server (``process.roles=controller``): Raft voter, quorum controller, groups.
+
+It composes the controller role (``node/controller_shell``: the anyio side of
+``core/controller_role``), the group coordinator (``node/group_shell``) and the KIP-919
+registration of this voter's listeners, and registers their APIs in its plane's table: the Raft
+APIs, the controller APIs (answered by the active controller, NOT_CONTROLLER elsewhere), Envelopes
+from brokers, the group APIs, and Metadata/DescribeCluster listing the voters at their addresses
+on the client's listener. Its authorization reads the controller's committed image.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+
+from kraftwire.controller import ControllerConfig, QuorumController
+from kraftwire.controller import scram as scram_cmds
+from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
+from kraftwire.metadata import bootstrap_records
+from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
+from kraftwire.net.client import RequestFailed
+from kraftwire.net.server import Reply, RequestContext
+from kraftwire.node import reads
+from kraftwire.node.apis import CONTROLLER_APIS, ENVELOPE_APIS, Dispatcher, Features, supported
+from kraftwire.node.controller_registration import ControllerRegistrar, listener_endpoint
+from kraftwire.node.controller_shell import ControllerShell, snapshotter_for
+from kraftwire.node.envelope import ENVELOPE, handle_envelope
+from kraftwire.node.group_shell import GroupShell
+from kraftwire.node.offsets_quorum import OffsetsQuorum
+from kraftwire.node.raft_driver import wall_ms
+from kraftwire.node.secure import NodeSecurity
+from kraftwire.node.view import LogPartitionView
+from kraftwire.protocol.framing import Request
+from kraftwire.protocol.messages.describe_cluster_response import (
+    DescribeClusterBroker,
+    DescribeClusterResponse,
+)
+from kraftwire.security.sasl import SASL_APIS
+
+log = logging.getLogger(__name__)
+
+RAFT_KEYS = (52, 53, 54, 59)   # DescribeQuorum (55) and Fetch (1) are the server's
+
+
+class VoterRole:
+    """A voter's controller and group coordinator, and the APIs of the controller listeners."""
+
+    where = "here"
+
+    def __init__(self, server: Any, bootstrap: list[Any] | None, offset_store: Any) -> None:
+        cfg = self.cfg = server.cfg
+        self.server = server
+        self.node_id = cfg.node_id
+        snapshotter = snapshotter_for(cfg)
+        snapshotter.control = server.snapshot_control
+        self.controller = ControllerShell(cfg.node_id, QuorumController(ControllerConfig(
+            node_id=cfg.node_id, cluster_id=server.cluster_id, quorum_node_ids=tuple(server.voters),
+            session_timeout_ms=cfg["broker.session.timeout.ms"],
+            max_idle_interval_ms=cfg["metadata.max.idle.interval.ms"],
+            default_num_partitions=cfg["num.partitions"],
+            default_replication_factor=cfg["default.replication.factor"],
+            static_broker_configs={k: str(cfg[k]) for k in ("min.insync.replicas",) if k in cfg.raw})),
+            bootstrap or bootstrap_records(), snapshotter)
+        self.controller.role.on_fatal.append(lambda e: server.stop(str(e)))
+        server.raft_listeners.add(self.controller.role)
+        self.security = NodeSecurity(cfg, self.image, bootstrap=bootstrap)
+        client = (cfg.advertised() or cfg.listeners)[0]
+        group_config = GroupConfig.from_properties(cfg.raw, host=client.host, port=client.port)
+        group_voters = [(v.node_id, v.host, v.port) for v in cfg.voters]
+        # Group offsets: replicated by the voters' offsets quorum, or each owner's local file (docs/groups.md).
+        self.offsets: OffsetsQuorum | None = None
+        if offset_store is None and cfg["kraftwire.group.offsets.replication"] == "raft":
+            self.offsets = OffsetsQuorum(cfg, server.peers, server.raft_config, server.cluster_id,
+                                         nodes=server.raft_nodes(), leader_endpoints=server.raft_endpoints(),
+                                         group_config=group_config, directory_id=server.directory_id)
+            self.groups = GroupShell(None, wall_ms, server.peers, group_voters, node_id=cfg.node_id,
+                                     leader=self.offsets.leader_id, durable=self.offsets.durable)
+            self.offsets.attach(self.groups)
+        else:
+            if offset_store is None:
+                offset_store = FileOffsetStore(store_dir(cfg.metadata_log_dir))
+            self.groups = GroupShell(GroupCoordinator(cfg.node_id, offset_store, group_config), wall_ms,
+                                     server.peers, voters=group_voters)
+        self.apis = supported({**CONTROLLER_APIS, **GROUP_APIS, **ENVELOPE_APIS, **SASL_APIS})
+        self.opening: dict[str, Any] = {}   # controller listeners accept at once
+        self.view: Any = None
+        # Every voter of a multi-voter quorum registers its listeners (KIP-919), as Kafka's controllers do: the
+        # others learn its client listeners from it, and Kafka voters list only registered controllers to admin
+        # clients (an unregistered kraftwire leader cannot be found through them).
+        listener = cfg.controller_listener
+        names = set(cfg["controller.listener.names"]) if cfg.is_broker else {e.name for e in cfg.listeners}
+        advertised = [e for e in cfg.advertised() if e.name in names]
+        advertised += [e for e in cfg.listeners if e.name == listener and all(a.name != listener for a in advertised)]
+        self.registrar: ControllerRegistrar | None = None
+        if len(cfg.voters) > 1:
+            self.registrar = ControllerRegistrar(
+                cfg.node_id, [(e.name, e.host, e.port, cfg.security_protocol(e.name)) for e in advertised],
+                self.image, self._send_registration)
+
+    def image(self) -> Any:
+        return self.controller.controller.committed_image
+
+    def features(self) -> Features:
+        """Finalized levels with kraft.version (from KRaftVersionRecord, as Kafka reports it)."""
+        ctl = self.controller.controller
+        finalized = ctl.committed_image.features
+        if self.server.voter_set is not None:
+            finalized = {**finalized, KRAFT_VERSION: 1}
+        return SUPPORTED_FEATURES, finalized, ctl.committed_offset
+
+    def attach(self, core: Any, driver: Any) -> None:
+        self.controller.attach(core, driver)
+        self.controller.metrics = self.server.metrics
+        self.view = LogPartitionView(core, self.server.log)
+        if core.rejoining or core.vote_floor is not None:  # damage discarded on open: clear once back
+            driver.on_change.append(self._maybe_rejoined)
+
+    async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            if self.offsets is not None:
+                await tg.start(self.offsets.driver.run)
+            tg.start_soon(self.controller.run_timer)
+            tg.start_soon(self.groups.run_timer)
+            if self.registrar is not None:
+                tg.start_soon(self.registrar.run)
+            task_status.started()
+
+    def register(self, d: Dispatcher) -> None:
+        d.on(RAFT_KEYS, self._on_raft)
+        d.on(3, self._on_metadata)
+        d.on(60, self._on_describe_cluster)
+        d.on(GROUP_APIS, self._on_group)
+        d.on(50, self._on_describe_scram)   # any controller answers from its committed image
+        d.on([k for k in CONTROLLER_APIS if k != 50], self._on_controller)
+        d.on(ENVELOPE, self._on_envelope)
+
+    # -- handlers -------------------------------------------------------------------------------
+    async def _on_raft(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(await self.server.raft_driver(request.body).handle_inbound(request.api_key, request.body, v), v)
+
+    async def _on_metadata(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(reads.metadata_response(request.body, v, view=self.view, brokers=self._brokers(ctx.listener),
+                                             voters=list(self.server.voters), cluster_id=self.server.cluster_id,
+                                             controller_id=self.view.leader_id), v)
+
+    async def _on_describe_cluster(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        resp = DescribeClusterResponse(cluster_id=self.server.cluster_id, controller_id=self.view.leader_id,
+                                       brokers=[DescribeClusterBroker(b.node_id, b.host, b.port, b.rack)
+                                                for b in self._brokers(ctx.listener)])
+        if v >= 1:
+            resp.endpoint_type = getattr(request.body, "endpoint_type", 1)
+        return Reply(resp, v)
+
+    async def _on_group(self, request: Request, ctx: RequestContext) -> Reply:
+        key, v = request.api_key, request.api_version
+        resp = await self.groups.handle(key, v, request.body, request.header.client_id or "", ctx.client_host)
+        return Reply(self._own_coordinator(resp, v, ctx.listener) if key == 10 else resp, v)
+
+    async def _on_describe_scram(self, request: Request, ctx: RequestContext) -> Reply:
+        return Reply(scram_cmds.describe(self.image(), request.body), request.api_version)
+
+    async def _on_controller(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(await self.controller.handle(request.body, v), v)
+
+    async def _on_envelope(self, request: Request, ctx: RequestContext) -> Reply:
+        self.controller.maybe_activate()
+        # The inner request keeps the envelope's listener, so it is dispatched on this same plane.
+        return Reply(await handle_envelope(request.body, ctx, active=self.controller.controller.active,
+                                           served=self.apis, dispatch=self.server.handle), request.api_version)
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _maybe_rejoined(self) -> None:
+        core, log_ = self.server.core, self.server.log
+        if not core.rejoining and core.vote_floor is None and getattr(log_, "rejoining", False):
+            log_.rejoined()
+
+    def _brokers(self, listener: str | None = None) -> list[reads.BrokerInfo]:
+        """The voters at their addresses on ``listener`` (this node's advertised one, the others' from their
+        ControllerRegistration), or at their controller-listener address when that listener is unknown."""
+        own = next(((e.host, e.port) for e in self.cfg.advertised() if e.name == listener), None)
+        regs = self.image().controllers
+        out = []
+        for i, (h, p) in self.server.voters.items():
+            addr = own if own and i == self.node_id else listener_endpoint(regs.get(i), listener)
+            out.append(reads.BrokerInfo(i, *(addr or (h, p))))
+        return out
+
+    def _own_coordinator(self, resp: Any, version: int, listener: str) -> Any:
+        """FindCoordinator names the owning voter at its address on the client's listener (as Metadata
+        lists it), so that clients stay on the listener they came in on."""
+        addrs = {b.node_id: (b.host, b.port) for b in self._brokers(listener)}
+        for c in resp.coordinators if version >= 4 else [resp]:
+            if c.error_code == 0 and c.node_id in addrs:
+                c.host, c.port = addrs[c.node_id]
+        return resp
+
+    async def _send_registration(self, body: Any) -> Any:
+        """Our ControllerRegistration: applied directly when we are active, else sent to the leader."""
+        self.controller.maybe_activate()
+        if self.controller.controller.active:
+            return await self.controller.handle(body, 0)
+        leader = self.view.leader_id
+        if leader is None or leader < 0 or leader == self.node_id:
+            return None
+        try:
+            return await self.server.peers.relay(leader, body, 0, self.server.driver.request_timeout_s,
+                                                 "kraftwire-controller-registration")
+        except RequestFailed as e:
+            log.debug("controller registration to node %d failed: %s", leader, e)
+            return None
