@@ -118,16 +118,16 @@ def test_latest_voters_record_wins_and_snapshots_carry_it(tmp_path):
 
 
 def test_a_node_on_a_standalone_directory_runs_its_voter_set(tmp_path):
-    from kraftwire.node.node import Node
+    from kraftwire.node.server import Server
 
     cfg = _cfg(tmp_path)
     format_storage(cfg, CID, standalone=True, quiet=True)
-    node = Node(cfg)
+    node = Server(cfg)
     try:
-        assert node.voters == [1] and cfg.voters == [Voter(1, "127.0.0.1", 19093)]
+        assert list(node.voters) == [1] and cfg.voters == [Voter(1, "127.0.0.1", 19093)]
         assert node.voter_set is not None and node.voter_set.ids == {1}
-        assert node._finalized()["kraft.version"] == 1                      # ApiVersions' finalized levels
-        assert node.controller.role.snapshotter.control[1] == node.voter_set.to_record()
+        assert node.voter.features()[1]["kraft.version"] == 1              # ApiVersions' finalized levels
+        assert node.voter.controller.role.snapshotter.control[1] == node.voter_set.to_record()
     finally:
         node.log.close()
         for lock in getattr(node, "dir_locks", []):
@@ -135,12 +135,12 @@ def test_a_node_on_a_standalone_directory_runs_its_voter_set(tmp_path):
 
 
 def test_the_first_leader_copies_the_bootstrap_voter_set_into_the_log(tmp_path):
-    from kraftwire.node.node import Node
+    from kraftwire.node.server import Server
     from kraftwire.protocol.control import ControlType, control_type
 
     cfg = _cfg(tmp_path)
     format_storage(cfg, CID, standalone=True, quiet=True)
-    node = Node(cfg)
+    node = Server(cfg)
     node.core.tick(10_000)                  # a single voter stands and wins at once
     first = node.log.read(0, 1 << 20)[0]
     assert first.control and [control_type(r) for r in first.records] == [
