@@ -1,4 +1,4 @@
-"""In-process clusters: controller Nodes and BrokerNodes on loopback with memory storage."""
+"""In-process clusters: controller and broker Servers on loopback with memory storage."""
 
 from __future__ import annotations
 

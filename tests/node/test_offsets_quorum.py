@@ -1,4 +1,4 @@
-"""Group offsets replicated by the voters' offsets quorum (kraftwire.group.voter.offsets.replication=raft).
+"""Group offsets replicated by the voters' offsets quorum (kraftwire.group.offsets.replication=raft).
 
 Real Nodes on loopback, metadata in memory, the offsets quorum on files: the leader of the offsets
 quorum coordinates every group, other voters answer NOT_COORDINATOR and name it in FindCoordinator,
@@ -100,7 +100,7 @@ async def test_the_offsets_quorum_leader_coordinates_and_a_successor_keeps_the_o
         oc = await call(ports[owner - 1], commit("g", 42), 8)
         assert oc.topics[0].partitions[0].error_code == 0
         # acknowledged = committed by a majority; every voter applies it
-        await wait_for(lambda: all(("g", TOPIC, 0) in c.nodes[i].voter.offsets.machine.state.voter.offsets for i in (1, 2, 3)), 10)
+        await wait_for(lambda: all(("g", TOPIC, 0) in c.nodes[i].voter.offsets.machine.state.offsets for i in (1, 2, 3)), 10)
         assert await fetched(ports[owner - 1], "g") == (0, 42)
 
         c.stop(owner)
@@ -137,9 +137,9 @@ async def test_replicas_snapshot_the_offsets_and_a_wiped_voter_loads_the_leaders
         shutil.rmtree(tmp_path / f"n{victim}" / "__kraftwire_offsets-0")
         await c.start(tg, victim)
         back = c.nodes[victim].voter.offsets
-        await wait_for(lambda: back.machine.state.voter.offsets == c.nodes[owner].voter.offsets.machine.state.voter.offsets, 20)
+        await wait_for(lambda: back.machine.state.offsets == c.nodes[owner].voter.offsets.machine.state.offsets, 20)
         assert back.log.latest_snapshot_id() is not None
-        assert {k[0]: r.offset for k, r in back.machine.state.voter.offsets.items()} == {
+        assert {k[0]: r.offset for k, r in back.machine.state.offsets.items()} == {
             "s0": 28, "s1": 29, "s2": 26, "s3": 27}
         tg.cancel_scope.cancel()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -22,15 +23,14 @@ FAST = ["controller.quorum.election.timeout.ms=500", "controller.quorum.fetch.ti
 
 
 def free_port_block(n: int, offsets: list[int] | None = None) -> int:
-    """A base port with n consecutive free ports, or free ports at base + each of ``offsets`` (best effort)."""
+    """A base port with n consecutive free ports, or free ports at base + each of ``offsets`` (best effort).
+
+    The block lies below the kernel's ephemeral range (32768-60999): a port from that range, free when
+    chosen, could be taken by any outgoing connection on the box before the node binds it."""
     wanted = list(range(n)) if offsets is None else offsets
+    rng = random.Random()
     for _ in range(200):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        base = s.getsockname()[1]
-        s.close()
-        if base + max(wanted) >= 65000:
-            continue
+        base = rng.randrange(21000, 32700 - max(wanted))
         ok = True
         for p in (base + o for o in wanted):
             t = socket.socket()
