@@ -125,7 +125,7 @@ def error_response(api_key: int, version: int, body: Any, error: int = UNAVAILAB
         return ofr.OffsetFetchResponse(topics=[ofr.OffsetFetchResponseTopic(name=t.name, partitions=[
             ofr.OffsetFetchResponsePartition(partition_index=i, committed_offset=-1, error_code=error)
             for i in t.partition_indexes]) for t in body.topics or []])
-    raise ValueError(f"API {api_key} is not a group API")
+    return body.error_response(version, error, None)   # the generated answer carrying ``error`` everywhere
 
 
 def _timeout_s(api_key: int, version: int, body: Any) -> float:

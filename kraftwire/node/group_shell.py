@@ -79,13 +79,13 @@ class GroupShell:
 
     # -- requests ----------------------------------------------------------------------------------
     async def handle(self, api_key: int, version: int, body: Any, client_id: str, client_host: str) -> Any:
-        if api_key == FIND_COORDINATOR and body.key_type == 0:
+        if api_key == FIND_COORDINATOR:   # every key type: groups where the router says, others refused
             return find_coordinator(version, body, self.router.owner)
 
         async def local(request: Any) -> Any:
             return await self._local(api_key, version, request, client_id, client_host)
 
-        if self.replicated or api_key in (FIND_COORDINATOR, LIST_GROUPS):
+        if self.replicated or api_key == LIST_GROUPS:
             # raft placement: answered here (NOT_COORDINATOR off the leader); ListGroups: groups held here
             return await local(body)
         return await self.router.route(api_key, version, body, client_id, local)

@@ -206,3 +206,22 @@ def test_the_shell_answers_not_coordinator_when_leadership_goes():
         assert got[0].error_code == Errors.NOT_COORDINATOR and shell.coordinator is None and store.closed
 
     anyio.run(go)
+
+
+def test_find_coordinator_of_any_key_type_is_answered_without_a_coordinator_here():
+    """The chaos fuzzer's finding: FindCoordinator for a transaction (or unknown) key type on a voter that
+    coordinates nothing raised inside the shell (UNKNOWN_SERVER_ERROR and a traceback in the log)."""
+    from kraftwire.node.group_shell import GroupShell
+    from kraftwire.protocol.messages.find_coordinator_request import FindCoordinatorRequest
+
+    shell = GroupShell(None, lambda: 1000, None, [(1, "a", 1)], node_id=1, leader=lambda: None,
+                       durable=None)
+
+    async def go():
+        for key_type, expected in ((1, Errors.COORDINATOR_NOT_AVAILABLE), (2, Errors.INVALID_REQUEST),
+                                   (7, Errors.INVALID_REQUEST), (0, Errors.COORDINATOR_NOT_AVAILABLE)):
+            resp = await shell.handle(10, 5, FindCoordinatorRequest(key_type=key_type, coordinator_keys=["x"]),
+                                      "c", "h")
+            assert [c.error_code for c in resp.coordinators] == [expected], key_type
+
+    anyio.run(go)
