@@ -68,6 +68,13 @@ def run(args: argparse.Namespace) -> int:
     from kraftwire.cli.errors import ExitCode, OperatorError
     from kraftwire.cli.node_config import port_in_use
 
+    # Arguments first: a usage error is reported as such whatever else is wrong on the machine.
+    from kraftwire.cli.storage import metadata_level
+
+    try:
+        level = metadata_level(args.release_version, None)
+    except ValueError as e:
+        raise OperatorError(str(e), ExitCode.USAGE) from None
     for i in range(1, args.voters + 1):
         ports = [("CONTROLLER", args.base_port + i - 1)]
         if args.combined:
@@ -77,12 +84,6 @@ def run(args: argparse.Namespace) -> int:
                 raise OperatorError(f"node {i}: port {port} on 127.0.0.1 (listener {name}) is already in use; "
                                     "stop the process using it or pick other ports with --base-port",
                                     ExitCode.PORT_IN_USE)
-    from kraftwire.cli.storage import metadata_level
-
-    try:
-        level = metadata_level(args.release_version, None)
-    except ValueError as e:
-        raise OperatorError(str(e), ExitCode.USAGE) from None
     configs = write_configs(base, args.voters, args.base_port, combined=args.combined)
     cluster_id = None
     for cfg_path in configs:
