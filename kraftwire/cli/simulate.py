@@ -72,6 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--wire", action="store_true",
                    help="send every simulated message through the Kafka wire format (encode, decode, "
                         "convert back) at the versions kraftwire advertises")
+    p.add_argument("--reconfig", action="store_true",
+                   help="KIP-853: a kraft.version 1 quorum whose voters an admin adds and removes under the faults")
     p.add_argument("--bugs", default="", help=argparse.SUPPRESS)  # test-only deliberate bugs
     p.add_argument("--spark", action="store_true", help="run the seeds as Spark tasks (needs PySpark)")
     p.add_argument("--master", default=None, metavar="URL", help="Spark master URL with --spark (default local[*])")
@@ -84,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
     bugs = frozenset(b for b in args.bugs.split(",") if b)
     cfg = SimConfig(voters=args.voters, observers=args.observers, faults=args.faults,
                     duration_ms=args.duration_ms, bugs=bugs, controller=args.controller,
-                    metadata_version=max(0, args.metadata_version), wire=args.wire)
+                    metadata_version=max(0, args.metadata_version), wire=args.wire, reconfig=args.reconfig)
     seeds = [args.seed] if args.seed is not None else range(args.start_seed, args.start_seed + args.seeds)
     import time
 
@@ -103,14 +105,15 @@ def _run(args: argparse.Namespace) -> int:
         results = spark_sweep(spark_session(args.master, app_name="kraftwire-simulate"), seeds, cfg, args.tasks)
     else:
         results = run_seeds(seeds, cfg)
-    total = bad = 0
+    total = bad = changes = 0
     with bar(total=len(seeds), desc="simulate", unit="seed") as progress:
         for result in results:
             total += 1
+            changes += result.voter_changes
             progress.update(1)
             if not result.ok:
                 bad += 1
                 progress.write(f"seed={result.seed} {result.violations[0]} | repro: {result.repro}", file=sys.stdout)
-    print(f"seeds={total} violations={bad}", flush=True)   # the result line (same for local and Spark runs)
+    print(f"seeds={total} violations={bad}" + (f" voter_changes={changes}" if args.reconfig else ""), flush=True)   # the result line (same for local and Spark runs)
     print(f"simulate: {total} seeds in {time.monotonic() - started:.1f} s", file=sys.stderr)
     return 1 if bad else 0

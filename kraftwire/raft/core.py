@@ -41,6 +41,7 @@ from kraftwire.raft.log import (
     ReplicatedLog,
     SnapshotId,
 )
+from kraftwire.raft.reconfig import VoterChanges, VoterHistory
 from kraftwire.raft.state import (
     Candidate,
     Follower,
@@ -56,6 +57,7 @@ from kraftwire.raft.state import (
     Voted,
     check_transition,
 )
+from kraftwire.raft.voter_set import VoterSet
 
 NONE = int(Errors.NONE)
 _LEADERLESS = (Unattached, Voted, Prospective, Candidate, Observer)
@@ -98,6 +100,7 @@ class Kind(Enum):
     FETCH = "fetch"
     PROBE = "probe"          # a re-joining voter's Fetch to learn a voter's epoch
     SNAPSHOT = "snapshot"
+    VERSIONS = "versions"    # KIP-853: ApiVersions to a voter being added (its kraft.version range)
 
 
 @dataclass(slots=True)
@@ -125,15 +128,22 @@ class RaftCore:
                  listener: RaftListener | None = None, *, rejoining: bool = False,
                  directory_id: uuid.UUID | None = None, vote_floor: tuple[int, int] | None = None,
                  faults: RaftFaults = NO_FAULTS,
-                 epoch_start_records: Callable[[], Sequence[Record]] | None = None) -> None:
+                 epoch_start_records: Callable[[], Sequence[Record]] | None = None,
+                 voter_history: VoterHistory | None = None, listener_name: str | None = None) -> None:
         self.node_id = -1 if node_id is None else node_id
+        # KIP-853: with a history the voters are the latest VotersRecord of the log (``voters`` is then only
+        # where a replica whose log names no set yet looks for the leader); without one they are fixed.
+        self.history = voter_history
+        self.listener_name = listener_name     # controller listener a new voter must have an endpoint on
+        self._static_voters = tuple(sorted(set(voters)))
+        self._changes = VoterChanges(self)
         # KIP-853: records a new leader writes after LeaderChange in the same control batch (the shell's
         # KRaftVersion/Voters copy of a bootstrap voter set the log does not hold yet, as Kafka's leader does).
         self._epoch_start_records = epoch_start_records
         self.directory_id = directory_id  # meta.properties directory.id (KIP-853 ReplicaDirectoryId)
         # (epoch, end offset) an undamaged log of ours reached at most (see ``vote_floor``).
         self._vote_floor = vote_floor
-        self.voters: tuple[int, ...] = tuple(sorted(set(voters)))
+        self.voters: tuple[int, ...] = self._voter_ids()
         self.is_voter = self.node_id in self.voters
         self.config = config
         self.log = log
@@ -189,8 +199,25 @@ class RaftCore:
 
     @property
     def can_elect(self) -> bool:
-        """May vote (a voter that is not re-joining after a wipe)."""
-        return self.is_voter and self._rejoin is None
+        """May vote and stand (a voter that is not re-joining after a wipe, or an interim member)."""
+        return (self.is_voter or self._interim_member) and self._rejoin is None
+
+    @property
+    def _interim_member(self) -> bool:
+        """KIP-853 / Raft dissertation 4.2.2: a replica the *uncommitted* latest voter set leaves out but the set
+        before it names still stands for election (votes counted in the latest set): until that set commits it
+        may hold the only log that has it, e.g. a leader that removed itself and crashed before the commit."""
+        if self.history is None or self.is_voter:
+            return False
+        entries = self.history.entries
+        return (len(entries) >= 2 and entries[-1][0] >= (self.hw or 0)
+                and self.node_id in entries[-2][1].ids)
+
+    @property
+    def may_vote(self) -> bool:
+        """May grant votes: a voter, or with a dynamic quorum any replica not re-joining (KIP-853: the
+        candidate's voter set may be newer than ours, so a replica it names answers whatever ours says)."""
+        return self.can_elect or (self.dynamic and self._rejoin is None)
 
     @property
     def can_stand(self) -> bool:
@@ -241,6 +268,12 @@ class RaftCore:
             self._on_fetch_snapshot_request(now, request_id, msg)
         elif isinstance(msg, m.DescribeQuorumRequest):
             self._respond(request_id, self.describe_quorum(now))
+        elif isinstance(msg, m.AddRaftVoterRequest):
+            self._changes.handle_add(now, request_id, msg)
+        elif isinstance(msg, m.RemoveRaftVoterRequest):
+            self._changes.handle_remove(now, request_id, msg)
+        elif isinstance(msg, m.UpdateRaftVoterRequest):
+            self._changes.handle_update(now, request_id, msg)
         else:
             raise TypeError(f"not a raft request: {msg!r}")
         self._poll(now)
@@ -259,6 +292,8 @@ class RaftCore:
                 self._on_fetch_snapshot_response(now, req, msg)
             elif isinstance(msg, m.BeginQuorumEpochResponse | m.EndQuorumEpochResponse):
                 self._on_epoch_response(now, req, msg)
+            elif isinstance(msg, m.KraftVersionsResponse):
+                self._changes.on_versions(now, request_id, msg)
         self._poll(now)
         return self._drain()
 
@@ -271,6 +306,8 @@ class RaftCore:
             st = self.state
             if req.kind is Kind.FETCH and isinstance(st, Observer) and st.epoch == req.epoch:
                 st.next_index += 1
+            if req.kind is Kind.VERSIONS:
+                self._changes.on_versions(now, request_id, None)
         self._poll(now)
         return self._drain()
 
@@ -300,6 +337,10 @@ class RaftCore:
         self._poll(now)
         return self._drain()
 
+    def snapshot_control(self, end_offset: int) -> tuple[Record, ...]:
+        """The KRaftVersion/Voters records a snapshot ending at ``end_offset`` must carry (KIP-853), or ()."""
+        return () if self.history is None else self.history.control_records_at(end_offset)
+
     def create_snapshot(self, snapshot_id: SnapshotId, batches: Sequence[RecordBatch]) -> None:
         """Store the state machine's snapshot covering offsets below ``snapshot_id.end_offset``.
 
@@ -316,13 +357,15 @@ class RaftCore:
     def delete_before(self, snapshot_id: SnapshotId) -> None:
         """Log cleaning: drop the log prefix below a held snapshot and every older snapshot."""
         self.log.delete_before(snapshot_id)
+        if self.history is not None:
+            self.history.compact(self.log.start_offset)
 
     def next_deadline(self) -> int | None:
         """The latest time at which ``tick`` must next be called (None: only on events)."""
         st = self.state
         times: list[int] = []
         if isinstance(st, Unattached | Voted):
-            if self.can_stand:
+            if self.can_stand or not self.can_elect:
                 times.append(st.election_deadline)
         elif isinstance(st, Candidate):
             times.append(st.backoff_until if st.backoff_until is not None else st.election_deadline)
@@ -334,13 +377,16 @@ class RaftCore:
             if not st.shutting_down:
                 times.append(st.election_deadline)
         elif isinstance(st, Leader):
-            if len(self.voters) > 1:
+            if self._checks_quorum:
                 times.append(st.check_quorum_deadline)
             if st.linger_deadline is not None:
                 times.append(st.linger_deadline)
             if st.unendorsed:
                 times.append(st.bqe_next_ms)
             times.extend(p.deadline for p in st.parked.values())
+            change = self._changes.next_deadline()
+            if change is not None:
+                times.append(change)
         times.extend(t for d, t in self._backoff.items() if d not in self._busy)
         return min(times) if times else None
 
@@ -423,20 +469,96 @@ class RaftCore:
         self._busy.clear()
         self._backoff.clear()
 
+    # ------------------------------------------------------------------------------ KIP-853 voter set
+    def _voter_ids(self) -> tuple[int, ...]:
+        latest = None if self.history is None else self.history.latest
+        return self._static_voters if latest is None else tuple(sorted(latest[1].ids))
+
+    @property
+    def dynamic(self) -> bool:
+        """The voters come from the log (kraft.version 1), not from the configuration."""
+        return self.history is not None and self.history.latest is not None
+
+    @property
+    def _checks_quorum(self) -> bool:
+        """Only a sole voter leading itself is exempt (a leader outside the set in force is not)."""
+        return len(self.voters) > 1 or not self.is_voter
+
+    def _votes(self, ids: set[int]) -> int:
+        """How many of ``ids`` are voters of the set in force (grants of a replaced set do not count)."""
+        return len(ids) if not self.dynamic else sum(1 for v in ids if v in self.voters)
+
+    def _apply_voters(self, now: int) -> None:
+        """The voter set in force changed (appended, replicated, truncated away or loaded from a snapshot)."""
+        ids = self._voter_ids()
+        if ids == self.voters:
+            return
+        old = set(self.voters)
+        self.voters = ids
+        self.is_voter = self.node_id in ids
+        self.majority = len(ids) // 2 + 1
+        story.voters_changed(self, sorted(old), list(ids))
+        st = self.state
+        if isinstance(st, Leader):
+            # check-quorum counts fetches of the new set from now on (a sole voter's deadline is stale)
+            st.check_quorum_deadline = now + int(self.config.fetch_timeout_ms * self.config.check_quorum_factor)
+            st.fetched_voters.clear()
+            for v in set(ids) - old:
+                st.voters[v] = st.observers.pop(v, None) or ReplicaProgress()
+                if v != self.node_id and st.voters[v].end_offset is None:
+                    st.unendorsed.add(v)
+            for v in old - set(ids):
+                st.observers[v] = st.voters.pop(v)
+                st.unendorsed.discard(v)
+                st.fetched_voters.discard(v)
+            self._leader_progress(now, st)
+        elif not self.can_elect:
+            # A replica the new set leaves out votes no more and stands no more (Kafka's isVoter checks).
+            if isinstance(st, Unattached | Voted):
+                self._set_state(Observer(st.epoch))
+            elif isinstance(st, Prospective):
+                self._prevote_lost(now, st)
+            elif isinstance(st, Candidate):
+                self._to_unattached(now, st.epoch + 1)
+        elif isinstance(st, Observer) and self.can_elect:
+            self._set_state(Unattached(st.epoch, now + self._election_timeout()))
+
+    def _append_voters(self, now: int, voters: VoterSet) -> int:
+        """Leader: write ``voters`` as a VotersRecord now (after any gathered data); it is in force at once."""
+        st = self.state
+        assert isinstance(st, Leader) and self.history is not None
+        if st.pending:
+            records, st.pending, st.linger_deadline = st.pending, [], None
+            self.log.append_as_leader(records, st.epoch, timestamp_ms=now)
+        offset = self.log.end_offset
+        rec = voters.to_record()
+        self.log.append_as_leader([rec], st.epoch, control=True, timestamp_ms=now)
+        self.history.on_append([RecordBatch(offset, st.epoch, (rec,), control=True)])
+        self._apply_voters(now)
+        if not self.config.defer_flush:
+            self._flush()
+        self._leader_progress(now, st)
+        return offset
+
+    def _send_versions_probe(self, now: int, dest: int, msg: m.KraftVersionsRequest) -> int:
+        rid = self._next_id
+        self._send(now, dest, Kind.VERSIONS, msg)
+        return rid
+
     # ------------------------------------------------------------------------------ transitions
     def _initial_state(self, now: int) -> State:
         saved = self._persisted
         log_epoch = self.log.last_epoch()
         if saved is None or saved.epoch < log_epoch:
             return self._leaderless(now, max(log_epoch, saved.epoch if saved else 0))
-        if saved.leader_id == self.node_id and self.is_voter:
+        if saved.leader_id == self.node_id and (self.is_voter or self._interim_member):
             # Never lead the old epoch again: come back resigned in it (Kafka 3.9).
             return Resigned(saved.epoch, now + self._election_timeout(), (), set())
-        if saved.voted_id == self.node_id and saved.leader_id is None and self.is_voter and self._rejoin is None:
+        if saved.voted_id == self.node_id and saved.leader_id is None and (self.is_voter or self._interim_member) and self._rejoin is None:
             return Candidate(saved.epoch, 1, now + self._election_timeout(), granted={self.node_id})
         if saved.leader_id is not None and saved.leader_id >= 0:
             return Follower(saved.epoch, saved.leader_id, now + self._fetch_timeout())
-        if saved.voted_id is not None and self.is_voter:
+        if saved.voted_id is not None and (self.is_voter or self._interim_member):
             return Voted(saved.epoch, saved.voted_id, now + self._election_timeout())
         return self._leaderless(now, saved.epoch)
 
@@ -451,6 +573,7 @@ class RaftCore:
             for parked in old.parked.values():
                 self._respond(parked.request_id, self._fetch_error(Errors.NOT_LEADER_OR_FOLLOWER, st))
             old.parked.clear()
+            self._changes.leadership_lost()
         check_transition(old, st)
         self.state = st
         story.transition(self, old, st)
@@ -477,7 +600,7 @@ class RaftCore:
 
     def _maybe_win_prevote(self, now: int) -> None:
         st = self.state
-        if isinstance(st, Prospective) and len(st.granted) >= self.majority:
+        if isinstance(st, Prospective) and self._votes(st.granted) >= self.majority:
             self._to_candidate(now)
 
     def _prevote_lost(self, now: int, st: Prospective) -> None:
@@ -503,7 +626,7 @@ class RaftCore:
 
     def _maybe_win(self, now: int) -> None:
         st = self.state
-        if isinstance(st, Candidate) and len(st.granted) >= self.majority:
+        if isinstance(st, Candidate) and self._votes(st.granted) >= self.majority:
             self._to_leader(now)
 
     def _to_leader(self, now: int) -> None:
@@ -516,8 +639,11 @@ class RaftCore:
                         now + int(self.config.fetch_timeout_ms * self.config.check_quorum_factor), bqe_next_ms=now)
         self._set_state(leader)
         extra = list(self._epoch_start_records()) if self._epoch_start_records is not None else []
-        self.log.append_as_leader([leader_change_record(self.node_id, self.voters, granted), *extra], epoch,
-                                  control=True, timestamp_ms=now)
+        first = [leader_change_record(self.node_id, self.voters, granted), *extra]
+        self.log.append_as_leader(first, epoch, control=True, timestamp_ms=now)
+        if extra and self.history is not None and self.history.on_append([RecordBatch(start, epoch, tuple(first),
+                                                                                      control=True)]):
+            self._apply_voters(now)
         self._flush()
         self._leader_progress(now, leader)
 
@@ -567,14 +693,18 @@ class RaftCore:
         elif isinstance(st, Unattached | Voted):
             if self.can_stand and (now >= st.election_deadline or len(self.voters) == 1):
                 self._to_prospective(now)
+            elif not self.can_elect and now >= st.election_deadline:
+                self._set_state(Observer(st.epoch))   # a non-voter that voted goes back to looking for the leader
         elif isinstance(st, Observer):
             self._poll_observer(now, st)
         elif isinstance(st, Resigned):
             self._poll_resigned(now, st)
 
     def _poll_leader(self, now: int, st: Leader) -> None:
-        if len(self.voters) > 1 and now >= st.check_quorum_deadline:
-            self._to_resigned(now)
+        outside = (not self.is_voter and st.hw is not None and self.history is not None
+                   and self.history.latest is not None and self.history.latest[0] < st.hw)
+        if self._changes.poll(now, st) or outside or (self._checks_quorum and now >= st.check_quorum_deadline):
+            self._to_resigned(now)   # check-quorum, or we removed ourselves and that commit is in
             return
         if st.pending and (st.linger_deadline is None or now >= st.linger_deadline
                            or len(st.pending) >= self.config.max_batch_records):
@@ -595,7 +725,7 @@ class RaftCore:
                 self._respond(parked.request_id, self._fetch_data(st, parked.fetch_offset, parked.max_bytes))
 
     def _poll_candidate(self, now: int, st: Candidate) -> None:
-        if len(st.granted) >= self.majority:
+        if self._votes(st.granted) >= self.majority:
             self._to_leader(now)
             return
         if st.backoff_until is not None:
@@ -612,10 +742,10 @@ class RaftCore:
                 self._send(now, v, Kind.VOTE, req)
 
     def _poll_prospective(self, now: int, st: Prospective) -> None:
-        if len(st.granted) >= self.majority:
+        if self._votes(st.granted) >= self.majority:
             self._to_candidate(now)
             return
-        if now >= st.election_deadline or len(self.voters) - len(st.rejected) < self.majority:
+        if now >= st.election_deadline or len(self.voters) - self._votes(st.rejected) < self.majority:
             self._prevote_lost(now, st)
             return
         req = m.VoteRequest(self.cluster_id, st.epoch, self.node_id, self.log.last_epoch(), self.log.end_offset,
@@ -720,7 +850,7 @@ class RaftCore:
             self._respond(rid, self._vote_response(Errors.NONE, granted))
             return
         granted = self._can_grant(req)
-        if granted and isinstance(self.state, Unattached | Voted):
+        if granted and isinstance(self.state, Unattached | Voted | Observer):
             if not isinstance(self.state, Voted):
                 self._set_state(Voted(self.state.epoch, req.candidate_id, now + self._election_timeout()))
         story.vote(self, req, granted)
@@ -728,10 +858,10 @@ class RaftCore:
 
     def _can_grant(self, req: m.VoteRequest) -> bool:
         st = self.state
-        if not self.can_elect or req.candidate_id not in self.voters:
+        if not self.may_vote or (req.candidate_id not in self.voters and not self.dynamic):
             return False
         up_to_date = self._up_to_date(req.last_offset_epoch, req.last_offset)
-        if isinstance(st, Unattached):
+        if isinstance(st, Unattached) or (isinstance(st, Observer) and self.voted_for() is None):
             return up_to_date
         if isinstance(st, Voted):
             if st.voted_id == req.candidate_id:
@@ -750,7 +880,7 @@ class RaftCore:
         may be the only one whose grant can end the leaderless epoch.
         """
         st = self.state
-        if not self.can_elect or req.candidate_id not in self.voters:
+        if not self.may_vote or (req.candidate_id not in self.voters and not self.dynamic):
             return False
         if isinstance(st, Leader):
             return False
@@ -796,7 +926,7 @@ class RaftCore:
             self._maybe_win(now)
         else:
             st.rejected.add(req.dest)
-            if len(self.voters) - len(st.rejected) < self.majority and st.backoff_until is None:
+            if len(self.voters) - self._votes(st.rejected) < self.majority and st.backoff_until is None:
                 self._start_backoff(now, st)
 
     # ------------------------------------------------------------------------------ Begin/EndQuorumEpoch
@@ -920,7 +1050,7 @@ class RaftCore:
         if replica in st.voters and replica != self.node_id:
             st.unendorsed.discard(replica)
             st.fetched_voters.add(replica)
-            if len(st.fetched_voters) >= self.majority - 1:
+            if len(st.fetched_voters) >= self.majority - (1 if self.is_voter else 0):
                 st.fetched_voters.clear()
                 st.check_quorum_deadline = now + int(self.config.fetch_timeout_ms * self.config.check_quorum_factor)
 
@@ -968,7 +1098,7 @@ class RaftCore:
 
     def _leader_progress(self, now: int, st: Leader) -> None:
         """Recompute the HW after our log or a replica's fetch offset moved."""
-        own = st.voters.setdefault(self.node_id, ReplicaProgress())
+        own = st.voters[self.node_id] if self.is_voter else st.observers.setdefault(self.node_id, ReplicaProgress())
         own.end_offset = self.log.flushed_offset
         own.last_fetch_ms = own.last_caught_up_ms = now
         offsets = [p.end_offset if p.end_offset is not None else -1 for p in st.voters.values()]
@@ -977,7 +1107,8 @@ class RaftCore:
         offsets.sort(reverse=True)
         # A majority's durable copies commit an offset; like Kafka's leader, ours also waits for its own
         # (with defer_flush that fsync overlaps replication instead of preceding it).
-        candidate = min(offsets[len(self.voters) // 2], own.end_offset)
+        quorum = len(self._static_voters if self.faults.hw_old_majority else self.voters)
+        candidate = min(offsets[min(quorum // 2, len(offsets) - 1)], own.end_offset)
         if candidate <= 0:
             return
         if candidate <= st.epoch_start_offset and not self.faults.no_own_epoch_hw_rule:
@@ -1048,12 +1179,16 @@ class RaftCore:
                     f"below high watermark {self.hw}")
             story.truncation(self, req.dest, st.epoch, cut, self.log.end_offset)
             self.log.truncate_to(cut)
+            if self.history is not None and self.history.truncate(cut):
+                self._apply_voters(now)
         elif p.batches:
             batches = p.batches
             if batches[0].base_offset < self.log.end_offset:
                 batches = [b for b in batches if b.base_offset >= self.log.end_offset]
             if batches and batches[0].base_offset == self.log.end_offset:
                 self.log.append_as_follower(batches)
+                if self.history is not None and self.history.on_append(batches):
+                    self._apply_voters(now)   # a voter set takes effect when it reaches the log (KIP-853)
         if not self.config.defer_flush:
             self._flush()
         if p.high_watermark >= 0 and p.diverging_epoch is None:
@@ -1162,9 +1297,9 @@ class RaftCore:
         if len(dl.data) < p.size:
             return
         st.snapshot = None
-        self._install_snapshot(sid, bytes(dl.data))
+        self._install_snapshot(now, sid, bytes(dl.data))
 
-    def _install_snapshot(self, sid: SnapshotId, data: bytes) -> None:
+    def _install_snapshot(self, now: int, sid: SnapshotId, data: bytes) -> None:
         """A whole snapshot arrived: it replaces our log; the listener loads it on the next delivery."""
         if self.hw is not None and sid.end_offset < self.hw:
             return  # never give up committed entries we hold for an older snapshot
@@ -1173,6 +1308,9 @@ class RaftCore:
         except DecodeError:
             return  # corrupt in transit: the next Fetch asks for it again
         story.snapshot_installed(self, sid, len(data))
+        if self.history is not None:
+            self.history = VoterHistory.from_log(self.log)
+            self._apply_voters(now)
         self._raise_hw(sid.end_offset)
         if self.faults.snapshot_not_loaded:
             self._applied = max(self._applied, sid.end_offset)

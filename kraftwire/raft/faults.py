@@ -21,6 +21,8 @@ class RaftFaults:
     no_truncate_on_diverge: bool = False  # ignore a Fetch answer's diverging epoch
     snapshot_not_loaded: bool = False     # drop a downloaded snapshot instead of loading it
     prevote_lost_stands: bool = False     # stand as a candidate after losing the pre-vote
+    two_changes_in_flight: bool = False   # KIP-853: start a voter change before the previous one committed
+    hw_old_majority: bool = False         # KIP-853: commit on a majority of the first voter set, not the one in force
 
     @classmethod
     def named(cls, names: Iterable[str]) -> RaftFaults:

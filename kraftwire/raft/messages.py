@@ -206,10 +206,64 @@ class DescribeQuorumResponse:
     partition: DescribeQuorumPartition | None = None
 
 
+# ------------------------------------------------------------------- KIP-853 voter changes (API 80-82)
+Listener = tuple[str, str, int]   # (name, host, port) of a voter endpoint
+
+
+@dataclass(frozen=True, slots=True)
+class AddRaftVoterRequest:
+    cluster_id: str | None
+    timeout_ms: int
+    voter_id: int
+    voter_directory_id: uuid.UUID
+    listeners: tuple[Listener, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveRaftVoterRequest:
+    cluster_id: str | None
+    voter_id: int
+    voter_directory_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateRaftVoterRequest:
+    cluster_id: str | None
+    current_leader_epoch: int
+    voter_id: int
+    voter_directory_id: uuid.UUID
+    listeners: tuple[Listener, ...]
+    kraft_range: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class VoterChangeResponse:
+    """AddRaftVoter / RemoveRaftVoter answer (the same fields); UpdateRaftVoter adds the leader."""
+
+    error_code: int = 0
+    error_message: str | None = None
+    leader: LeaderIdAndEpoch | None = None   # UpdateRaftVoter's CurrentLeader (the shell adds host/port)
+
+
+@dataclass(frozen=True, slots=True)
+class KraftVersionsRequest:
+    """Ask a would-be voter, at ``listeners``, which kraft.version levels it supports (Kafka's leader
+    sends it ApiVersions); the shell answers with a ``KraftVersionsResponse``."""
+
+    listeners: tuple[Listener, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class KraftVersionsResponse:
+    error_code: int = 0
+    kraft_range: tuple[int, int] | None = None   # None: the peer advertises no kraft.version
+
+
 Request = (VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest | FetchSnapshotRequest
-           | DescribeQuorumRequest)
+           | DescribeQuorumRequest | AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateRaftVoterRequest
+           | KraftVersionsRequest)
 Response = (VoteResponse | BeginQuorumEpochResponse | EndQuorumEpochResponse | FetchResponse
-            | FetchSnapshotResponse | DescribeQuorumResponse)
+            | FetchSnapshotResponse | DescribeQuorumResponse | VoterChangeResponse | KraftVersionsResponse)
 
 
 # ---------------------------------------------------------------------------------- core output

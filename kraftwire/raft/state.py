@@ -166,13 +166,13 @@ class IllegalTransition(RuntimeError):
 # Moves within one epoch: a vote, a leader learnt, an election started, won or given up, a resignation.
 _SAME_EPOCH: dict[type, frozenset[type]] = {
     Unattached: frozenset({Voted, Follower, Prospective, Observer}),
-    Voted: frozenset({Follower, Prospective}),
+    Voted: frozenset({Follower, Prospective, Observer}),   # Observer: a voter set without us (KIP-853)
     Prospective: frozenset({Unattached, Voted, Follower, Resigned}),   # back to the role it left
     Candidate: frozenset({Leader, Follower, Prospective}),
     Leader: frozenset({Resigned}),
     Resigned: frozenset({Prospective}),
     Follower: frozenset({Prospective, Observer}),
-    Observer: frozenset({Follower, Unattached}),
+    Observer: frozenset({Follower, Unattached, Voted}),   # Voted: KIP-853, any replica may grant a vote
 }
 # Roles a replica may take in a higher epoch. Leader and Resigned only follow a won election in the
 # same epoch; a Prospective keeps its epoch; only a leader never stands as a candidate directly.

@@ -148,3 +148,9 @@ def snapshot_written(core: Any, sid: Any) -> None:
 
 def _sid(sid: Any) -> str:
     return f"{sid.end_offset:020d}-{sid.epoch:010d}"
+
+
+def voters_changed(core: Any, old: list[int], new: list[int]) -> None:
+    if log.isEnabledFor(logging.INFO):
+        log.info("[%s id=%s] The voter set in force changed from %s to %s (epoch %s)", _tag(core), core.node_id,
+                 old, new, core.state.epoch)

@@ -53,6 +53,7 @@ class SimConfig:
     old_vote_nodes: frozenset[int] = frozenset()   # nodes at Vote v1 (Kafka 3.9): no pre-vote, answer none
     metadata_version: int = 0  # with ``controller``: the level the cluster bootstraps at (0 = latest)
     wire: bool = False         # every message crosses the Kafka wire format (kraftwire.sim.wire)
+    reconfig: bool = False     # KIP-853: an admin adds and removes voters meanwhile (kraftwire.sim.reconfig_sim)
 
     @property
     def stable_leader_check(self) -> bool:
@@ -84,6 +85,7 @@ class SeedResult:
     snapshots: int = 0
     snapshot_loads: int = 0
     snapshot_downloads: int = 0
+    voter_changes: int = 0     # with ``reconfig``: AddRaftVoter/RemoveRaftVoter answered NONE
     repro: str = ""
 
     @property

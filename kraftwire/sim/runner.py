@@ -18,6 +18,8 @@ def repro_command(seed: int, cfg: SimConfig) -> str:
             cmd += f" --metadata-version {cfg.metadata_version}"
     if cfg.wire:
         cmd += " --wire"
+    if cfg.reconfig:
+        cmd += " --reconfig"
     if cfg.bugs:
         cmd += f" --bugs {','.join(sorted(cfg.bugs))}"
     return cmd
@@ -29,6 +31,12 @@ def run_seed(seed: int, cfg: SimConfig) -> SeedResult:
         from kraftwire.sim.controller_sim import ControllerSimulation
 
         result = ControllerSimulation(seed, cfg).run()
+    elif cfg.reconfig:
+        from kraftwire.sim.reconfig_sim import ReconfigSimulation
+
+        sim = ReconfigSimulation(seed, cfg)
+        result = sim.run()
+        result.voter_changes = sim.changes_ok
     else:
         result = Simulation(seed, cfg).run()
     result.repro = repro_command(seed, cfg)

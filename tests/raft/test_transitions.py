@@ -28,13 +28,13 @@ def roles(epoch: int) -> dict[str, object]:
 
 LEGAL_SAME_EPOCH = {
     ("unattached", "voted"), ("unattached", "follower"), ("unattached", "prospective"), ("unattached", "observer"),
-    ("voted", "follower"), ("voted", "prospective"),
+    ("voted", "follower"), ("voted", "prospective"), ("voted", "observer"),   # KIP-853: left out of the voter set
     ("prospective", "unattached"), ("prospective", "voted"), ("prospective", "follower"),
     ("prospective", "resigned"),
     ("candidate", "leader"), ("candidate", "follower"), ("candidate", "prospective"),
     ("leader", "resigned"), ("resigned", "prospective"),
     ("follower", "prospective"), ("follower", "observer"),
-    ("observer", "follower"), ("observer", "unattached"),
+    ("observer", "follower"), ("observer", "unattached"), ("observer", "voted"),
 }
 
 
