@@ -35,6 +35,7 @@ TOP = Spec(CODE)
 NO_NODE = {"NodeId": "-1", "Host": "''", "Port": "-1"}
 
 SPECS: dict[str, Spec] = {
+    "AddRaftVoter": TOP,
     "AllocateProducerIds": TOP,
     "AlterClientQuotas": Spec({"Entries": Each("Entries", {
         "Entity": Each("Entity", {"EntityType": "item.entity_type", "EntityName": "item.entity_name"}),
@@ -68,6 +69,7 @@ SPECS: dict[str, Spec] = {
         "GroupId": "item", **CODE, "GroupState": "''", "ProtocolType": "''", "ProtocolData": "''",
         "AuthorizedOperations": "-2147483648"})}),
     "DescribeQuorum": TOP,
+    "RemoveRaftVoter": TOP,
     "DescribeTopicPartitions": Spec({"Topics": Each("Topics", {"Name": "item.name", **CODE, "IsInternal": "False"})}),
     "DescribeUserScramCredentials": Spec({**CODE, "Results": Each("Users", dict(CODE))}),
     "ElectLeaders": Spec({**CODE, "ReplicaElectionResults": Each("TopicPartitions", {
@@ -110,5 +112,6 @@ SPECS: dict[str, Spec] = {
     "SyncGroup": TOP,
     "UnregisterBroker": TOP,
     "UpdateFeatures": TOP,
+    "UpdateRaftVoter": TOP,
     "Vote": TOP,
 }

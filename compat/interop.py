@@ -38,7 +38,7 @@ from compat.kafka import (
 from compat.matrix import Result
 from kraftwire.metadata.features import (
     KRAFT_VERSION,
-    SUPPORTED_FEATURES,
+    KRAFT_VERSION_UPGRADE,
     default_feature_levels,
     parse_release_version,
 )
@@ -469,9 +469,9 @@ def _finalized(out: str, feature: str) -> str | None:
 
 def upgrade_41_features() -> list[str]:
     """``kafka-features.sh upgrade`` arguments for Kafka 4.1's release defaults at 4.1-IV1: ``--release-version``
-    when kraftwire supports every feature it sets, else each feature kraftwire supports (kraft.version 1, KIP-853,
-    is left out while kraftwire supports 0 only; Kafka refuses the whole --release-version request then)."""
-    if SUPPORTED_FEATURES[KRAFT_VERSION][1] >= 1:
+    when kraftwire can make every change it asks for, else each feature but kraft.version (its 0 -> 1 upgrade of a
+    static quorum is not built, ``KRAFT_VERSION_UPGRADE``; Kafka refuses the whole --release-version request then)."""
+    if KRAFT_VERSION_UPGRADE:
         return ["--release-version", DEFAULT_RELEASE]
     level = parse_release_version(DEFAULT_RELEASE)
     args = ["--feature", f"metadata.version={level}"]

@@ -37,13 +37,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="controller listeners (the first that answers is used)")
     add_command_config(p)
     p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the whole answer (default 10)")
-    dsub = p.add_subparsers(dest="action", metavar="describe", required=True)
+    dsub = p.add_subparsers(dest="action", metavar="describe | add-controller | remove-controller", required=True)
     d = dsub.add_parser("describe", help="describe the quorum")
     what = d.add_mutually_exclusive_group(required=True)
     what.add_argument("--status", action="store_true", help="leader, epoch, high watermark, voters, observers")
     what.add_argument("--replication", action="store_true", help="one row per voter and observer")
     d.add_argument("--human-readable", action="store_true", help="timestamps as durations ago")
     d.add_argument("--json", action="store_true", help="print the result as JSON")
+    from kraftwire.cli.quorum_changes import register as register_changes
+
+    register_changes(dsub)
     p.set_defaults(func=run)
 
 
@@ -200,6 +203,10 @@ def render_replication(r: dict[str, Any], human: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action != "describe":
+        from kraftwire.cli.quorum_changes import run_change
+
+        return run_change(args)
     addr = args.bootstrap_controller or args.bootstrap_server
     result = anyio.run(partial(describe, addr, args.timeout, command_security(args.command_config),
                                controller=bool(args.bootstrap_controller)))

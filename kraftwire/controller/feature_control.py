@@ -9,6 +9,7 @@ from kraftwire.controller.result import CommandError
 from kraftwire.metadata.features import (
     ELR_VERSION,
     FEATURE_DEPENDENCIES,
+    KRAFT_VERSION_UPGRADE,
     METADATA_VERSION,
     METADATA_VERSIONS,
     MINIMUM_BOOTSTRAP_LEVEL,
@@ -95,6 +96,10 @@ def check_update(image: MetadataImage, name: str, level: int, upgrade_type: int,
                  quorum_node_ids: tuple[int, ...] = ()) -> MetadataRecord:
     if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
         raise _bad(name, level, "The controller does not support the given upgrade type.")
+    if name == "kraft.version" and not KRAFT_VERSION_UPGRADE:
+        # Kafka 4.x upgrades it through the Raft leader (KRaftVersionRecord + VotersRecord from the static voters).
+        raise _bad(name, level, "kraftwire does not change kraft.version at run time yet (a dynamic quorum is "
+                                "formatted with --standalone or --initial-controllers)")
     current = image.features.get(name, 0)
     if level < 0:
         raise _bad(name, level, "A feature version cannot be less than 0.")

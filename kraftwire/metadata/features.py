@@ -15,6 +15,9 @@ from kraftwire.protocol.metadata import RECORD_TYPES, MetadataRecord
 
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
+# UpdateFeatures kraft.version 0 -> 1 (Kafka 4.x upgrades a static quorum through its Raft leader) is not built:
+# a dynamic quorum is formatted with --standalone / --initial-controllers.
+KRAFT_VERSION_UPGRADE = False
 GROUP_VERSION = "group.version"
 TRANSACTION_VERSION = "transaction.version"
 ELR_VERSION = "eligible.leader.replicas.version"
@@ -49,7 +52,7 @@ MV_ELR = 23                         # 4.0-IV1: PartitionRecord/PartitionChangeRe
 #: here are supported at level 0 only, as Kafka treats features it does not know.
 SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     METADATA_VERSION: (MINIMUM_KRAFT_LEVEL, LATEST_LEVEL),
-    KRAFT_VERSION: (0, 0),   # 1 (KIP-853 dynamic quorums) is not built yet: never advertise it
+    KRAFT_VERSION: (0, 1),   # 1: KIP-853 dynamic quorums (voter changes: raft/reconfig.py)
     GROUP_VERSION: (0, 1),
     TRANSACTION_VERSION: (0, 2),
     ELR_VERSION: (0, 1),

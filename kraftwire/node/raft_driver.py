@@ -57,6 +57,7 @@ class RaftDriver:
         self.changed = anyio.Event()  # set (and replaced) whenever log end / HW / leader may have moved
         self.on_change: list[Callable[[], None]] = []
         self.metrics: Any = None
+        self.versions_probe: Callable[[m.KraftVersionsRequest], Any] | None = None   # KIP-853 (voter_changes.py)
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
@@ -126,6 +127,11 @@ class RaftDriver:
             source, msg = wire.request_from_wire(api_key, body, version)
         except wire.WireError as e:
             return _error_response(api_key, int(e.error))
+        resp = wire.response_to_wire(api_key, await self.ask(msg, source), version, self.nodes)
+        return resp if self.topic is None else wire.retopic(resp, self.topic)
+
+    async def ask(self, msg: m.Request, source: int = -1) -> Any:
+        """Hand ``msg`` to the core as an inbound request and wait for its answer."""
         rid = -next(self._ids)  # inbound ids are negative, the core's own outbound ids positive
         done = anyio.Event()
         box: list[Any] = []
@@ -135,10 +141,16 @@ class RaftDriver:
             await done.wait()
         finally:
             self._waiting.pop(rid, None)
-        resp = wire.response_to_wire(api_key, box[0], version, self.nodes)
-        return resp if self.topic is None else wire.retopic(resp, self.topic)
+        return box[0]
 
     async def _send(self, out: m.SendRequest) -> None:
+        if isinstance(out.msg, m.KraftVersionsRequest):   # ApiVersions to a voter being added (KIP-853)
+            probe = self.versions_probe
+            if probe is None:
+                self.call(self.core.handle_request_failed, out.request_id)
+            else:
+                self.call(self.core.handle_response, out.request_id, await probe(out.msg))
+            return
         api_key = API_OF[type(out.msg)]
         try:
             # the version is chosen from the peer's ApiVersions, never before it

@@ -202,7 +202,8 @@ class Server:
                              self.cluster_id, wall_ms(), listener=self.raft_listeners,
                              rejoining=bool(getattr(log_, "rejoining", False)) and vote_floor is None,
                              directory_id=self.directory_id, vote_floor=vote_floor,
-                             epoch_start_records=self._epoch_start_records())
+                             epoch_start_records=self._epoch_start_records(),
+                             voter_history=self._voter_history(), listener_name=cfg.controller_listener)
         voter = self.voter is not None   # DescribeQuorum lists the voters; BeginQuorumEpoch names our endpoint
         self.driver = RaftDriver(self.core, self.peers, nodes=self.raft_nodes() if voter else [],
                                  leader_endpoints=self.raft_endpoints() if voter else [],
@@ -228,6 +229,14 @@ class Server:
         if offsets is not None and addressed_topic(body) == OFFSETS_TOPIC:
             return offsets.driver
         return self.driver
+
+    def _voter_history(self) -> Any:
+        """KIP-853: a controller whose voters come from its log follows the voter set in force there."""
+        if self.voter_set is None:
+            return None
+        from kraftwire.raft.reconfig import VoterHistory
+
+        return VoterHistory.from_log(self.log)
 
     def _epoch_start_records(self) -> Any:
         """KIP-853: a new leader of a log-held voter set appends KRaftVersion and Voters after LeaderChange."""

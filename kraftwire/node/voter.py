@@ -55,6 +55,10 @@ class VoterRole:
         self.node_id = cfg.node_id
         snapshotter = snapshotter_for(cfg)
         snapshotter.control = server.snapshot_control
+        self.snapshotter = snapshotter
+        from kraftwire.node.voter_changes import VOTER_CHANGE_APIS, VoterChangeApis
+
+        self.voter_changes = VoterChangeApis(server)
         self.controller = ControllerShell(cfg.node_id, QuorumController(ControllerConfig(
             node_id=cfg.node_id, cluster_id=server.cluster_id, quorum_node_ids=tuple(server.voters),
             session_timeout_ms=cfg["broker.session.timeout.ms"],
@@ -83,7 +87,7 @@ class VoterRole:
                 offset_store = FileOffsetStore(store_dir(cfg.metadata_log_dir))
             self.groups = GroupShell(GroupCoordinator(cfg.node_id, offset_store, group_config), wall_ms,
                                      server.peers, voters=group_voters)
-        self.apis = supported({**CONTROLLER_APIS, **GROUP_APIS, **ENVELOPE_APIS, **SASL_APIS})
+        self.apis = supported({**CONTROLLER_APIS, **GROUP_APIS, **ENVELOPE_APIS, **SASL_APIS, **VOTER_CHANGE_APIS})
         self.opening: dict[str, Any] = {}   # controller listeners accept at once
         self.view: Any = None
         # Every voter of a multi-voter quorum registers its listeners (KIP-919), as Kafka's controllers do: the
@@ -114,6 +118,7 @@ class VoterRole:
         self.controller.attach(core, driver)
         self.controller.metrics = self.server.metrics
         self.view = LogPartitionView(core, self.server.log)
+        self.voter_changes.attach(driver)
         if core.rejoining or core.vote_floor is not None:  # damage discarded on open: clear once back
             driver.on_change.append(self._maybe_rejoined)
 
@@ -129,6 +134,7 @@ class VoterRole:
 
     def register(self, d: Dispatcher) -> None:
         d.on(RAFT_KEYS, self._on_raft)
+        d.on((80, 81, 82), self._on_voter_change)
         d.on(3, self._on_metadata)
         d.on(60, self._on_describe_cluster)
         d.on(GROUP_APIS, self._on_group)
@@ -140,6 +146,10 @@ class VoterRole:
     async def _on_raft(self, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version
         return Reply(await self.server.raft_driver(request.body).handle_inbound(request.api_key, request.body, v), v)
+
+    async def _on_voter_change(self, request: Request, ctx: RequestContext) -> Reply:
+        v = request.api_version
+        return Reply(await self.voter_changes.handle(request.api_key, request.body, v), v)
 
     async def _on_metadata(self, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version

@@ -21,7 +21,7 @@ from kraftwire.protocol.messages.voters_record import Voter as VoterMsg
 from kraftwire.protocol.records import Record, RecordBatch
 
 # The kraft.version range a voter formatted by kraftwire announces in its VotersRecord entry, as Kafka's
-# format writes it (0-1). kraftwire's ApiVersions advertises 0-0 until voter changes work (docs/raft.md).
+# format writes it (0-1); ApiVersions advertises the same range (metadata/features.py).
 FORMAT_KRAFT_RANGE = (0, 1)
 
 

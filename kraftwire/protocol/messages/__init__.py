@@ -10,6 +10,8 @@ from typing import Any
 MODULES: dict[str, str] = {
     'AbortTransactionRecord': 'abort_transaction_record',
     'AccessControlEntryRecord': 'access_control_entry_record',
+    'AddRaftVoterRequest': 'add_raft_voter_request',
+    'AddRaftVoterResponse': 'add_raft_voter_response',
     'AllocateProducerIdsRequest': 'allocate_producer_ids_request',
     'AllocateProducerIdsResponse': 'allocate_producer_ids_response',
     'AlterClientQuotasRequest': 'alter_client_quotas_request',
@@ -111,6 +113,8 @@ MODULES: dict[str, str] = {
     'RegisterControllerRecord': 'register_controller_record',
     'RemoveAccessControlEntryRecord': 'remove_access_control_entry_record',
     'RemoveDelegationTokenRecord': 'remove_delegation_token_record',
+    'RemoveRaftVoterRequest': 'remove_raft_voter_request',
+    'RemoveRaftVoterResponse': 'remove_raft_voter_response',
     'RemoveTopicRecord': 'remove_topic_record',
     'RemoveUserScramCredentialRecord': 'remove_user_scram_credential_record',
     'RequestHeader': 'request_header',
@@ -130,6 +134,8 @@ MODULES: dict[str, str] = {
     'UnregisterBrokerResponse': 'unregister_broker_response',
     'UpdateFeaturesRequest': 'update_features_request',
     'UpdateFeaturesResponse': 'update_features_response',
+    'UpdateRaftVoterRequest': 'update_raft_voter_request',
+    'UpdateRaftVoterResponse': 'update_raft_voter_response',
     'UserScramCredentialRecord': 'user_scram_credential_record',
     'VoteRequest': 'vote_request',
     'VoteResponse': 'vote_response',
@@ -185,6 +191,9 @@ REQUESTS: dict[int, str] = {
     67: 'AllocateProducerIdsRequest',
     70: 'ControllerRegistrationRequest',
     75: 'DescribeTopicPartitionsRequest',
+    80: 'AddRaftVoterRequest',
+    81: 'RemoveRaftVoterRequest',
+    82: 'UpdateRaftVoterRequest',
 }
 RESPONSES: dict[int, str] = {
     0: 'ProduceResponse',
@@ -233,6 +242,9 @@ RESPONSES: dict[int, str] = {
     67: 'AllocateProducerIdsResponse',
     70: 'ControllerRegistrationResponse',
     75: 'DescribeTopicPartitionsResponse',
+    80: 'AddRaftVoterResponse',
+    81: 'RemoveRaftVoterResponse',
+    82: 'UpdateRaftVoterResponse',
 }
 
 # metadata record type id -> record name (the record's apiKey in its schema)

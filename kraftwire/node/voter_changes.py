@@ -1,0 +1,128 @@
+"""KIP-853 voter changes on the wire: AddRaftVoter (80), RemoveRaftVoter (81), UpdateRaftVoter (82).
+
+The rules live in the Raft core (``raft/reconfig.py``); this module converts the generated codecs to the
+core's messages and back, probes a voter being added with ApiVersions (its kraft.version range, as
+Kafka's leader does), and keeps the node's peer table and DescribeQuorum nodes on the voter set in
+force, whose endpoints come from the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+
+from kraftwire.net.client import Connection, RequestFailed
+from kraftwire.protocol.errors import Errors, KafkaProtocolError
+from kraftwire.protocol.messages.add_raft_voter_response import AddRaftVoterResponse
+from kraftwire.protocol.messages.api_versions_request import ApiVersionsRequest
+from kraftwire.protocol.messages.remove_raft_voter_response import RemoveRaftVoterResponse
+from kraftwire.protocol.messages.update_raft_voter_response import CurrentLeader, UpdateRaftVoterResponse
+from kraftwire.raft import messages as m
+
+log = logging.getLogger(__name__)
+
+VOTER_CHANGE_APIS = {80: (0, 0), 81: (0, 0), 82: (0, 0)}
+KRAFT_VERSION = "kraft.version"
+
+
+def request_from_wire(api_key: int, body: Any) -> m.Request:
+    if api_key == 80:
+        return m.AddRaftVoterRequest(body.cluster_id, body.timeout_ms, body.voter_id, body.voter_directory_id,
+                                     tuple((lst.name, lst.host, lst.port) for lst in body.listeners))
+    if api_key == 81:
+        return m.RemoveRaftVoterRequest(body.cluster_id, body.voter_id, body.voter_directory_id)
+    feature = body.k_raft_version_feature
+    return m.UpdateRaftVoterRequest(body.cluster_id, body.current_leader_epoch, body.voter_id,
+                                    body.voter_directory_id,
+                                    tuple((lst.name, lst.host, lst.port) for lst in body.listeners),
+                                    (feature.min_supported_version, feature.max_supported_version))
+
+
+class VoterChangeApis:
+    """Serves APIs 80-82 on a voter and follows the voter set in force (endpoints, peer addresses)."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self._latest: Any = None
+
+    def attach(self, driver: Any) -> None:
+        driver.versions_probe = self.probe
+        driver.on_change.append(self.follow)
+        self.follow()
+
+    async def handle(self, api_key: int, body: Any, version: int) -> Any:
+        driver = self.server.driver
+        if driver is None:
+            return _wire_response(api_key, m.VoterChangeResponse(int(Errors.NOT_LEADER_OR_FOLLOWER)), None)
+        resp = await driver.ask(request_from_wire(api_key, body))
+        return _wire_response(api_key, resp, self._endpoint_of(resp.leader.leader_id if resp.leader else -1))
+
+    def _endpoint_of(self, node_id: int) -> tuple[str, int] | None:
+        latest = None if self.server.core is None or self.server.core.history is None else self.server.core.history.latest
+        if latest is None:
+            return self.server.voters.get(node_id)
+        node = latest[1].get(node_id)
+        return None if node is None else node.endpoint(self.server.cfg.controller_listener)
+
+    def follow(self) -> None:
+        """The voter set in force may have changed: peers, DescribeQuorum nodes, snapshot control records."""
+        core = self.server.core
+        if core is None or core.history is None:
+            return
+        latest = core.history.latest
+        control = core.snapshot_control(core.hw or 0)
+        voter = self.server.voter
+        if voter is not None and control:
+            voter.snapshotter.control = control   # the set committed: what a snapshot of committed state names
+        if latest is None or latest is self._latest:
+            return
+        self._latest = latest
+        listener = self.server.cfg.controller_listener
+        addresses = dict(self.server.voters)
+        nodes = []
+        for v in latest[1].voters:
+            ep = v.endpoint(listener)
+            if ep is not None:
+                addresses[v.node_id] = ep
+                nodes.append((v.node_id, ep[0], ep[1], listener))
+        self.server.voters = addresses
+        self.server.peers.set_peers(addresses)
+        if self.server.driver is not None and self.server.driver.nodes:
+            self.server.driver.nodes = nodes
+
+    async def probe(self, msg: m.KraftVersionsRequest) -> m.KraftVersionsResponse:
+        """ApiVersions to a voter being added, at its controller listener: its kraft.version range."""
+        listener = self.server.cfg.controller_listener
+        ep = next(((h, p) for n, h, p in msg.listeners if n == listener), None)
+        peers = self.server.peers
+        if ep is None or peers._tg is None:
+            return m.KraftVersionsResponse(int(Errors.INVALID_REQUEST))
+        timeout = self.server.cfg["controller.quorum.request.timeout.ms"] / 1000
+        conn = Connection(peers._tg, ep[0], ep[1], client_id=f"kraftwire-{self.server.node_id}",
+                          connect_timeout_s=timeout, negotiate=False, security=peers.security)
+        try:
+            with anyio.fail_after(timeout):
+                resp = await conn.request(ApiVersionsRequest(client_software_name="kraftwire",
+                                                             client_software_version="0.1.0"), 4, timeout)
+        except (RequestFailed, KafkaProtocolError, TimeoutError, OSError) as e:
+            log.info("AddRaftVoter: ApiVersions to %s:%s failed: %s", ep[0], ep[1], e)
+            return m.KraftVersionsResponse(int(Errors.REQUEST_TIMED_OUT))
+        finally:
+            await conn.close()
+        if resp.error_code:
+            return m.KraftVersionsResponse(resp.error_code)
+        rng = next(((f.min_version, f.max_version) for f in resp.supported_features if f.name == KRAFT_VERSION), None)
+        return m.KraftVersionsResponse(0, rng)
+
+
+def _wire_response(api_key: int, resp: m.VoterChangeResponse, leader_endpoint: tuple[str, int] | None) -> Any:
+    if api_key == 80:
+        return AddRaftVoterResponse(error_code=resp.error_code, error_message=resp.error_message)
+    if api_key == 81:
+        return RemoveRaftVoterResponse(error_code=resp.error_code, error_message=resp.error_message)
+    leader = resp.leader or m.LeaderIdAndEpoch()
+    host, port = leader_endpoint or ("", 0)
+    return UpdateRaftVoterResponse(error_code=resp.error_code, current_leader=CurrentLeader(
+        leader_id=leader.leader_id, leader_epoch=leader.leader_epoch, host=host, port=port))

@@ -1,0 +1,76 @@
+"""KIP-853 voter changes between real `kraftwire server` processes, driven by `kraftwire metadata-quorum
+remove-controller | add-controller` (AddRaftVoter / RemoveRaftVoter on the wire, Kafka's tool output)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kraftwire.cli.quorum_changes import kafka_uuid, parse_directory_id
+from kraftwire.cli.storage import format_storage
+from kraftwire.config import load_config
+from kraftwire.storage.meta_properties import random_uuid, read_meta
+
+from .harness import Cluster, free_port_block
+
+pytestmark = pytest.mark.processes
+
+
+class DynamicCluster(Cluster):
+    """N controllers on controller.quorum.bootstrap.servers, formatted with the same --initial-controllers."""
+
+    def __init__(self, root: Path, n: int = 2) -> None:   # noqa: D107 - no Cluster.__init__: other configs
+        self.root, self.n, self.combined, self.brokers = root, n, False, []
+        self.base_port = free_port_block(n)
+        self.cluster_id = random_uuid()
+        self.procs = {}
+        self.dirs = {i: random_uuid() for i in range(1, n + 1)}
+        boot = ",".join(f"127.0.0.1:{self.base_port + i - 1}" for i in range(1, n + 1))
+        initial = ",".join(f"{i}@127.0.0.1:{self.base_port + i - 1}:{self.dirs[i]}" for i in range(1, n + 1))
+        self.configs = []
+        for i in range(1, n + 1):
+            d = root / f"node{i}"
+            d.mkdir(parents=True, exist_ok=True)
+            cfg = d / "server.properties"
+            cfg.write_text("\n".join([
+                "process.roles=controller", f"node.id={i}", f"controller.quorum.bootstrap.servers={boot}",
+                f"listeners=CONTROLLER://127.0.0.1:{self.base_port + i - 1}", "controller.listener.names=CONTROLLER",
+                "listener.security.protocol.map=CONTROLLER:PLAINTEXT", f"log.dirs={(d / 'data').resolve()}", ""]))
+            self.configs.append(cfg)
+            format_storage(load_config(cfg), self.cluster_id, quiet=True, initial_controllers=initial)
+
+    def quorum(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kraftwire", "metadata-quorum", "--bootstrap-controller",
+                               ",".join(self.addr(i) for i in range(1, self.n + 1)), "--timeout", "20", *args],
+                              capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def dyn(tmp_path):
+    c = DynamicCluster(tmp_path, 2)
+    yield c
+    c.stop_all()
+
+
+def test_remove_then_add_back_a_controller(dyn):
+    dyn.start_all()
+    dyn.wait_status(lambda s: s.get("LeaderId", -1) >= 0 and sorted(s["CurrentVoters"]) == [1, 2], [1, 2], 40)
+    dir2 = kafka_uuid(parse_directory_id(read_meta(dyn.data_dir(2)).directory_id))
+    out = dyn.quorum("remove-controller", "--controller-id", "2", "--controller-directory-id", dir2)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"Removed  KRaft controller 2 with directory id {dir2}"
+    dyn.wait_status(lambda s: s["CurrentVoters"] == [1] and s["LeaderId"] == 1, [1], 40)
+    again = dyn.quorum("remove-controller", "--controller-id", "2", "--controller-directory-id", dir2)
+    assert again.returncode == 1 and "VOTER_NOT_FOUND" in again.stderr, again.stderr
+    # node 2 goes on fetching as an observer; it is caught up, so it can be added back
+    dyn.wait_status(lambda s: 2 in s["CurrentObservers"], [1], 40)
+    out = dyn.quorum("--command-config", str(dyn.configs[1]), "add-controller")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (f"Added controller 2 with directory id {dir2} and endpoints: "
+                                  f"CONTROLLER://{dyn.addr(2)}")
+    dyn.wait_status(lambda s: sorted(s["CurrentVoters"]) == [1, 2], [1, 2], 40)
+    dup = dyn.quorum("--command-config", str(dyn.configs[1]), "add-controller")
+    assert dup.returncode == 1 and "DUPLICATE_VOTER" in dup.stderr, dup.stderr
