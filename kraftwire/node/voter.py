@@ -98,7 +98,7 @@ class VoterRole:
         advertised = [e for e in cfg.advertised() if e.name in names]
         advertised += [e for e in cfg.listeners if e.name == listener and all(a.name != listener for a in advertised)]
         self.registrar: ControllerRegistrar | None = None
-        if len(cfg.voters) > 1:
+        if len(cfg.voters) > 1 or server.voter_set is not None:   # a dynamic quorum may gain Kafka voters
             self.registrar = ControllerRegistrar(
                 cfg.node_id, [(e.name, e.host, e.port, cfg.security_protocol(e.name)) for e in advertised],
                 self.image, self._send_registration)

@@ -6,8 +6,7 @@
 * and the reverse: a directory formatted by ``kraftwire storage format --standalone`` is served by a Kafka
   controller, and Kafka's dump-log reads kraftwire's bootstrap snapshot as it reads its own.
 
-kraftwire runs the voter set of a dynamic quorum as a fixed one (AddRaftVoter/RemoveRaftVoter are not served:
-docs/raft.md)."""
+Voter changes across implementations: tests/interop/test_voter_changes.py."""
 
 from __future__ import annotations
 
