@@ -164,6 +164,8 @@ SPEC: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "metadata.log.max.snapshot.interval.ms": (_int(0), "3600000"),
     "controller.quorum.election.timeout.ms": (_int(1), "1000"),
     "controller.quorum.fetch.timeout.ms": (_int(1), "2000"),
+    # Kafka 4.x (KIP-853): an observer controller not in the voter set asks the leader to add it.
+    "controller.quorum.auto.join.enable": (_choice("true", "false"), "false"),
     "controller.quorum.election.backoff.max.ms": (_int(1), "1000"),
     "controller.quorum.request.timeout.ms": (_int(1), "2000"),
     "controller.quorum.retry.backoff.ms": (_int(0), "20"),

@@ -45,16 +45,19 @@ def resolve_voters(cfg: NodeConfig, log: Any, directory_id: uuid.UUID | None) ->
     node (with this log directory)."""
     state = read_control_state(log)
     if state.voters is None or state.kraft_version < 1:
+        if cfg["controller.quorum.bootstrap.servers"]:
+            # --no-initial-controllers: an observer (voters learnt from the bootstrap servers at start) until added
+            return VoterSet(()), ()
         raise DynamicQuorumError(
             "controller.quorum.voters is not set and the metadata log holds no voter set: this controller was "
-            "formatted with --no-initial-controllers (or not at all); kraftwire cannot join a dynamic quorum as an "
-            "observer yet: format it with --standalone or --initial-controllers, or set controller.quorum.voters")
+            "formatted with --no-initial-controllers (or not at all) and has no controller.quorum.bootstrap.servers "
+            "to join through: set it, or format with --standalone or --initial-controllers")
     me = state.voters.get(cfg.node_id)
-    if me is None or (directory_id is not None and me.directory_id != directory_id):
+    if me is not None and directory_id is not None and me.directory_id != directory_id:
         raise DynamicQuorumError(
-            f"node {cfg.node_id} (directory {directory_id}) is not in the voter set of its metadata log "
-            f"({sorted(state.voters.ids)}); kraftwire does not add voters at run time (AddRaftVoter): format it "
-            "with the same --initial-controllers as the voters")
+            f"node {cfg.node_id} (directory {directory_id}) is in the voter set of its metadata log with another "
+            f"directory ({me.directory_id}): this directory was re-formatted; remove the old voter "
+            "(metadata-quorum remove-controller) and add this one (add-controller)")
     listener = cfg.controller_listener
     voters = []
     for v in state.voters.voters:

@@ -238,6 +238,20 @@ class Server:
 
         return VoterHistory.from_log(self.log)
 
+    async def _discover_voters(self) -> dict[int, Address]:
+        """The voters, from controller.quorum.bootstrap.servers; a joining controller (KIP-853) retries, as Kafka's
+        observers do, until a voter answers (it may start before them)."""
+        cfg = self.cfg
+        while True:
+            try:
+                return await discover_voters(cfg["controller.quorum.bootstrap.servers"], cfg.controller_listener,
+                                             cfg["controller.quorum.request.timeout.ms"] / 1000, self.peers.security)
+            except FatalNodeError as e:
+                if self.voter_set is None:
+                    raise
+                log.info("%s; retrying", e)
+                await anyio.sleep(cfg["controller.quorum.retry.backoff.ms"] / 1000 + 0.5)
+
     def _epoch_start_records(self) -> Any:
         """KIP-853: a new leader of a log-held voter set appends KRaftVersion and Voters after LeaderChange."""
         if self.voter_set is None:
@@ -276,9 +290,7 @@ class Server:
         async with anyio.create_task_group() as tg:
             self.peers.attach(tg)
             if self.core is None:
-                self.voters = await discover_voters(cfg["controller.quorum.bootstrap.servers"], cfg.controller_listener,
-                                                    cfg["controller.quorum.request.timeout.ms"] / 1000,
-                                                    self.peers.security)
+                self.voters = await self._discover_voters()
                 self.peers.set_peers(self.voters)
                 self._build_raft()
             log.info("node %d starting: roles %s, cluster %s, voters %s, log end offset %d", cfg.node_id,

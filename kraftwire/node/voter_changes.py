@@ -15,6 +15,7 @@ import anyio
 
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
+from kraftwire.protocol.messages.add_raft_voter_request import AddRaftVoterRequest, Listener
 from kraftwire.protocol.messages.add_raft_voter_response import AddRaftVoterResponse
 from kraftwire.protocol.messages.api_versions_request import ApiVersionsRequest
 from kraftwire.protocol.messages.remove_raft_voter_response import RemoveRaftVoterResponse
@@ -91,6 +92,34 @@ class VoterChangeApis:
         self.server.peers.set_peers(addresses)
         if self.server.driver is not None and self.server.driver.nodes:
             self.server.driver.nodes = nodes
+
+    async def auto_join(self) -> None:
+        """``controller.quorum.auto.join.enable`` (Kafka 4.x): while this controller is an observer of a dynamic
+        quorum that knows its leader, ask the leader to add it (AddRaftVoter with its own key and endpoints)."""
+        server = self.server
+        interval = server.cfg["controller.quorum.request.timeout.ms"] / 1000
+        while True:
+            await anyio.sleep(interval)
+            core = server.core
+            if (core is None or core.is_voter or not core.dynamic or core.leader_id is None or core.hw is None
+                    or server.directory_id is None):
+                continue
+            addr = server.voters.get(core.leader_id)
+            if addr is None or server.peers._tg is None:
+                continue
+            body = AddRaftVoterRequest(cluster_id=server.cluster_id, timeout_ms=int(interval * 1000),
+                                       voter_id=server.node_id, voter_directory_id=server.directory_id,
+                                       listeners=[Listener(n, h, p) for n, h, p in server.raft_endpoints()])
+            conn = Connection(server.peers._tg, addr[0], addr[1], client_id=f"kraftwire-{server.node_id}",
+                              connect_timeout_s=interval, security=server.peers.security)
+            try:
+                resp = await conn.request(body, 0, interval + 1)
+                log.info("auto-join: AddRaftVoter for node %d answered %s %s", server.node_id,
+                         Errors(resp.error_code).name, resp.error_message or "")
+            except (RequestFailed, KafkaProtocolError, TimeoutError, OSError) as e:
+                log.info("auto-join: AddRaftVoter to the leader %d failed: %s", core.leader_id, e)
+            finally:
+                await conn.close()
 
     async def probe(self, msg: m.KraftVersionsRequest) -> m.KraftVersionsResponse:
         """ApiVersions to a voter being added, at its controller listener: its kraft.version range."""

@@ -86,21 +86,29 @@ def test_format_refusals_name_the_flag(tmp_path):
     assert not (tmp_path / "n1" / "meta.properties").exists()
 
 
-def test_no_initial_controllers_leaves_no_voter_set_and_the_node_says_why(tmp_path):
+def test_no_initial_controllers_starts_an_observer(tmp_path):
     cfg = _cfg(tmp_path)
     format_storage(cfg, CID, no_initial_controllers=True, quiet=True)
     assert not (_partition(cfg) / "00000000000000000000-0000000000.checkpoint").exists()
     _partition(cfg).mkdir(parents=True, exist_ok=True)
-    with pytest.raises(DynamicQuorumError, match="--no-initial-controllers.*observer"):
-        resolve_voters(cfg, FileLog(_partition(cfg)), None)
+    voters, control = resolve_voters(cfg, FileLog(_partition(cfg)), None)
+    assert voters.ids == frozenset() and control == () and cfg.voters == []   # voters learnt at start
 
 
-def test_a_voter_the_set_does_not_name_is_refused(tmp_path):
+def test_a_voter_named_with_another_directory_is_refused(tmp_path):
     spec = ",".join(f"{i}@127.0.0.{i}:19093:{d}" for i, d in zip((1, 2, 3), DIRS, strict=True))
     cfg = _cfg(tmp_path)
     format_storage(cfg, CID, initial_controllers=spec, quiet=True)
-    with pytest.raises(DynamicQuorumError, match="not in the voter set"):
+    with pytest.raises(DynamicQuorumError, match="with another directory.*remove-controller"):
         resolve_voters(cfg, FileLog(_partition(cfg)), uuid.uuid4())   # re-formatted: another directory
+
+
+def test_a_controller_the_set_leaves_out_runs_as_an_observer(tmp_path):
+    spec = ",".join(f"{i}@127.0.0.{i}:19093:{d}" for i, d in zip((1, 2), DIRS[:2], strict=True))
+    format_storage(_cfg(tmp_path), CID, initial_controllers=spec, quiet=True)
+    cfg = _cfg(tmp_path, 3, **{"log.dirs": str(tmp_path / "n1")})   # a log naming {1, 2}, read by node 3
+    voters, _ = resolve_voters(cfg, FileLog(_partition(cfg)), None)   # e.g. removed, then restarted
+    assert voters.ids == {1, 2} and [v.node_id for v in cfg.voters] == [1, 2]
 
 
 def test_latest_voters_record_wins_and_snapshots_carry_it(tmp_path):

@@ -127,3 +127,36 @@ def test_kraftwire_cli_removes_and_adds_a_kafka_controller(release, tmp_path):
         dup = _kraftwire_cli("--bootstrap-controller", boot, "--timeout", "30", "--command-config",
                              str(nodes[1].config), "add-controller")
         assert dup.returncode == 1 and "DUPLICATE_VOTER" in dup.stderr, dup.stderr
+
+
+def test_kraftwire_controller_joins_a_kafka_quorum(release, tmp_path):
+    """A kraftwire controller formatted ``--no-initial-controllers`` fetches from a Kafka 4.1 leader as an observer
+    and is added by Kafka's own ``add-controller``; then removed again."""
+    h1, h2 = loopback_hosts(2)
+    cid = random_uuid()
+    boot = f"{h1}:{CONTROLLER_PORT}"
+    kafka = KafkaNode(release, tmp_path / "k", 1, "controller", h1, [(1, h1, CONTROLLER_PORT)])
+    _dynamic(kafka, boot)
+    kafka.format(cid, extra=["--standalone"])
+    node = KraftwireNode(tmp_path, 2, "controller", h2, [(1, h1, CONTROLLER_PORT)])
+    _dynamic(node, boot)
+    node.format(cid, extra=["--no-initial-controllers"])
+    ndir = read_meta(node.data).directory_id
+    with Fleet(tmp_path) as fleet:
+        fleet.nodes = [kafka, node]
+        kafka.start()
+        kafka.wait_started(150)
+        node.start()
+        node.wait_started()
+        wait_for(lambda: re.search(r"CurrentObservers:\s+\[.*\"id\": 2", _observers(release, boot)), 90,
+                 "the kraftwire controller fetching from Kafka as an observer")
+        rc, out = release.run("kafka-metadata-quorum.sh", ["--bootstrap-controller", boot, "--command-config",
+                                                           str(node.config), "add-controller"], timeout_s=120)
+        assert rc == 0 and f"Added controller 2 with directory id {ndir}" in out, out[-800:]
+        voters = wait_for(lambda: (v := _voters(release, boot)) and len(v) == 2 and v, 60, "two voters")
+        assert {v["id"]: v["directoryId"] for v in voters}[2] == ndir
+        rc, out = release.run("kafka-metadata-quorum.sh", ["--bootstrap-controller", boot, "remove-controller",
+                                                           "--controller-id", "2", "--controller-directory-id", ndir],
+                              timeout_s=120)
+        assert rc == 0, out[-800:]
+        wait_for(lambda: [v["id"] for v in _voters(release, boot)] == [1], 60, "back to the Kafka voter alone")

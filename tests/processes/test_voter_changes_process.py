@@ -22,25 +22,29 @@ pytestmark = pytest.mark.processes
 class DynamicCluster(Cluster):
     """N controllers on controller.quorum.bootstrap.servers, formatted with the same --initial-controllers."""
 
-    def __init__(self, root: Path, n: int = 2) -> None:   # noqa: D107 - no Cluster.__init__: other configs
-        self.root, self.n, self.combined, self.brokers = root, n, False, []
-        self.base_port = free_port_block(n)
+    def __init__(self, root: Path, n: int = 2, joining: int = 0, extra: tuple[str, ...] = ()) -> None:  # noqa: D107
+        self.root, self.n, self.combined, self.brokers = root, n + joining, False, []
+        self.base_port = free_port_block(n + joining)
         self.cluster_id = random_uuid()
         self.procs = {}
         self.dirs = {i: random_uuid() for i in range(1, n + 1)}
         boot = ",".join(f"127.0.0.1:{self.base_port + i - 1}" for i in range(1, n + 1))
         initial = ",".join(f"{i}@127.0.0.1:{self.base_port + i - 1}:{self.dirs[i]}" for i in range(1, n + 1))
         self.configs = []
-        for i in range(1, n + 1):
+        for i in range(1, n + joining + 1):
             d = root / f"node{i}"
             d.mkdir(parents=True, exist_ok=True)
             cfg = d / "server.properties"
             cfg.write_text("\n".join([
                 "process.roles=controller", f"node.id={i}", f"controller.quorum.bootstrap.servers={boot}",
                 f"listeners=CONTROLLER://127.0.0.1:{self.base_port + i - 1}", "controller.listener.names=CONTROLLER",
-                "listener.security.protocol.map=CONTROLLER:PLAINTEXT", f"log.dirs={(d / 'data').resolve()}", ""]))
+                "listener.security.protocol.map=CONTROLLER:PLAINTEXT", f"log.dirs={(d / 'data').resolve()}",
+                *extra, ""]))
             self.configs.append(cfg)
-            format_storage(load_config(cfg), self.cluster_id, quiet=True, initial_controllers=initial)
+            if i <= n:
+                format_storage(load_config(cfg), self.cluster_id, quiet=True, initial_controllers=initial)
+            else:   # a new controller: it fetches as an observer until it is added
+                format_storage(load_config(cfg), self.cluster_id, quiet=True, no_initial_controllers=True)
 
     def quorum(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "kraftwire", "metadata-quorum", "--bootstrap-controller",
@@ -74,3 +78,27 @@ def test_remove_then_add_back_a_controller(dyn):
     dyn.wait_status(lambda s: sorted(s["CurrentVoters"]) == [1, 2], [1, 2], 40)
     dup = dyn.quorum("--command-config", str(dyn.configs[1]), "add-controller")
     assert dup.returncode == 1 and "DUPLICATE_VOTER" in dup.stderr, dup.stderr
+
+
+def test_a_controller_formatted_without_voters_joins(tmp_path):
+    """--no-initial-controllers: the node starts as an observer (voters from controller.quorum.bootstrap.servers)
+    and becomes a voter through add-controller."""
+    c = DynamicCluster(tmp_path, 1, joining=1)
+    try:
+        c.start_all()
+        c.wait_status(lambda s: s.get("LeaderId") == 1 and 2 in s["CurrentObservers"], [1], 40)
+        out = c.quorum("--command-config", str(c.configs[1]), "add-controller")
+        assert out.returncode == 0, out.stderr
+        c.wait_status(lambda s: sorted(s["CurrentVoters"]) == [1, 2], [1, 2], 40)
+    finally:
+        c.stop_all()
+
+
+def test_auto_join(tmp_path):
+    """controller.quorum.auto.join.enable=true (Kafka 4.x): the observer asks the leader to add it."""
+    c = DynamicCluster(tmp_path, 1, joining=1, extra=("controller.quorum.auto.join.enable=true",))
+    try:
+        c.start_all()
+        c.wait_status(lambda s: sorted(s["CurrentVoters"]) == [1, 2], [1, 2], 60)
+    finally:
+        c.stop_all()
