@@ -90,8 +90,8 @@ class VoterChangeApis:
                 nodes.append((v.node_id, ep[0], ep[1], listener))
         self.server.voters = addresses
         self.server.peers.set_peers(addresses)
-        if self.server.driver is not None and self.server.driver.nodes:
-            self.server.driver.nodes = nodes
+        if self.server.driver is not None:
+            self.server.driver.nodes = nodes   # DescribeQuorum v2 lists the voters at their endpoints
 
     async def auto_join(self) -> None:
         """``controller.quorum.auto.join.enable`` (Kafka 4.x): while this controller is an observer of a dynamic

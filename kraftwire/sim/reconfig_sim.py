@@ -70,7 +70,8 @@ class ReconfigSimulation(Simulation):
             node.core = RaftCore(nid, self.voter_ids, self.raft, node.log, node.store,
                                  _rng(self.rng), self.cfg.cluster_id, self.now, self._listener_for(nid),
                                  faults=self.bugs, directory_id=directory_id(nid),
-                                 voter_history=VoterHistory.from_log(node.log), listener_name=LISTENER)
+                                 voter_history=VoterHistory.from_log(node.log), listener_name=LISTENER,
+                                 epoch_start_records=lambda: self._epoch_start(nid))
         except SimulatedCrash:
             node.log.crash()
             self.schedule(self.now + self.rng.randint(20, 500), RESTART, (nid, node.incarnation))
@@ -78,6 +79,16 @@ class ReconfigSimulation(Simulation):
         self.checker.on_start(node)
         node.tick_at = None
         self._run_core(node, lambda c: c.tick(self.now))
+
+    def _epoch_start(self, nid: int) -> tuple[Record, ...]:
+        """As the server's ``EpochStartRecords``: a new leader whose set in force is still the bootstrap
+        snapshot's copies it into the log, so observers (formatted without voters) learn it by fetching."""
+        node = self.nodes[nid]
+        core, sid = node.core, node.log.latest_snapshot_id()
+        latest = None if core is None or core.history is None else core.history.latest
+        if latest is None or latest[0] != -1 or sid is None or sid.end_offset != 0:
+            return ()
+        return core.history.control_records_at(0)
 
     def take_snapshot(self, nid: int, sid: SnapshotId, digest: bytes) -> None:
         core = self.nodes[nid].core

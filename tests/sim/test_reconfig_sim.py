@@ -34,6 +34,14 @@ def test_five_voters_with_spares() -> None:
         assert r.ok, (r.violations, r.repro)
 
 
+def test_one_voter_grows_from_spares_formatted_without_voters() -> None:
+    """The spares learn the set from the log (the first leader copies the bootstrap set into it); without
+    that a spare added to a sole voter could never grant the vote the pair needs (found by these seeds)."""
+    for seed in range(5000, 5045):
+        r = run_seed(seed, SimConfig(reconfig=True, voters=1, observers=2))
+        assert r.ok, (r.violations, r.repro)
+
+
 @pytest.mark.parametrize("bug", ["two_changes_in_flight", "hw_old_majority"])
 def test_invariants_catch_a_broken_reconfiguration(bug: str) -> None:
     bad = [s for s in range(40) if not run_seed(s, SimConfig(reconfig=True, bugs=frozenset({bug}))).ok]
