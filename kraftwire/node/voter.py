@@ -127,8 +127,10 @@ class VoterRole:
             if self.offsets is not None:
                 await tg.start(self.offsets.driver.run)
             tg.start_soon(self.controller.run_timer)
-            if self.cfg["controller.quorum.auto.join.enable"] == "true" and self.server.voter_set is not None:
-                tg.start_soon(self.voter_changes.auto_join)
+            if self.server.voter_set is not None:
+                tg.start_soon(self.voter_changes.keep_entry_current)
+                if self.cfg["controller.quorum.auto.join.enable"] == "true":
+                    tg.start_soon(self.voter_changes.auto_join)
             tg.start_soon(self.groups.run_timer)
             if self.registrar is not None:
                 tg.start_soon(self.registrar.run)

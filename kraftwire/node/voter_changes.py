@@ -93,6 +93,56 @@ class VoterChangeApis:
         if self.server.driver is not None:
             self.server.driver.nodes = nodes   # DescribeQuorum v2 lists the voters at their endpoints
 
+    def own_endpoints(self) -> list[tuple[str, str, int]]:
+        """This controller's endpoints on its controller listener (advertised if given, else bound)."""
+        cfg = self.server.cfg
+        name = cfg.controller_listener
+        eps = [(e.name, e.host, e.port) for e in cfg.advertised() if e.name == name]
+        return eps or [(e.name, e.host, e.port) for e in cfg.listeners if e.name == name]
+
+    async def keep_entry_current(self) -> None:
+        """Kafka 4.x voters: while our entry in the voter set in force names other endpoints or another
+        kraft.version range than ours (e.g. the listener moved), send the leader UpdateRaftVoter."""
+        from kraftwire.metadata.features import SUPPORTED_FEATURES
+        from kraftwire.protocol.messages import update_raft_voter_request as urv
+
+        server = self.server
+        interval = server.cfg["controller.quorum.request.timeout.ms"] / 1000
+        ours = SUPPORTED_FEATURES[KRAFT_VERSION]
+        while True:
+            await anyio.sleep(interval)
+            core = server.core
+            latest = None if core is None or core.history is None else core.history.latest
+            if latest is None or not core.is_voter or core.leader_id is None or server.directory_id is None:
+                continue
+            me = latest[1].get(server.node_id)
+            endpoints = self.own_endpoints()
+            if me is None or not endpoints or (set(me.endpoints) == set(endpoints) and me.kraft_range == ours):
+                continue
+            if core.is_leader:   # Kafka's leader rewrites its own entry too; the same rules, applied locally
+                resp = await server.driver.ask(m.UpdateRaftVoterRequest(
+                    server.cluster_id, core.epoch, server.node_id, server.directory_id, tuple(endpoints), ours))
+                log.info("the leader updated its own voter entry (endpoints %s): %s", endpoints,
+                         Errors(resp.error_code).name)
+                continue
+            addr = server.voters.get(core.leader_id)
+            if addr is None or server.peers._tg is None:
+                continue
+            body = urv.UpdateRaftVoterRequest(
+                cluster_id=server.cluster_id, current_leader_epoch=core.epoch, voter_id=server.node_id,
+                voter_directory_id=server.directory_id, listeners=[urv.Listener(n, h, p) for n, h, p in endpoints],
+                k_raft_version_feature=urv.KRaftVersionFeature(*ours))
+            conn = Connection(server.peers._tg, addr[0], addr[1], client_id=f"kraftwire-{server.node_id}",
+                              connect_timeout_s=interval, security=server.peers.security)
+            try:
+                resp = await conn.request(body, 0, interval + 1)
+                log.info("UpdateRaftVoter for node %d (endpoints %s) answered %s", server.node_id, endpoints,
+                         Errors(resp.error_code).name)
+            except (RequestFailed, KafkaProtocolError, TimeoutError, OSError) as e:
+                log.info("UpdateRaftVoter to the leader %d failed: %s", core.leader_id, e)
+            finally:
+                await conn.close()
+
     async def auto_join(self) -> None:
         """``controller.quorum.auto.join.enable`` (Kafka 4.x): while this controller is an observer of a dynamic
         quorum that knows its leader, ask the leader to add it (AddRaftVoter with its own key and endpoints)."""
@@ -109,7 +159,7 @@ class VoterChangeApis:
                 continue
             body = AddRaftVoterRequest(cluster_id=server.cluster_id, timeout_ms=int(interval * 1000),
                                        voter_id=server.node_id, voter_directory_id=server.directory_id,
-                                       listeners=[Listener(n, h, p) for n, h, p in server.raft_endpoints()])
+                                       listeners=[Listener(n, h, p) for n, h, p in self.own_endpoints()])
             conn = Connection(server.peers._tg, addr[0], addr[1], client_id=f"kraftwire-{server.node_id}",
                               connect_timeout_s=interval, security=server.peers.security)
             try:

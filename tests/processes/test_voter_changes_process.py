@@ -3,8 +3,11 @@ remove-controller | add-controller` (AddRaftVoter / RemoveRaftVoter on the wire,
 
 from __future__ import annotations
 
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -102,3 +105,39 @@ def test_auto_join(tmp_path):
         c.wait_status(lambda s: sorted(s["CurrentVoters"]) == [1, 2], [1, 2], 60)
     finally:
         c.stop_all()
+
+
+def _voters_in_log(data: Path):
+    from kraftwire.protocol.control import ControlType, control_type
+    from kraftwire.protocol.records import decode_batches
+    from kraftwire.raft.voter_set import VoterSet
+
+    latest = None
+    for seg in sorted((data / "__cluster_metadata-0").glob("*.log")):
+        for b in decode_batches(seg.read_bytes()):
+            for r in b.records if b.control else ():
+                if control_type(r) == ControlType.KRAFT_VOTERS:
+                    latest = VoterSet.from_record(r)
+    return latest
+
+
+def test_a_voter_whose_listener_moved_updates_its_entry(dyn, tmp_path):
+    """UpdateRaftVoter (Kafka 4.x voters send it): node 2 restarts on another port; its entry follows."""
+    dyn.start_all()
+    dyn.wait_status(lambda s: s.get("LeaderId", -1) >= 0 and sorted(s["CurrentVoters"]) == [1, 2], [1, 2], 40)
+    dyn.kill(2, signal.SIGTERM)
+    new_port = free_port_block(1)
+    cfg = dyn.configs[1]
+    cfg.write_text(re.sub(r"listeners=CONTROLLER://127\.0\.0\.1:\d+", f"listeners=CONTROLLER://127.0.0.1:{new_port}",
+                          cfg.read_text()))
+    dyn.start(2)
+
+    def moved() -> bool:
+        vs = _voters_in_log(dyn.data_dir(1))
+        return vs is not None and vs.get(2) is not None and vs.get(2).endpoints == (("CONTROLLER", "127.0.0.1",
+                                                                                      new_port),)
+    deadline = time.monotonic() + 60
+    while not moved():
+        assert time.monotonic() < deadline, "node 2's entry never named its new endpoint"
+        time.sleep(0.5)
+    dyn.wait_status(lambda s: s.get("LeaderId", -1) >= 0 and sorted(s["CurrentVoters"]) == [1, 2], [1], 40)
