@@ -161,12 +161,12 @@ def test_pre_vote_on_the_wire_needs_vote_v2():
     assert not wire.request_from_wire(52, vq.VoteRequest.decode(real.encode(1), 1), 1)[1].pre_vote
 
 
-def test_vote_v2_is_advertised_and_kraft_version_1_is_not():
+def test_vote_v2_and_kraft_version_1_are_advertised():
     from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
     from kraftwire.node.apis import RAFT_APIS
 
     assert RAFT_APIS[52] == (0, 2)                      # Kafka 4.x peers may send pre-votes
-    assert SUPPORTED_FEATURES[KRAFT_VERSION] == (0, 0)  # dynamic quorums (KIP-853) are not built
+    assert SUPPORTED_FEATURES[KRAFT_VERSION] == (0, 1)  # dynamic quorums with voter changes (KIP-853)
 
 
 def test_a_controller_on_bootstrap_servers_alone_takes_its_voters_from_its_log():
