@@ -91,6 +91,14 @@ async def test_a_follower_forwards_describe_quorum_beside_its_fetch_long_poll():
         await wait_for(lambda: len(leaders(nodes)) == 1 and all(n.core.hw for n in nodes))
         leader = leaders(nodes)[0]
         follower = next(n for n in nodes if n is not leader)
+        relayed: list[int] = []   # API keys the follower sent over its peer pool
+        pool_relay = follower.peers.relay
+
+        async def spy(node_id, body, *args, **kwargs):
+            relayed.append(body.API_KEY)
+            return await pool_relay(node_id, body, *args, **kwargs)
+
+        follower.peers.relay = spy
         port = ports[follower.cfg.node_id - 1]
         req = dq.DescribeQuorumRequest([dq.TopicData("__cluster_metadata", [dq.PartitionData(0)])])
         async with anyio.create_task_group() as tg:
@@ -103,5 +111,6 @@ async def test_a_follower_forwards_describe_quorum_beside_its_fetch_long_poll():
             await conn.close()
         part = resp.topics[0].partitions[0]
         assert part.error_code == 0 and part.leader_id == leader.cfg.node_id
-        assert follower.peers.opened == 1, "forwarded on a peer-pool connection, not the Raft one"
+        assert relayed.count(dq.DescribeQuorumRequest.API_KEY) == 3, "forwarded on the peer pool, not the Raft one"
+        assert follower.peers.opened <= 2, "pool connections are reused (one more for a concurrent registration)"
         print("follower's DescribeQuorum answered in " + ", ".join(f"{t * 1000:.1f}" for t in took) + " ms")
