@@ -7,6 +7,11 @@ reading pauses once ``MAX_QUEUED`` frames wait (Kafka mutes a channel while its 
 and a client that does not read its answers stops the task at ``drain``. A size prefix outside
 0..``max_bytes`` closes the connection after the frames before it are answered; a connection with
 no request in progress and nothing received for ``idle_s`` is closed (``connections.max.idle.ms``).
+
+An answer may come as pieces (``write_pieces``): buffers are written, and file slices (consumer Fetch
+records in segment files) go from the page cache to the socket with ``loop.sendfile``, never through
+Python. A slice found shorter than announced (its file truncated) aborts the connection: the frame's
+size is already on the wire, so the client must see a reset, never a short frame.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import asyncio
 import logging
 import struct
 from collections import deque
+from typing import Any
 
 log = logging.getLogger("kraftwire.net.server")
 _SIZE = struct.Struct(">i")
@@ -128,6 +134,39 @@ class FramedConnection(asyncio.Protocol):
         if not self.closed:
             self.last_active = self._loop.time()  # type: ignore[union-attr]
             self.transport.write(data)  # type: ignore[union-attr]
+
+    async def write_pieces(self, pieces: list[Any]) -> None:
+        """Write one answer given as pieces, in order: buffers, and file slices (objects with
+        ``ranges()`` of ``(fd, position, size)``) sent with sendfile; the slices are closed after."""
+        try:
+            for piece in pieces:
+                ranges = getattr(piece, "ranges", None)
+                if ranges is None:
+                    self.write(piece)
+                    continue
+                for fd, pos, size in ranges():
+                    await self._sendfile(fd, pos, size)
+            if self.write_paused:
+                await self.drain()
+        finally:
+            for piece in pieces:
+                if hasattr(piece, "ranges"):
+                    piece.close()
+
+    async def _sendfile(self, fd: int, pos: int, size: int) -> None:
+        if self.closed or self.transport is None or self.transport.is_closing():
+            raise ConnectionError("closed")
+        self.last_active = self._loop.time()  # type: ignore[union-attr]
+        with open(fd, "rb", buffering=0, closefd=False) as f:
+            try:
+                sent = await self._loop.sendfile(self.transport, f, pos, size)  # type: ignore[union-attr]
+            except RuntimeError as e:   # the transport closed under us
+                raise ConnectionError(str(e)) from None
+        if sent != size:
+            log.warning("aborting connection from %s: segment bytes %d..%d shrank under a Fetch answer (%d of %d "
+                        "sent)", self.peer, pos, pos + size, sent, size)
+            self.abort()
+            raise ConnectionError("file slice cut short")
 
     async def drain(self) -> None:
         """Wait until the client has read enough of our answers (or went away)."""

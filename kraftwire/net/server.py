@@ -41,7 +41,13 @@ from anyio.streams.tls import TLSAttribute, TLSStream
 from kraftwire.net.framed import FramedConnection
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.protocol.errors import DecodeError, Errors, KafkaProtocolError
-from kraftwire.protocol.framing import Request, UnsupportedRequestError, decode_request, encode_response
+from kraftwire.protocol.framing import (
+    Request,
+    UnsupportedRequestError,
+    decode_request,
+    encode_response,
+    encode_response_pieces,
+)
 from kraftwire.security.principal import PrincipalError
 from kraftwire.security.sasl import SASL_APIS, SaslAuthenticator, not_sasl_listener
 from kraftwire.security.scram import SaslAuthenticationError
@@ -221,8 +227,10 @@ class KafkaServer:
                 frame = conn.next_frame()
                 if frame is None:
                     frame = await conn.wait_frame()
-                out, close = await self._respond(frame, ctx, auth)
-                if out is not None:
+                out, close = await self._respond(frame, ctx, auth, pieces=True)
+                if type(out) is list:
+                    await conn.write_pieces(out)
+                elif out is not None:
                     conn.write(out)
                     if conn.write_paused:
                         await conn.drain()
@@ -242,10 +250,11 @@ class KafkaServer:
             self.connections -= 1
             self.limits.release(ip)
 
-    async def _respond(self, frame: bytes, ctx: RequestContext,
-                       auth: SaslAuthenticator | None) -> tuple[bytes | None, bool]:
+    async def _respond(self, frame: bytes, ctx: RequestContext, auth: SaslAuthenticator | None, *,
+                       pieces: bool = False) -> tuple[Any, bool]:
         """The bytes answering one frame (None: no answer) and whether the connection closes after
-        them (a failed SASL authentication). Raises ConnectionError to close without an answer."""
+        them (a failed SASL authentication). Raises ConnectionError to close without an answer. With
+        ``pieces`` an answer holding file slices comes as a list (``framing.encode_response_pieces``)."""
         if auth is not None and auth.raw_tokens:
             return self._raw_sasl(auth, frame, ctx), False
         request = self._decode(frame, ctx)
@@ -257,7 +266,7 @@ class KafkaServer:
             log.info("closing connection from %s: API %d before SASL authentication completed",
                      ctx.client_host, request.api_key)
             raise ConnectionError("request before SASL authentication")
-        return await self._handle(request, ctx), False
+        return await self._handle(request, ctx, pieces), False
 
     async def _connection(self, stream: SocketStream, spec: ListenerSpec, ip: str) -> None:
         peer = stream.extra(SocketAttribute.remote_address, ("?", 0))
@@ -369,14 +378,15 @@ class KafkaServer:
             log.info("closing connection from %s: malformed request: %s", ctx.client_host, e)
             raise ConnectionError(str(e)) from None
 
-    async def _handle(self, request: Request, ctx: RequestContext) -> bytes | None:
-        """The encoded reply; a failure in the handler or the encoder answers UNKNOWN_SERVER_ERROR."""
+    async def _handle(self, request: Request, ctx: RequestContext, pieces: bool = False) -> Any:
+        """The encoded reply (bytes, or pieces: see ``_respond``); a failure in the handler or the
+        encoder answers UNKNOWN_SERVER_ERROR."""
         try:
             reply = await self.handler(request, ctx)
             if reply is None:
                 return None
-            return encode_response(reply.body, request.api_key, reply.version, request.correlation_id,
-                                   reply.header_version)
+            encode = encode_response_pieces if pieces else encode_response
+            return encode(reply.body, request.api_key, reply.version, request.correlation_id, reply.header_version)
         except RefusedRequest as e:
             log.info("closing connection from %s:%d on %s: %s", ctx.client_host, ctx.client_port,
                      ctx.listener, e)

@@ -54,8 +54,9 @@ class PartitionView(Protocol):
     @property
     def log_start_offset(self) -> int: ...
 
-    def read_committed_raw(self, offset: int, max_bytes: int) -> bytes:
-        """Whole batches from the one holding ``offset``, all below the high watermark."""
+    def read_committed(self, offset: int, max_bytes: int) -> Any:
+        """Whole batches from the one holding ``offset``, all below the high watermark: bytes, or an
+        object with ``len()`` the response encoder sets aside (a ``storage.file_slice.FileSlice``)."""
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first committed record with timestamp >= ``timestamp``."""
@@ -169,7 +170,7 @@ def consumer_fetch_response(request: Any, version: int, view: PartitionView) -> 
             elif p.fetch_offset < view.high_watermark and total < budget:
                 limit = min(p.partition_max_bytes, budget - total) if version >= 3 else p.partition_max_bytes
                 # Kafka returns at least one whole batch even past the limit, so progress is always possible.
-                data = view.read_committed_raw(p.fetch_offset, max(1, limit))
+                data = view.read_committed(p.fetch_offset, max(1, limit))
                 pd.records = data
                 total += len(data)
             parts.append(pd)

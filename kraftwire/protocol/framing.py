@@ -91,12 +91,26 @@ def encode_request(body: Any, version: int, correlation_id: int, client_id: str 
 def encode_response(body: Any, api_key: int, version: int, correlation_id: int,
                     header_version: int | None = None) -> bytes:
     """A size-prefixed response frame."""
+    return _encode_response(body, api_key, version, correlation_id, header_version).result()
+
+
+def encode_response_pieces(body: Any, api_key: int, version: int, correlation_id: int,
+                           header_version: int | None = None) -> bytes | list[Any]:
+    """``encode_response``, except that a frame whose records are file slices (consumer Fetch answers
+    served from segment files) comes back as its pieces in order: buffers and the slices themselves,
+    which the caller sends (sendfile) or materializes. The pieces joined are ``encode_response``'s bytes."""
+    out = _encode_response(body, api_key, version, correlation_id, header_version)
+    return out.pieces() if out.has_files() else out.result()
+
+
+def _encode_response(body: Any, api_key: int, version: int, correlation_id: int,
+                     header_version: int | None) -> Chunked:
     out = Chunked(4)
     hv = response_header_version(api_key, version) if header_version is None else header_version
     ResponseHeader(correlation_id).encode_into(out, hv)
     body.encode_into(out, version)
     SIZE.pack_into(out, 0, out.total() - 4)
-    return out.result()
+    return out
 
 
 def decode_response(frame: bytes, api_key: int, version: int) -> tuple[int, Any]:

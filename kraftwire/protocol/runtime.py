@@ -237,7 +237,8 @@ class Chunked(bytearray):
     """An encode buffer that sets large ``records`` blobs aside instead of copying them in.
 
     Generated encoders record ``(position, blob)`` in ``blobs`` for big record sets; ``result``
-    then builds the final bytes with one allocation and one copy of each blob. Growing a bytearray
+    then builds the final bytes with one allocation and one copy of each blob, or ``pieces`` hands
+    them out uncopied (a blob may then be a file slice that is sent with sendfile). Growing a bytearray
     by a megabyte and copying it out again costs two fresh allocations per message, which on a
     busy allocator means page-faulting them in every time.
     """
@@ -255,17 +256,31 @@ class Chunked(bytearray):
     def result(self) -> bytes:
         if not self.blobs:
             return bytes(self)
+        pieces = self.pieces()
+        data = b"".join([p.materialize() if hasattr(p, "materialize") else p for p in pieces])
+        for p in pieces:
+            if type(p) is memoryview:
+                p.release()
+        return data
+
+    def pieces(self) -> list[Any]:
+        """The result as a list of buffers and set-aside blobs, in order, nothing copied. A blob with a
+        ``materialize`` method (a file slice) stays an object: the caller sends or reads it."""
         view = memoryview(self)
         parts: list[Any] = []
         prev = 0
         for pos, blob in self.blobs:
-            parts.append(view[prev:pos])
+            if pos > prev:
+                parts.append(view[prev:pos])
             parts.append(blob)
             prev = pos
-        parts.append(view[prev:])
-        data = b"".join(parts)
-        view.release()
-        return data
+        if prev < len(self):
+            parts.append(view[prev:])
+        return parts
+
+    def has_files(self) -> bool:
+        """Whether a set-aside blob is not a buffer (it has ``materialize``)."""
+        return any(hasattr(b, "materialize") for _, b in self.blobs)
 
 
 def write_tags(out: bytearray, tagged: list[tuple[int, bytes | bytearray]]) -> None:
