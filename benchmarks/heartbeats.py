@@ -302,7 +302,7 @@ def load(hosts: list[str], cluster_id: str, n: int, duration_s: float, pids: lis
             "gen_cpu_max_pct": max(gen)}
 
 
-def run_system(system: str, n: int, duration_s: float, root: Path, procs: int = 2) -> dict:
+def run_system(system: str, n: int, duration_s: float, root: Path, procs: int = 2, keep: Path | None = None) -> dict:
     hosts = loopback_hosts(3, (CONTROLLER_PORT,))
     voters = [(i + 1, h, CONTROLLER_PORT) for i, h in enumerate(hosts)]
     props = {"broker.session.timeout.ms": "9000", "broker.heartbeat.interval.ms": "2000"}
@@ -323,6 +323,15 @@ def run_system(system: str, n: int, duration_s: float, root: Path, procs: int = 
     finally:
         for node in nodes:
             node.stop()
+        if keep is not None:   # the nodes' logs, for a look at elections after the run
+            import shutil
+
+            for node in nodes:
+                dest = keep / f"{system}-{n}" / node.dir.name
+                dest.mkdir(parents=True, exist_ok=True)
+                for f in node.dir.rglob("*.log"):
+                    if f.is_file() and "__cluster_metadata" not in str(f):
+                        shutil.copy(f, dest / f.name)
     label = system if system == "kraftwire" else f"kafka {nodes[0].dist.version}"
     return {"system": label, **row}
 
@@ -332,6 +341,7 @@ def main() -> int:
     p.add_argument("--brokers", type=int, nargs="+", default=[2000, 5000, 10000])
     p.add_argument("--duration", type=float, default=60.0, help="measured seconds per run (after warm-up)")
     p.add_argument("--procs", type=int, default=2, help="load generator processes")
+    p.add_argument("--keep-logs", type=Path, default=None, help="copy the nodes' logs here")
     p.add_argument("--systems", nargs="+", default=["kraftwire", "kafka"], choices=["kraftwire", "kafka"])
     args = p.parse_args()
     systems = list(args.systems)
@@ -347,7 +357,7 @@ def main() -> int:
         for system in systems:
             with tempfile.TemporaryDirectory(prefix=f"hb-{system}-") as tmp:
                 try:
-                    row = run_system(system, n, args.duration, Path(tmp), args.procs)
+                    row = run_system(system, n, args.duration, Path(tmp), args.procs, args.keep_logs)
                 except (KafkaUnavailable, RuntimeError, TimeoutError) as e:
                     print(f"{system} at {n}: failed: {str(e)[:300]}")
                     continue

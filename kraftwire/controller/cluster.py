@@ -107,10 +107,10 @@ def register_broker(ctl: QuorumController, now: int, req: Any, version: int) -> 
         wanted = set(dirs)
         if len(wanted) != len(dirs):
             raise CommandError(Errors.INVALID_REGISTRATION, "duplicate directory ID in request")
-        for other in image.brokers.values():   # no per-broker set: 5,000 registrations scan 5,000 each
-            if other.id != bid and not wanted.isdisjoint(other.directories):
-                raise CommandError(Errors.INVALID_REGISTRATION,
-                                   f"broker {other.id} is already registered with one of these directories")
+        other = ctl.dirs.owner(image, dirs, bid)   # an index, not a scan of every registration
+        if other is not None:
+            raise CommandError(Errors.INVALID_REGISTRATION,
+                               f"broker {other} is already registered with one of these directories")
     offered = {f.name: (f.min_supported_version, f.max_supported_version) for f in req.features}
     features = [BrokerFeature(f.name, f.min_supported_version, f.max_supported_version) for f in req.features]
     if METADATA_VERSION not in offered:
@@ -341,15 +341,26 @@ def after_heartbeat(ctl: QuorumController, req: Any, result: ControllerResult) -
 def find_stale_broker(ctl: QuorumController, now: int) -> int | None:
     """The unfenced broker whose lease (broker.session.timeout.ms) ran out longest ago, if any.
 
-    Sessions are ordered by last contact, so the scan stops at the first one still within its lease."""
+    Sessions are ordered by last contact, so the scan stops at the first one still within its lease.
+    Only unfenced brokers expire (Kafka's heartbeat manager keeps just those in its expiry list): a
+    fenced broker's session whose lease ran out is renewed and moved to the back on the way, so
+    thousands of registered brokers that have not heartbeated yet are passed once per session
+    timeout, not at every look. Nothing reads a fenced broker's lease (``has_valid_session`` is
+    false for it) and the heartbeat that unfences it renews it anyway."""
+    from kraftwire.controller.controller import touch_session
+
     timeout = ctl.config.session_timeout_ms
     brokers = ctl.image.brokers
-    for bid, s in ctl.sessions.items():
+    sessions = ctl.sessions
+    for _ in range(len(sessions)):
+        bid = next(iter(sessions))
+        s = sessions[bid]
         if s.last_seen_ms + timeout >= now:
             return None
         b = brokers.get(bid)
         if b is not None and not b.fenced:
             return bid
+        touch_session(sessions, bid, s, now)
     return None
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from kraftwire.controller import acls, cluster, configs, replication, scram
 from kraftwire.controller import feature_control as features_cmd
+from kraftwire.controller.dir_index import DirectoryIndex
 from kraftwire.controller.elr import cluster_min_isr_record
 from kraftwire.controller.result import CommandError, ControllerConfig, ControllerResult
 from kraftwire.metadata.features import (
@@ -69,6 +70,9 @@ def touch_session(sessions: dict[int, Session], broker_id: int, session: Session
         sessions[broker_id] = session
 
 
+FENCES_PER_TICK = 16   # stale brokers fenced by one ``tick`` (each write copies the broker map)
+
+
 class LeadershipIndex:
     """Mutable index over the latest image: partitions led per broker and leaderless partitions."""
 
@@ -106,6 +110,7 @@ class QuorumController:
         self.config = config or ControllerConfig()
         self.rng = random.Random(seed)
         self.index = LeadershipIndex()
+        self.dirs = DirectoryIndex()   # registration's duplicate-directory check (cluster.register_broker)
         self._loader = ImageLoader(image)
         self._loader.on_partition = self.index.update
         self._committed = image
@@ -122,6 +127,7 @@ class QuorumController:
         self._next_rebalance_ms = 0
         self.last_heartbeat_state: str | None = None
         self.index.rebuild(image)
+        self.dirs.rebuild(image)
 
     # -- views --------------------------------------------------------------------------------------------
     @property
@@ -189,6 +195,7 @@ class QuorumController:
                 return
             raise MetadataReplayError(f"active controller saw a foreign record at offset {offset}")
         msg = record.message if type(record) is MetadataRecord else record
+        self.dirs.note(msg)
         self._loader.replay(msg)
         if type(msg) is RegisterBrokerRecord and not self._loader.in_transaction:
             self._reg_offsets[msg.broker_id] = offset
@@ -230,6 +237,7 @@ class QuorumController:
         # Registration offsets are not in snapshots: use the epoch (its original offset).
         self._reg_offsets = {b.id: b.epoch for b in image.brokers.values()}
         self.index.rebuild(image)
+        self.dirs.rebuild(image)
 
     def _sync_loader(self) -> None:
         img = self._loader.image
@@ -291,6 +299,7 @@ class QuorumController:
         self._next_offset = self._committed_offset + 1
         self.sessions = {}
         self.index.rebuild(self._committed)
+        self.dirs.rebuild(self._committed)
 
     def set_next_offset(self, offset: int) -> None:
         """Tell the active controller the log end moved for reasons of its own (control records)."""
@@ -308,6 +317,7 @@ class QuorumController:
         for r in records:
             msg = r.message
             delta.replay(msg)
+            self.dirs.note(msg)
             if type(msg) is RegisterBrokerRecord:
                 if not copied:
                     reg = dict(reg)
@@ -357,12 +367,13 @@ class QuorumController:
     # -- periodic work --------------------------------------------------------------------------------------
     def tick(self, now: int) -> list[MetadataRecord]:
         """Records for time-driven work: fence brokers whose lease expired (one at a time, each
-        seeing the previous one's effects), rebalance preferred leaders, and write a NoOpRecord
-        when the log has been idle for metadata.max.idle.interval.ms."""
+        seeing the previous one's effects; at most ``FENCES_PER_TICK``, as Kafka fences one stale
+        broker per controller event), rebalance preferred leaders, and write a NoOpRecord when the
+        log has been idle for metadata.max.idle.interval.ms."""
         if not self._active:
             return []
         out: list[MetadataRecord] = []
-        while True:
+        for _ in range(FENCES_PER_TICK):   # the rest at the next tick: the loop serves others between
             stale = cluster.find_stale_broker(self, now)
             if stale is None:
                 break
@@ -391,13 +402,12 @@ class QuorumController:
         if not self._active:
             return None
         cands = []
-        timeout = self.config.session_timeout_ms
-        brokers = self._latest.brokers
-        for bid, s in self.sessions.items():    # oldest contact first: the first unfenced one decides
-            b = brokers.get(bid)
-            if b is not None and not b.fenced:
-                cands.append(s.last_seen_ms + timeout + 1)
-                break
+        # The oldest session, fenced or not: no unfenced lease ends before it. A fenced broker's lease
+        # end only makes ``tick`` renew it at the back (cluster.find_stale_broker), once per session
+        # timeout, instead of every look scanning the sessions of all brokers not heartbeating yet.
+        for s in self.sessions.values():
+            cands.append(s.last_seen_ms + self.config.session_timeout_ms + 1)
+            break
         if self.config.max_idle_interval_ms:
             cands.append(self._last_write_ms + self.config.max_idle_interval_ms)
         if self.config.auto_leader_rebalance:

@@ -9,7 +9,9 @@ Listeners without TLS run on asyncio directly (``net/framed.py``): the event loo
 what arrives in ``data_received`` and the connection's task only handles requests and writes the
 answers, so a request costs no stream reads, no cancel scopes and no reader re-arming; a client that
 pipelines is paused once a few requests wait. TLS listeners use anyio's streams (the handshake and
-the certificate principal come from ``TLSStream``).
+the certificate principal come from ``TLSStream``). On both, client requests pass a ``ClientGate``
+(``net/gate.py``): at most a slice of them per loop iteration, while the voters' Raft requests go
+first, so a backlog of client work never holds a follower's Fetch or a Vote past its timeout.
 
 A failure while handling or encoding one request costs that request only: the client gets Kafka's
 UNKNOWN_SERVER_ERROR for it (the request type's generated error response) and the failure is logged
@@ -39,6 +41,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.tls import TLSAttribute, TLSStream
 
 from kraftwire.net.framed import FramedConnection
+from kraftwire.net.gate import ClientGate, is_priority
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.protocol.errors import DecodeError, Errors, KafkaProtocolError
 from kraftwire.protocol.framing import (
@@ -106,8 +109,10 @@ class KafkaServer:
 
     def __init__(self, handler: Handler, api_versions_fallback: UnsupportedApiVersions, *,
                  max_request_bytes: int = 100 << 20, idle_timeout_s: float = 600.0,
-                 failed_auth_delay_s: float = 0.1, limits: ConnectionLimits | None = None) -> None:
+                 failed_auth_delay_s: float = 0.1, limits: ConnectionLimits | None = None,
+                 gate: ClientGate | None = None) -> None:
         self.handler = handler
+        self.gate = gate or ClientGate()
         self.limits = limits or ConnectionLimits()
         self.failed_auth_delay_s = failed_auth_delay_s
         self.api_versions_fallback = api_versions_fallback
@@ -254,7 +259,11 @@ class KafkaServer:
                        pieces: bool = False) -> tuple[Any, bool]:
         """The bytes answering one frame (None: no answer) and whether the connection closes after
         them (a failed SASL authentication). Raises ConnectionError to close without an answer. With
-        ``pieces`` an answer holding file slices comes as a list (``framing.encode_response_pieces``)."""
+        ``pieces`` an answer holding file slices comes as a list (``framing.encode_response_pieces``).
+        Client requests pass the gate (bounded slices per loop iteration); the quorum's do not."""
+        gate = self.gate
+        if not is_priority(frame) and not gate.try_enter():
+            await gate.enter()
         if auth is not None and auth.raw_tokens:
             return self._raw_sasl(auth, frame, ctx), False
         request = self._decode(frame, ctx)

@@ -1,0 +1,86 @@
+"""Client requests in bounded slices, so that the quorum's own requests are never queued behind them.
+
+One event loop serves the voters' Raft traffic and every client connection. When thousands of
+requests arrive at once (a registration storm, every broker reconnecting after a failover) the loop
+would run all of them before it next reads a socket, and a follower's Fetch or a candidate's Vote
+would wait behind the whole backlog: the follower's fetch timeout runs out and it starts an election.
+
+``ClientGate`` admits at most ``per_slice`` client requests per loop iteration; the others wait in
+arrival order and are let through ``per_slice`` at a time, one slice per iteration, so between two
+slices the loop polls its sockets and the Raft requests that came in are handled (they never pass
+the gate: ``is_priority``). Kafka gets the same effect from threads: its controller's Raft I/O
+thread does not share a queue with the request handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+# Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot and Fetch (a follower's: a consumer's Fetch
+# of the metadata log on a controller listener passes too, it cannot be told apart before decoding).
+PRIORITY_KEYS = frozenset({1, 52, 53, 54, 59})
+PER_SLICE = 64
+
+
+def is_priority(frame: bytes) -> bool:
+    """Whether a request frame (size prefix removed) carries one of the quorum's API keys."""
+    return len(frame) >= 2 and (frame[0] << 8 | frame[1]) in PRIORITY_KEYS
+
+
+class ClientGate:
+    """Admits client requests at most ``per_slice`` per event-loop iteration (see the module docstring)."""
+
+    def __init__(self, per_slice: int = PER_SLICE) -> None:
+        self.per_slice = per_slice
+        self.admitted = 0            # in the current slice
+        self.waiting: deque[asyncio.Future[None]] = deque()
+        self.deferred = 0            # requests that waited for a later slice (a metric)
+        self._scheduled = False
+
+    def try_enter(self) -> bool:
+        """Admit one request now if the slice has room and nobody waits ahead of it."""
+        if self.waiting or self.admitted >= self.per_slice:
+            return False
+        self.admitted += 1
+        self._schedule()
+        return True
+
+    async def enter(self) -> None:
+        """Wait for a later slice (call after ``try_enter`` said no)."""
+        fut = asyncio.get_running_loop().create_future()
+        self.waiting.append(fut)
+        self.deferred += 1
+        self._schedule()
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if not fut.done() or fut.cancelled():
+                try:
+                    self.waiting.remove(fut)
+                except ValueError:
+                    pass
+            raise
+
+    def _schedule(self) -> None:
+        if not self._scheduled:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:    # another anyio backend (trio): no slices, every request passes
+                self.admitted = 0
+                return
+            self._scheduled = True
+            loop.call_soon(self._next_slice)
+
+    def _next_slice(self) -> None:
+        """A new loop iteration: a fresh slice, first for those waiting, in arrival order."""
+        self._scheduled = False
+        self.admitted = 0
+        waiting = self.waiting
+        while waiting and self.admitted < self.per_slice:
+            fut = waiting.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                self.admitted += 1
+        if self.admitted:
+            self._schedule()
