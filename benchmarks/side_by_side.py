@@ -548,6 +548,7 @@ def main() -> int:
     ap.add_argument("--launch-trials", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=10.0, help="commit: seconds per phase")
     ap.add_argument("--records", type=int, default=1_000_000, help="fetch: records in the log")
+    ap.add_argument("--fetch-trials", type=int, default=3, help="fetch: interleaved raw reads per system")
     ap.add_argument("--partitions", type=int, default=1_000_000, help="image: partitions")
     ap.add_argument("--base", default="cbe36e0", help="image: the commit whose code is 'today' in the goal")
     ap.add_argument("--pairs", type=int, default=2, help="image: before/after pairs")
@@ -575,7 +576,7 @@ def main() -> int:
                 elif section == "failover":
                     bench_failover(root, args.trials)
                 elif section == "fetch":
-                    bench_fetch(root, args.records)
+                    bench_fetch(root, args.records, args.fetch_trials)
                 elif section == "image":
                     bench_image(args.partitions, args.base, args.pairs)
                 elif section == "heartbeats":
