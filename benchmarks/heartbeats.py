@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,17 +69,23 @@ class Stats:
 
 
 class _Wire(asyncio.Protocol):
-    """A connection that hands each response frame (size prefix stripped) to the waiting request."""
+    """A connection that hands each response frame (size prefix stripped) to the waiting request, or
+    to ``on_frame`` (the heartbeat phase: callbacks, no task or future per request)."""
 
     def __init__(self) -> None:
         self.buf = bytearray()
         self.waiter: asyncio.Future | None = None
         self.transport: asyncio.Transport | None = None
+        self.on_frame: Callable[[bytes], None] | None = None
+        self.on_lost: Callable[[], None] | None = None
 
     def connection_made(self, transport) -> None:  # noqa: ANN001
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
+        if not self.buf and len(data) >= 4 and len(data) == 4 + _SIZE.unpack_from(data, 0)[0]:
+            self._frame(data[4:])   # the usual case: one whole answer in one read
+            return
         self.buf += data
         while len(self.buf) >= 4:
             (size,) = _SIZE.unpack_from(self.buf, 0)
@@ -86,18 +93,26 @@ class _Wire(asyncio.Protocol):
                 return
             frame = bytes(self.buf[4:4 + size])
             del self.buf[:4 + size]
-            if self.waiter is not None and not self.waiter.done():
-                self.waiter.set_result(frame)
+            self._frame(frame)
+
+    def _frame(self, frame: bytes) -> None:
+        if self.on_frame is not None:
+            self.on_frame(frame)
+        elif self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(frame)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self.waiter is not None and not self.waiter.done():
+        if self.on_lost is not None:
+            self.on_lost()
+        elif self.waiter is not None and not self.waiter.done():
             self.waiter.set_exception(ConnectionError("closed"))
 
 
 class Broker:
     """One simulated broker: its own connection, one request in flight. Heartbeats are pre-encoded
-    (only the correlation id changes) and their answers parsed in place, so one generator process
-    keeps thousands of brokers on time."""
+    (only the correlation id changes), their answers parsed in place, and the heartbeat phase runs
+    on loop callbacks (``_Heartbeats``), so one generator process keeps thousands of brokers on time
+    with most of its loop idle."""
 
     def __init__(self, broker_id: int, cluster_id: str, hosts: list[str]) -> None:
         self.id = broker_id
@@ -153,46 +168,125 @@ class Broker:
             self._next_controller()
             await asyncio.sleep(0.5)
 
-    async def heartbeats(self, stats: Stats, window: _Window) -> None:
-        next_at = time.time() + random.uniform(0, INTERVAL_S)
-        while True:
-            await asyncio.sleep(max(0.0, next_at - time.time()))
-            if time.time() >= window.stop.value:
-                return
-            measure_from = window.start.value
-            next_at += INTERVAL_S
-            self.corr += 1
-            _SIZE.pack_into(self.frame, 8, self.corr)
-            sent = time.time()
-            try:
-                frame = await self._send(self.frame, SESSION_S)
-            except (TimeoutError, OSError, ConnectionError):
-                if sent >= measure_from:
-                    stats.timeouts += 1
-                self._drop()      # no answer within the session: reconnect, as a broker would
-                next_at = time.time()
-                continue
-            took = (time.time() - sent) * 1000
-            if took > INTERVAL_S * 1000 and sent >= measure_from:
-                stats.timeouts += 1   # answered, but after the next heartbeat was due
-            while next_at < time.time():
-                next_at += INTERVAL_S
-            # header v1: correlation id, empty tag section; body: throttle i32, error i16, 3 booleans
-            error, _caught_up, is_fenced, _shut = _HB.unpack_from(frame, 9)
-            if error == Errors.NOT_CONTROLLER:
-                stats.not_controller += 1
-                self._next_controller()
-                next_at = time.time() + 0.05
-                continue
-            fenced = error in FENCING or (error == 0 and is_fenced)
-            if sent >= measure_from:
-                stats.latencies_ms.append(took)
-                if fenced and self.unfenced:
-                    stats.spurious_fences += 1
-            if error == 0 and not is_fenced and not self.unfenced:
-                self.unfenced = True
-                stats.unfenced += 1
-            self.unfenced = self.unfenced and not fenced
+    # -- the heartbeat phase: callbacks on the generator's loop ----------------------------------
+    def start_heartbeats(self, hb: _Heartbeats) -> None:
+        self.hb = hb
+        self.sent = 0.0
+        self.inflight = False
+        self.next_at = time.time() + random.uniform(0, INTERVAL_S)
+        self._at(self.next_at)
+
+    def _at(self, wall: float) -> None:
+        loop = self.hb.loop
+        loop.call_at(loop.time() + max(0.0, wall - time.time()), self._beat)
+
+    def _beat(self) -> None:
+        hb = self.hb
+        if time.time() >= hb.window.stop.value:
+            hb.finished(self)
+            return
+        if self.wire is None:
+            hb.loop.create_task(self._reconnect())
+            return
+        self.next_at += INTERVAL_S
+        self.corr += 1
+        _SIZE.pack_into(self.frame, 8, self.corr)
+        self.wire.on_frame = self._answered
+        self.wire.on_lost = self._lost
+        self.inflight = True
+        self.sent = time.time()
+        self.wire.transport.write(self.frame)
+
+    async def _reconnect(self) -> None:
+        loop = self.hb.loop
+        try:
+            _, self.wire = await asyncio.wait_for(
+                loop.create_connection(_Wire, self.hosts[self.target], CONTROLLER_PORT), SESSION_S)
+        except (TimeoutError, OSError):
+            self.wire = None
+            self._next_controller()
+            self.next_at = time.time() + 0.5
+            self._at(self.next_at)
+            return
+        self.next_at = time.time()
+        self._beat()
+
+    def _failed(self) -> None:
+        """No answer within the session, or the connection went: reconnect, as a broker would."""
+        self.inflight = False
+        if self.sent >= self.hb.window.start.value:
+            self.hb.stats.timeouts += 1
+        self._drop()
+        self.next_at = time.time()
+        self._at(self.next_at)
+
+    def _lost(self) -> None:
+        self.wire = None          # the next heartbeat reconnects
+        if self.inflight:
+            self._failed()
+
+    def _answered(self, frame: bytes) -> None:
+        if not self.inflight:
+            return
+        self.inflight = False
+        stats, measure_from = self.hb.stats, self.hb.window.start.value
+        now = time.time()
+        sent = self.sent
+        took = (now - sent) * 1000
+        if took > INTERVAL_S * 1000 and sent >= measure_from:
+            stats.timeouts += 1   # answered, but after the next heartbeat was due
+        while self.next_at < now:
+            self.next_at += INTERVAL_S
+        # header v1: correlation id, empty tag section; body: throttle i32, error i16, 3 booleans
+        error, _caught_up, is_fenced, _shut = _HB.unpack_from(frame, 9)
+        if error == Errors.NOT_CONTROLLER:
+            stats.not_controller += 1
+            self._next_controller()
+            self.next_at = now + 0.05
+            self._at(self.next_at)
+            return
+        fenced = error in FENCING or (error == 0 and is_fenced)
+        if sent >= measure_from:
+            stats.latencies_ms.append(took)
+            if fenced and self.unfenced:
+                stats.spurious_fences += 1
+        if error == 0 and not is_fenced and not self.unfenced:
+            self.unfenced = True
+            stats.unfenced += 1
+        self.unfenced = self.unfenced and not fenced
+        self._at(self.next_at)
+
+
+class _Heartbeats:
+    """The heartbeat phase of one generator process: every broker's timer and answer are callbacks on
+    this loop (a task, a future and a ``wait_for`` per heartbeat cost more CPU than the controller's
+    answer; the generator shares the 2 cores with it). A sweep every 0.5 s gives up heartbeats
+    unanswered for the 9 s session."""
+
+    def __init__(self, brokers: list[Broker], stats: Stats, window: _Window) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.brokers = brokers
+        self.stats = stats
+        self.window = window
+        self.running = set(brokers)
+        self.done = self.loop.create_future()
+
+    def finished(self, broker: Broker) -> None:
+        self.running.discard(broker)
+        if not self.running and not self.done.done():
+            self.done.set_result(None)
+
+    async def run(self) -> None:
+        if not self.brokers:
+            return
+        for b in self.brokers:
+            b.start_heartbeats(self)
+        while not self.done.done():
+            await asyncio.wait([self.done], timeout=0.5)
+            now = time.time()
+            for b in self.brokers:
+                if b.inflight and now - b.sent > SESSION_S:
+                    b._failed()
 
 
 def cpu_s(pid: int) -> float:
@@ -239,7 +333,7 @@ async def _drive(hosts: list[str], cluster_id: str, ids: range, reg_deadline: fl
     for i in range(0, len(brokers), 250):
         await asyncio.gather(*(b.register(stats, reg_deadline) for b in brokers[i:i + 250]))
     window.ready[slot] = 1
-    await asyncio.gather(*(b.heartbeats(stats, window) for b in brokers if b.epoch >= 0))
+    await _Heartbeats([b for b in brokers if b.epoch >= 0], stats, window).run()
     for b in brokers:
         b._drop()
     return stats

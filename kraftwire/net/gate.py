@@ -5,22 +5,28 @@ requests arrive at once (a registration storm, every broker reconnecting after a
 would run all of them before it next reads a socket, and a follower's Fetch or a candidate's Vote
 would wait behind the whole backlog: the follower's fetch timeout runs out and it starts an election.
 
-``ClientGate`` admits at most ``per_slice`` client requests per loop iteration; the others wait in
-arrival order and are let through ``per_slice`` at a time, one slice per iteration, so between two
-slices the loop polls its sockets and the Raft requests that came in are handled (they never pass
-the gate: ``is_priority``). Kafka gets the same effect from threads: its controller's Raft I/O
-thread does not share a queue with the request handlers.
+``ClientGate`` admits client requests in slices, one slice per loop iteration: once a slice holds
+``fit`` requests or has run ``slice_s``, later requests wait in arrival order and the next
+iteration lets the first ``fit`` of them through. Between two slices the loop polls its sockets,
+and the Raft requests that came in are handled at once (they never pass the gate: ``is_priority``).
+``fit`` adapts so that an iteration stays near ``slice_s`` (halved towards what fitted when one ran
+longer, doubled up to ``per_slice`` when the backlog needs it): a slice bounds how long the quorum
+waits, not how many requests a second the node serves. Kafka gets the same effect from threads:
+its controller's Raft I/O thread does not share a queue with the request handlers.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from time import perf_counter
 
 # Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot and Fetch (a follower's: a consumer's Fetch
 # of the metadata log on a controller listener passes too, it cannot be told apart before decoding).
 PRIORITY_KEYS = frozenset({1, 52, 53, 54, 59})
-PER_SLICE = 64
+PER_SLICE = 1024      # most requests one slice admits
+SLICE_S = 0.02        # the client work one loop iteration aims at
+MIN_FIT = 8
 
 
 def is_priority(frame: bytes) -> bool:
@@ -29,18 +35,26 @@ def is_priority(frame: bytes) -> bool:
 
 
 class ClientGate:
-    """Admits client requests at most ``per_slice`` per event-loop iteration (see the module docstring)."""
+    """Admits client requests in bounded slices, one per loop iteration (see the module docstring)."""
 
-    def __init__(self, per_slice: int = PER_SLICE) -> None:
+    def __init__(self, per_slice: int = PER_SLICE, slice_s: float = SLICE_S) -> None:
         self.per_slice = per_slice
+        self.slice_s = slice_s
+        self.fit = per_slice         # how many requests the next slice admits
         self.admitted = 0            # in the current slice
+        self.started = 0.0           # when the current slice began
         self.waiting: deque[asyncio.Future[None]] = deque()
         self.deferred = 0            # requests that waited for a later slice (a metric)
         self._scheduled = False
 
     def try_enter(self) -> bool:
         """Admit one request now if the slice has room and nobody waits ahead of it."""
-        if self.waiting or self.admitted >= self.per_slice:
+        if self.waiting or self.admitted >= self.fit:
+            return False
+        if self.admitted == 0:
+            if not self._scheduled:
+                self.started = perf_counter()
+        elif perf_counter() - self.started >= self.slice_s:
             return False
         self.admitted += 1
         self._schedule()
@@ -75,9 +89,18 @@ class ClientGate:
     def _next_slice(self) -> None:
         """A new loop iteration: a fresh slice, first for those waiting, in arrival order."""
         self._scheduled = False
+        now = perf_counter()
+        if self.waiting:             # the last slice was full: fit it to the time an iteration took
+            took = now - self.started
+            if took > self.slice_s:
+                self.fit = max(MIN_FIT, min(self.fit, self.admitted) * self.slice_s // took or MIN_FIT)
+            else:
+                self.fit = min(self.per_slice, max(self.fit, self.admitted) * 2)
+            self.fit = int(self.fit)
+        self.started = now
         self.admitted = 0
         waiting = self.waiting
-        while waiting and self.admitted < self.per_slice:
+        while waiting and self.admitted < self.fit:
             fut = waiting.popleft()
             if not fut.done():
                 fut.set_result(None)

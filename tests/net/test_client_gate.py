@@ -63,7 +63,7 @@ async def test_a_vote_behind_a_backlog_of_client_requests_is_handled_first() -> 
         body = VoteResponse() if request.api_key == 52 else BrokerHeartbeatResponse()
         return Reply(body, request.api_version)
 
-    gate = ClientGate(per_slice=PER_SLICE)
+    gate = ClientGate(per_slice=PER_SLICE, slice_s=3600.0)   # slices cut by count only
     server = KafkaServer(handler, _fallback, gate=gate)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("CONTROLLER", "127.0.0.1", 0))
@@ -98,7 +98,7 @@ async def test_without_a_backlog_nothing_waits() -> None:
     async def handler(request, ctx):
         return Reply(ApiVersionsResponse(), request.api_version)
 
-    gate = ClientGate(per_slice=PER_SLICE)
+    gate = ClientGate(per_slice=PER_SLICE, slice_s=3600.0)   # slices cut by count only
     server = KafkaServer(handler, _fallback, gate=gate)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("PLAINTEXT", "127.0.0.1", 0))
@@ -111,3 +111,25 @@ async def test_without_a_backlog_nothing_waits() -> None:
                 assert struct.unpack_from(">i", data, 4)[0] == corr
         tg.cancel_scope.cancel()
     assert gate.deferred == 0
+
+
+async def test_a_slice_that_ran_long_admits_fewer_next_time_and_a_backlog_grows_it_back() -> None:
+    import asyncio
+
+    gate = ClientGate(per_slice=64, slice_s=0.0)     # every slice has run long once it holds one
+    assert gate.try_enter() and not gate.try_enter()
+    waiter = asyncio.ensure_future(gate.enter())
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert waiter.done() and 8 <= gate.fit < 64, "fit shrank towards what an iteration holds"
+    gate.slice_s = 3600.0
+    small = gate.fit
+    for _ in range(3):                              # a backlog each iteration, iterations short
+        while gate.try_enter():
+            pass
+        waiters = [asyncio.ensure_future(gate.enter()) for _ in range(gate.fit + 1)]
+        for _ in range(3):
+            await asyncio.sleep(0)
+        for w in waiters:
+            w.cancel()
+    assert gate.fit > small, "a backlog in short iterations lets the slices grow again"
