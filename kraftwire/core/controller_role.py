@@ -57,6 +57,9 @@ class ControllerObserver:
     def leader_changed(self, leader_id: int | None) -> None:
         """Raft reported a new leader (or none)."""
 
+    def appended(self, offsets: list[int]) -> None:
+        """Records were handed to Raft at these offsets (committed once the high watermark passes)."""
+
     def interrupted(self, request: Any) -> None:
         """An accepted request lost its answer to a leadership change before its records committed."""
 
@@ -76,13 +79,12 @@ class ControllerRole:
     """RaftListener, activation, commit waiters and periodic work of one voter's controller."""
 
     def __init__(self, node_id: int, controller: QuorumController, bootstrap: list[MetadataRecord], *,
-                 clock: Callable[[], int], append: Callable[[list[Record]], Any],
                  snapshotter: Snapshotter | None = None, observer: ControllerObserver | None = None) -> None:
         self.node_id = node_id
         self.controller = controller
         self.bootstrap = bootstrap
-        self.clock = clock
-        self._append_records = append
+        self.clock: Callable[[], int] = _unbound_clock
+        self._append_records: Callable[[list[Record]], Any] = _unbound_append
         self.snapshotter = snapshotter
         self.observer = observer or ControllerObserver()
         self.core: Any = None
@@ -96,8 +98,12 @@ class ControllerRole:
         #: set while another finalized feature level is one this controller lacks: it will not activate
         self.unsupported: str | None = None
 
-    def attach(self, core: Any) -> None:
+    def attach(self, core: Any, *, clock: Callable[[], int], append: Callable[[list[Record]], Any]) -> None:
+        """Bind the role to its Raft core, the time of the event being handled and the core's append
+        (``kraftwire.core.node_core.NodeCore`` does this)."""
         self.core = core
+        self.clock = clock
+        self._append_records = append
 
     # -- RaftListener ---------------------------------------------------------------------------
     def handle_commit(self, batches: list[RecordBatch]) -> None:
@@ -181,10 +187,11 @@ class ControllerRole:
     def _append(self, records: list[MetadataRecord]) -> bool:
         """Hand records to Raft; on a lost leadership the controller steps down and False is returned."""
         try:
-            self._append_records([Record(value=encode_record(r.message, r.version)) for r in records])
+            offsets = self._append_records([Record(value=encode_record(r.message, r.version)) for r in records])
         except NotLeaderError:
             self._step_down("raft leadership lost before the append")
             return False
+        self.observer.appended(offsets or [])
         self.observer.image(self.controller.image, "latest")
         return True
 
@@ -280,6 +287,14 @@ class ControllerRole:
     def _wake(self) -> None:
         for fn in self.on_wake:
             fn()
+
+
+def _unbound_clock() -> int:
+    raise RuntimeError("ControllerRole used before attach()")
+
+
+def _unbound_append(records: list[Record]) -> Any:
+    raise NotLeaderError("the controller role is not attached to a Raft core")
 
 
 def _not_controller(request: Any, version: int, message: str) -> Any:

@@ -47,13 +47,12 @@ from kraftwire.node.apis import (
     Features,
     supported,
 )
-from kraftwire.node.controller_shell import snapshotter_for
 from kraftwire.node.group_proxy import FIND_COORDINATOR, LIST_GROUPS, GroupRouter, find_coordinator, java_hash
 from kraftwire.node.group_proxy import error_response as group_error_response
 from kraftwire.node.metrics import ForwardingMetrics
 from kraftwire.node.raft_driver import wall_ms
 from kraftwire.node.secure import NodeSecurity
-from kraftwire.node.snapshots import snapshot_step
+from kraftwire.node.snapshots import snapshot_step, snapshotter_for
 from kraftwire.node.view import LogPartitionView
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request

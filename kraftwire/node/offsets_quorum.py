@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 
 from kraftwire.config import NodeConfig
+from kraftwire.core.node_core import NodeCore
 from kraftwire.group import GroupConfig, GroupCoordinator
 from kraftwire.group.replicated import (
     IMPORT_CLIENT_ID,
@@ -94,7 +95,7 @@ class OffsetsQuorum:
                              rejoining=bool(getattr(self.log, "rejoining", False)) and floor is None,
                              directory_id=directory_id, vote_floor=floor)
         self.core.log_tag = "OffsetsRaft"   # its log lines: [OffsetsRaft id=N] (kraftwire.raft.story)
-        self.driver = RaftDriver(self.core, peers, request_timeout_ms=raft_config.request_timeout_ms, nodes=nodes,
+        self.driver = RaftDriver(NodeCore(self.core), peers, request_timeout_ms=raft_config.request_timeout_ms, nodes=nodes,
                                  leader_endpoints=leader_endpoints, topic=OFFSETS_TOPIC, lane="offsets-raft")
         self.driver.on_change.append(self._changed)
         self.peers = peers

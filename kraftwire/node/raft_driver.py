@@ -1,12 +1,12 @@
-"""The async shell around the sans-I/O Raft core.
+"""The anyio shell around the sans-I/O node core (``kraftwire.core.node_core.NodeCore``).
 
 All calls into the core happen on the event loop's single thread, one at a time, so the core
-never needs locks. ``PersistLog`` (every log fsync of the hot paths, leader's and fetcher's) runs in a
-worker thread and is reported back with ``handle_persisted``; the log's ``sync`` is safe beside appends
-on the loop. Outputs are dispatched here: ``SendRequest`` becomes a task that sends the
-wire request to the peer and feeds the reply (or the failure) back; ``SendResponse`` wakes the
-connection task that is waiting to answer that inbound request. A timer task calls ``tick`` at
-the core's next deadline.
+never needs locks. The shell only moves the core's outputs: ``SendRequest`` becomes a task that sends
+the wire request to the peer and feeds the reply (or the failure) back; ``SendResponse`` and
+``Respond`` wake the task waiting to answer that inbound Raft or controller request; ``PersistLog``
+(every log fsync of the hot paths, leader's and fetcher's) runs in a worker thread and is reported
+back with ``handle_persisted``; ``TakeSnapshot`` frames the image in a worker thread and hands the
+batches back. A timer task calls ``tick`` at the core's next deadline.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from kraftwire.core.node_core import NodeCore, Respond, TakeSnapshot
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
 from kraftwire.node import wire
@@ -37,12 +38,13 @@ def wall_ms() -> int:
 
 
 class RaftDriver:
-    """Runs a RaftCore: inbound requests, outbound requests to voters, timers, change listeners."""
+    """Runs a NodeCore: inbound requests, outbound requests to voters, timers, change listeners."""
 
-    def __init__(self, core: Any, peers: PeerClient, *, request_timeout_ms: int,
+    def __init__(self, node: NodeCore, peers: PeerClient, *, request_timeout_ms: int,
                  nodes: list[tuple[int, str, int, str]], leader_endpoints: list[tuple[str, str, int]],
                  clock: Callable[[], int] = wall_ms, topic: str | None = None, lane: str = "raft") -> None:
-        self.core = core
+        self.node = node
+        self.core = node.raft
         self.topic = topic  # a second quorum's topic name (wire.retopic), None for __cluster_metadata
         self.lane = lane
         self.peers = peers
@@ -68,8 +70,8 @@ class RaftDriver:
 
     async def _timer(self) -> None:
         while True:
-            self._dispatch(self.core.tick(self.clock()))
-            deadline = self.core.next_deadline()
+            self._dispatch(self.node.tick(self.clock()))
+            deadline = self.node.next_deadline()
             delay = 1.0 if deadline is None else max(0.0, (deadline - self.clock()) / 1000)
             self._wake = anyio.Event()
             with anyio.move_on_after(min(delay, 1.0)):
@@ -100,13 +102,34 @@ class RaftDriver:
         self.poke()
         return offsets
 
+    async def submit(self, body: Any, version: int) -> Any:
+        """Run a controller API request through the node core; returns the response body once it may be
+        sent (an answer given at once returns without a trip through the event loop)."""
+        rid = -next(self._ids)
+        done = anyio.Event()
+        box: list[Any] = []
+        self._waiting[rid] = (done, box)
+        try:
+            started = time.monotonic()
+            self.call(self.node.submit, rid, body, version)
+            if self.metrics is not None:   # the controller's own work, commit wait excluded (Kafka's processing time)
+                self.metrics.controller_processed((time.monotonic() - started) * 1000)
+            if not box:
+                await done.wait()
+        finally:
+            self._waiting.pop(rid, None)
+        return box[0]
+
     def _dispatch(self, outputs: list[Any]) -> None:
         for out in outputs:
-            if isinstance(out, m.SendResponse):
+            if isinstance(out, m.SendResponse | Respond):
                 waiter = self._waiting.pop(out.request_id, None)
                 if waiter is not None:
-                    waiter[1].append(out.msg)
+                    waiter[1].append(out.msg if isinstance(out, m.SendResponse) else out.body)
                     waiter[0].set()
+            elif isinstance(out, TakeSnapshot):
+                assert self._tg is not None
+                self._tg.start_soon(self._frame_snapshot, out)
             elif isinstance(out, m.SendRequest):
                 assert self._tg is not None
                 self._tg.start_soon(self._send, out)
@@ -117,7 +140,16 @@ class RaftDriver:
     async def _persist(self, end_offset: int) -> None:
         """The log's fsync in a worker thread: no connection of the node waits for the disk."""
         await anyio.to_thread.run_sync(self.core.log.sync)
-        self.call(self.core.handle_persisted, end_offset)
+        self.call(self.node.handle_persisted, end_offset)
+
+    async def _frame_snapshot(self, out: TakeSnapshot) -> None:
+        """Frame the immutable image in a worker thread, then hand the batches back to the core."""
+        batches = None
+        try:
+            batches = await anyio.to_thread.run_sync(out.job.frame)
+        except Exception:
+            log.exception("framing the metadata snapshot at %s failed", out.job.sid)
+        self.call(self.node.snapshot_framed, out.job.sid, batches)
 
     async def handle_inbound(self, api_key: int, body: Any, version: int) -> Any:
         """Serve a raft request from the wire; returns the wire response body."""
@@ -137,7 +169,7 @@ class RaftDriver:
         box: list[Any] = []
         self._waiting[rid] = (done, box)
         try:
-            self.call(self.core.handle_request, rid, source, msg)
+            self.call(self.node.handle_request, rid, source, msg)
             await done.wait()
         finally:
             self._waiting.pop(rid, None)
@@ -147,9 +179,9 @@ class RaftDriver:
         if isinstance(out.msg, m.KraftVersionsRequest):   # ApiVersions to a voter being added (KIP-853)
             probe = self.versions_probe
             if probe is None:
-                self.call(self.core.handle_request_failed, out.request_id)
+                self.call(self.node.handle_request_failed, out.request_id)
             else:
-                self.call(self.core.handle_response, out.request_id, await probe(out.msg))
+                self.call(self.node.handle_response, out.request_id, await probe(out.msg))
             return
         api_key = API_OF[type(out.msg)]
         try:
@@ -161,22 +193,22 @@ class RaftDriver:
                 if self.topic is not None:
                     wire.retopic(body, self.topic)
             except wire.WireError as e:  # e.g. a pre-vote to a peer without Vote v2: Kafka's client answers
-                self.call(self.core.handle_response, out.request_id, _error_response_msg(out.msg, e.error))
+                self.call(self.node.handle_response, out.request_id, _error_response_msg(out.msg, e.error))
                 return
             wait = out.msg.max_wait_ms / 1000 if isinstance(out.msg, m.FetchRequest) else 0
             resp = await conn.request(body, version, self.request_timeout_s + wait)
             msg = wire.response_from_wire(api_key, resp)
         except (RequestFailed, DecodeError, KafkaProtocolError) as e:
             log.debug("request %s to node %d failed: %s", type(out.msg).__name__, out.dest_id, e)
-            self.call(self.core.handle_request_failed, out.request_id)
+            self.call(self.node.handle_request_failed, out.request_id)
             return
         except Exception:
             log.exception("unexpected error handling %s to node %d", type(out.msg).__name__, out.dest_id)
-            self.call(self.core.handle_request_failed, out.request_id)
+            self.call(self.node.handle_request_failed, out.request_id)
             return
         if self.metrics is not None and isinstance(msg, m.FetchResponse) and msg.partition is not None:
             self.metrics.fetched(sum(len(b.records) for b in msg.partition.batches))
-        self.call(self.core.handle_response, out.request_id, msg)
+        self.call(self.node.handle_response, out.request_id, msg)
 
 
 def _error_response_msg(msg: m.Request, error: int) -> m.Response:

@@ -30,6 +30,7 @@ import anyio
 
 from kraftwire.config import NodeConfig
 from kraftwire.core.listeners import FanOutListener
+from kraftwire.core.node_core import NodeCore
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.peers import PeerClient
@@ -141,7 +142,8 @@ class Server:
         self.directory_id = directory_id   # KIP-853 ReplicaDirectoryId of its Fetches
         self.voters: dict[int, Address] = {v.node_id: (v.host, v.port) for v in cfg.voters}
         self.raft_config = raft_config(cfg)
-        self.core: Any = None
+        self.core: Any = None                # the Raft core of __cluster_metadata
+        self.node: Any = None                # the node core around it (core/node_core.py)
         self.driver: Any = None
         self.metrics: Any = None
         # One Raft core, several listeners: each role replays the committed log into its own image.
@@ -205,10 +207,11 @@ class Server:
                              epoch_start_records=self._epoch_start_records(),
                              voter_history=self._voter_history(), listener_name=cfg.controller_listener)
         voter = self.voter is not None   # DescribeQuorum lists the voters; BeginQuorumEpoch names our endpoint
-        self.driver = RaftDriver(self.core, self.peers, nodes=self.raft_nodes() if voter else [],
+        self.node = NodeCore(self.core, None if self.voter is None else self.voter.controller)
+        self.driver = RaftDriver(self.node, self.peers, nodes=self.raft_nodes() if voter else [],
                                  leader_endpoints=self.raft_endpoints() if voter else [],
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"])
-        self.metrics = RaftMetrics(self.core, log_, controller=None if self.voter is None else self.voter.controller.role)
+        self.metrics = RaftMetrics(self.core, log_, controller=None if self.voter is None else self.voter.controller)
         self.driver.metrics = self.metrics
         for role in self.roles:
             role.attach(self.core, self.driver)
@@ -315,11 +318,11 @@ class Server:
         if self.broker is not None:
             await self.broker.shutdown(timeout_s)
         offsets = None if self.voter is None else self.voter.offsets
-        quorums = [(self.core, self.driver)] + ([] if offsets is None else [(offsets.core, offsets.driver)])
-        leading = [(core, driver) for core, driver in quorums if getattr(core, "is_leader", False)]
+        drivers = [self.driver] + ([] if offsets is None else [offsets.driver])
+        leading = [d for d in drivers if d is not None and d.core.is_leader]
         if self.voter is not None and leading:
-            for core, driver in leading:
-                driver.call(core.resign)   # EndQuorumEpoch; give it a moment to leave
+            for driver in leading:
+                driver.call(driver.node.resign)   # EndQuorumEpoch; give it a moment to leave
             with anyio.move_on_after(grace_s):
                 await anyio.sleep(min(grace_s, 0.2))
         self.log.flush()

@@ -1,4 +1,5 @@
-"""The anyio step that snapshots a replica's committed image and cleans its log (brokers and voters).
+"""The anyio step that snapshots a broker replica's committed image and cleans its log; the snapshot policy
+of every replica from its configuration (voters snapshot through the node core's ``TakeSnapshot``).
 
 The decisions are sans-I/O (``kraftwire.core.snapshots``); this step only frames the immutable image
 in a worker thread so that the event loop never waits for it.
@@ -11,8 +12,17 @@ from typing import Any
 
 import anyio
 
+from kraftwire.config import NodeConfig
 from kraftwire.core.snapshots import clean_log, snapshot_due, store_snapshot
-from kraftwire.metadata.snapshot import Snapshotter
+from kraftwire.metadata.snapshot import RetentionPolicy, SnapshotPolicy, Snapshotter
+
+
+def snapshotter_for(cfg: NodeConfig) -> Snapshotter:
+    """Snapshot and retention policy from Kafka's metadata.log.* / metadata.max.retention.* keys."""
+    return Snapshotter(
+        SnapshotPolicy(max_bytes=cfg["metadata.log.max.record.bytes.between.snapshots"],
+                       max_interval_ms=cfg["metadata.log.max.snapshot.interval.ms"]),
+        RetentionPolicy(max_bytes=cfg["metadata.max.retention.bytes"], max_ms=cfg["metadata.max.retention.ms"]))
 
 
 async def snapshot_step(snap: Snapshotter, core: Any, ctl: Any, clock: Callable[[], int]) -> bool:

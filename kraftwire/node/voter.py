@@ -1,7 +1,7 @@
 """The voter role of a server (``process.roles=controller``): Raft voter, quorum controller, groups.
 
-It composes the controller role (``node/controller_shell``: the anyio side of
-``core/controller_role``), the group coordinator (``node/group_shell``) and the KIP-919
+It composes the controller role (``core/controller_role``, which the server's node core runs beside
+Raft), the group coordinator (``node/group_shell``) and the KIP-919
 registration of this voter's listeners, and registers their APIs in its plane's table: the Raft
 APIs, the controller APIs (answered by the active controller, NOT_CONTROLLER elsewhere), Envelopes
 from brokers, the group APIs, and Metadata/DescribeCluster listing the voters at their addresses
@@ -17,6 +17,7 @@ import anyio
 
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import scram as scram_cmds
+from kraftwire.core.controller_role import ControllerObserver, ControllerRole
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
@@ -25,12 +26,12 @@ from kraftwire.net.server import Reply, RequestContext
 from kraftwire.node import reads
 from kraftwire.node.apis import CONTROLLER_APIS, ENVELOPE_APIS, Dispatcher, Features, supported
 from kraftwire.node.controller_registration import ControllerRegistrar, listener_endpoint
-from kraftwire.node.controller_shell import ControllerShell, snapshotter_for
 from kraftwire.node.envelope import ENVELOPE, handle_envelope
 from kraftwire.node.group_shell import GroupShell
 from kraftwire.node.offsets_quorum import OffsetsQuorum
 from kraftwire.node.raft_driver import wall_ms
 from kraftwire.node.secure import NodeSecurity
+from kraftwire.node.snapshots import snapshotter_for
 from kraftwire.node.view import LogPartitionView
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages.describe_cluster_response import (
@@ -42,6 +43,25 @@ from kraftwire.security.sasl import SASL_APIS
 log = logging.getLogger(__name__)
 
 RAFT_KEYS = (52, 53, 54, 59)   # DescribeQuorum (55) and Fetch (1) are the server's
+
+
+class _ControllerMetrics(ControllerObserver):
+    """The controller role's reports, into the server's metrics (built after the role)."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+
+    def appended(self, offsets: list[int]) -> None:
+        if self.server.metrics is not None:
+            self.server.metrics.appended(offsets)
+
+    def committed(self, batches: list[Any]) -> None:
+        if self.server.metrics is not None:
+            self.server.metrics.committed(batches[-1].last_offset)
+
+    def leader_changed(self, leader_id: int | None) -> None:
+        if self.server.metrics is not None:
+            self.server.metrics.leader_changed(leader_id)
 
 
 class VoterRole:
@@ -59,16 +79,16 @@ class VoterRole:
         from kraftwire.node.voter_changes import VOTER_CHANGE_APIS, VoterChangeApis
 
         self.voter_changes = VoterChangeApis(server)
-        self.controller = ControllerShell(cfg.node_id, QuorumController(ControllerConfig(
+        self.controller = ControllerRole(cfg.node_id, QuorumController(ControllerConfig(
             node_id=cfg.node_id, cluster_id=server.cluster_id, quorum_node_ids=tuple(server.voters),
             session_timeout_ms=cfg["broker.session.timeout.ms"],
             max_idle_interval_ms=cfg["metadata.max.idle.interval.ms"],
             default_num_partitions=cfg["num.partitions"],
             default_replication_factor=cfg["default.replication.factor"],
             static_broker_configs={k: str(cfg[k]) for k in ("min.insync.replicas",) if k in cfg.raw})),
-            bootstrap or bootstrap_records(), snapshotter)
-        self.controller.role.on_fatal.append(lambda e: server.stop(str(e)))
-        server.raft_listeners.add(self.controller.role)
+            bootstrap or bootstrap_records(), snapshotter=snapshotter, observer=_ControllerMetrics(server))
+        self.controller.on_fatal.append(lambda e: server.stop(str(e)))
+        server.raft_listeners.add(self.controller)
         self.security = NodeSecurity(cfg, self.image, bootstrap=bootstrap)
         client = (cfg.advertised() or cfg.listeners)[0]
         group_config = GroupConfig.from_properties(cfg.raw, host=client.host, port=client.port)
@@ -115,8 +135,6 @@ class VoterRole:
         return SUPPORTED_FEATURES, finalized, ctl.committed_offset
 
     def attach(self, core: Any, driver: Any) -> None:
-        self.controller.attach(core, driver)
-        self.controller.metrics = self.server.metrics
         self.view = LogPartitionView(core, self.server.log)
         self.voter_changes.attach(driver)
         if core.rejoining or core.vote_floor is not None:  # damage discarded on open: clear once back
@@ -126,7 +144,6 @@ class VoterRole:
         async with anyio.create_task_group() as tg:
             if self.offsets is not None:
                 await tg.start(self.offsets.driver.run)
-            tg.start_soon(self.controller.run_timer)
             if self.server.voter_set is not None:
                 tg.start_soon(self.voter_changes.keep_entry_current)
                 if self.cfg["controller.quorum.auto.join.enable"] == "true":
@@ -180,10 +197,13 @@ class VoterRole:
 
     async def _on_controller(self, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version
-        return Reply(await self.controller.handle(request.body, v), v)
+        return Reply(await self.submit(request.body, v), v)
+
+    async def submit(self, body: Any, version: int) -> Any:
+        """A controller API request, run by the node core; its answer once it may be sent."""
+        return await self.server.driver.submit(body, version)
 
     async def _on_envelope(self, request: Request, ctx: RequestContext) -> Reply:
-        self.controller.maybe_activate()
         # The inner request keeps the envelope's listener, so it is dispatched on this same plane.
         return Reply(await handle_envelope(request.body, ctx, active=self.controller.controller.active,
                                            served=self.apis, dispatch=self.server.handle), request.api_version)
@@ -216,9 +236,8 @@ class VoterRole:
 
     async def _send_registration(self, body: Any) -> Any:
         """Our ControllerRegistration: applied directly when we are active, else sent to the leader."""
-        self.controller.maybe_activate()
         if self.controller.controller.active:
-            return await self.controller.handle(body, 0)
+            return await self.submit(body, 0)
         leader = self.view.leader_id
         if leader is None or leader < 0 or leader == self.node_id:
             return None

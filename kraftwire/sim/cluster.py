@@ -17,6 +17,7 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kraftwire.core.node_core import NodeCore, Respond, TakeSnapshot
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import MemoryLog, MemoryStateStore, RaftCore, RaftFaults, SimulatedCrash, SnapshotId
@@ -76,9 +77,11 @@ class SimNode:
     is_voter: bool
     log: MemoryLog = field(default_factory=MemoryLog)
     store: MemoryStateStore = field(default_factory=MemoryStateStore)
-    core: RaftCore | None = None
+    core: RaftCore | None = None       # this incarnation's Raft core (what the invariants read)
+    node: NodeCore | None = None       # the production node core around it: every event goes through it
     incarnation: int = 0
     tick_at: int | None = None
+    tick_due: int | None = None        # the node core deadline ``tick_at`` serves
     rejoining: bool = False
     slow_extra: int = 0
     crash_mode: str = "crash"
@@ -180,6 +183,7 @@ class Simulation:
             node.core = RaftCore(nid, self.voter_ids, raft, node.log, node.store,
                                  random.Random(self.rng.getrandbits(64)), self.cfg.cluster_id, self.now,
                                  self._listener_for(nid), rejoining=rejoining, faults=self.bugs)
+            node.node = NodeCore(node.core, self._controller_for(nid))
         except SimulatedCrash:
             node.log.crash()
             self.schedule(self.now + self.rng.randint(20, 500), RESTART, (nid, node.incarnation))
@@ -191,6 +195,10 @@ class Simulation:
     def _listener_for(self, nid: int) -> Any:
         """The raft listener for a new incarnation of node ``nid`` (subclasses plug in their own)."""
         return _Listener(self, nid)
+
+    def _controller_for(self, nid: int) -> Any:
+        """The controller role the node core of node ``nid`` runs (None: Raft with a digest state machine)."""
+        return None
 
     def take_snapshot(self, nid: int, sid: SnapshotId, digest: bytes) -> None:
         """Store node ``nid``'s state at ``sid`` as a snapshot; usually clean the log below it too."""
@@ -207,6 +215,7 @@ class Simulation:
         if node.core is None:
             return
         node.core = None
+        node.node = None
         node.incarnation += 1
         node.pending.clear()
         node.tick_at = None
@@ -224,11 +233,12 @@ class Simulation:
             self.schedule(self.now + restart_after, RESTART, (nid, node.incarnation))
 
     def _run_core(self, node: SimNode, fn: Any) -> None:
+        """Feed one event to ``node``'s node core (``fn(node_core)``) and route what comes out."""
         core = node.core
-        if core is None:
+        if core is None or node.node is None:
             return
         try:
-            outputs = fn(core)
+            outputs = fn(node.node)
         except SimulatedCrash:
             self.crash(node.node_id, node.crash_mode, restart_after=self.rng.randint(20, 500))
             return
@@ -238,8 +248,8 @@ class Simulation:
             self._schedule_tick(node)
 
     def _schedule_tick(self, node: SimNode) -> None:
-        assert node.core is not None
-        deadline = node.core.next_deadline()
+        assert node.node is not None
+        deadline = node.node.next_deadline()
         if deadline is None:
             node.tick_at = None
             return
@@ -268,6 +278,10 @@ class Simulation:
                 lo, hi = self.cfg.fsync_latency_ms
                 self.schedule(self.now + self.rng.randint(lo, hi) + node.slow_extra, PERSISTED,
                               (src, node.incarnation, out.end_offset))
+            elif isinstance(out, Respond):
+                self._on_respond(node, out)
+            elif isinstance(out, TakeSnapshot):
+                self._on_take_snapshot(node, out)
             elif isinstance(out, m.SendRequest):
                 node.pending.add(out.request_id)
                 self.schedule(self.now + self.raft.request_timeout_ms, REQ_TIMEOUT,
@@ -297,6 +311,12 @@ class Simulation:
                 for _ in range(copies):
                     if not self._lost(src, dest):
                         self.schedule(self.now + self._latency(src, dest), DELIVER_RESP, (dest, inc, rid, msg))
+
+    def _on_respond(self, node: SimNode, out: Respond) -> None:
+        raise TypeError(f"node {node.node_id} answered a controller request in a simulation without controllers")
+
+    def _on_take_snapshot(self, node: SimNode, out: TakeSnapshot) -> None:
+        raise TypeError(f"node {node.node_id} asked for a controller snapshot in a simulation without controllers")
 
     # ------------------------------------------------------------------------------ dispatch
     def _dispatch(self, kind: int, payload: Any) -> SimNode | None:

@@ -27,7 +27,7 @@ from typing import Any
 from kraftwire.broker.lifecycle import BrokerLifecycle, BrokerState, LifecycleConfig
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.core.controller_role import ControllerObserver, ControllerRole
-from kraftwire.core.snapshots import SnapshotJob, store_snapshot
+from kraftwire.core.node_core import Respond, TakeSnapshot
 from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES, LATEST_LEVEL
 from kraftwire.metadata.image import MetadataImage
@@ -37,9 +37,9 @@ from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRecord
 from kraftwire.protocol.metadata import decode_record
-from kraftwire.protocol.records import Record, RecordBatch
-from kraftwire.raft import NotLeaderError, SnapshotId
-from kraftwire.sim.cluster import SimNode, Simulation
+from kraftwire.protocol.records import RecordBatch
+from kraftwire.raft import SnapshotId
+from kraftwire.sim.cluster import TICK, SimNode, Simulation
 from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.invariants import InvariantChecker, Violation
 
@@ -58,12 +58,13 @@ class ControllerSimConfig:
     topic_interval_ms: tuple[int, int] = (150, 400)
     broker_fault_interval_ms: int = 700   # mean gap between broker crashes / controlled shutdowns
     controller_tick_ms: int = 50
+    timer_lag_ms: int = 50                # how late a node core's timer may fire
 
 
 # ---------------------------------------------------------------------------------------- controller glue
 class SimControllerShell(ControllerObserver):
-    """One voter incarnation's controller: the production ``ControllerRole`` on simulated time, with
-    the invariant checker as its observer and snapshots taken inline."""
+    """One voter incarnation's controller role (the production ``ControllerRole``, run by the node
+    core beside Raft), observed by the invariant checker."""
 
     def __init__(self, sim: ControllerSimulation, node: SimNode) -> None:
         self.sim = sim
@@ -75,8 +76,7 @@ class SimControllerShell(ControllerObserver):
             snapshotter = Snapshotter(SnapshotPolicy(max_records=every, max_bytes=0),
                                       RetentionPolicy(max_bytes=-1, max_ms=-1))
         self.role = ControllerRole(node.node_id, QuorumController(sim.ctl_config, seed=sim.rng.getrandbits(32)),
-                                   sim.bootstrap, clock=lambda: sim.now, append=self._append,
-                                   snapshotter=snapshotter, observer=self)
+                                   sim.bootstrap, snapshotter=snapshotter, observer=self)
         self._was_active = False
 
     @property
@@ -86,13 +86,6 @@ class SimControllerShell(ControllerObserver):
     @property
     def snapshots_loaded(self) -> int:
         return self.role.snapshots_loaded
-
-    def _append(self, records: list[Record]) -> None:
-        core = self.node.core
-        if core is None:
-            raise NotLeaderError("the node is down")
-        core.append(self.sim.now, records)
-        self.sim._schedule_tick(self.node)
 
     # observer: the invariants -----------------------------------------------------------------
     def committed(self, batches: list[RecordBatch]) -> None:
@@ -116,32 +109,12 @@ class SimControllerShell(ControllerObserver):
             what = "ControlledShutdown"
         self.sim.interrupted[what] = self.sim.interrupted.get(what, 0) + 1
 
-    # driving -----------------------------------------------------------------------------------
     def after_event(self) -> None:
-        """After the node's raft core ran: activate if due, count activations, take due snapshots."""
-        self.role.maybe_activate()
+        """After the node core ran an event: count activations (the core activated if due)."""
         active = self.ctl.active
         if active and not self._was_active:
             self.sim.activations += 1
         self._was_active = active
-        job = self.role.snapshot_due()
-        if job is not None:
-            self.sim.take_controller_snapshot(self, job)
-
-    def tick(self) -> None:
-        self.role.tick()
-        self.after_event()
-
-    def handle(self, request: Any, reply: Any) -> None:
-        """Run an agent's request; ``reply(response)`` once its records commit (or at once)."""
-        codec = self.sim.codec
-        version = type(request).MAX_VERSION if codec is None else codec.version(request.API_KEY)
-        self.role.submit(request, version, reply)
-        self.after_event()
-
-    def step_down(self) -> None:
-        self.role.stop()
-        self._was_active = False
 
 
 # ---------------------------------------------------------------------------------------- agents
@@ -283,35 +256,54 @@ class ControllerSimulation(Simulation):
         shell = SimControllerShell(self, node)
         self.shells[nid] = shell
         super()._start(nid, rejoining)
-        shell.role.attach(node.core)
         if node.core is not None:
             self.schedule(self.now + self.ccfg.controller_tick_ms, CTICK, (nid, node.incarnation))
 
     def _listener_for(self, nid: int) -> Any:
         return self.shells[nid].role
 
-    def take_controller_snapshot(self, shell: SimControllerShell, job: SnapshotJob) -> None:
-        """Store ``shell``'s due snapshot through its core; usually clean the log below it."""
-        node = shell.node
-        core = node.core
-        snap = shell.role.snapshotter
-        if core is None or snap is None:
+    def _controller_for(self, nid: int) -> Any:
+        return self.shells[nid].role
+
+    def _schedule_tick(self, node: SimNode) -> None:
+        """The node core's timer, late by up to ``timer_lag_ms`` (a loaded event loop wakes its timer
+        task late): requests that arrive meanwhile are handled before the due work, e.g. a broker's
+        new incarnation registering between its session's expiry and the controller's tick."""
+        assert node.node is not None
+        deadline = node.node.next_deadline()
+        if deadline is None:
+            node.tick_at = None
             return
-        sid, image = job.sid, job.image
+        if node.tick_at is not None and node.tick_at >= max(deadline, self.now) and node.tick_due == deadline:
+            return   # already scheduled for this deadline
+        at = max(deadline, self.now) + node.slow_extra + self.rng.randint(0, self.ccfg.timer_lag_ms)
+        node.tick_at, node.tick_due = at, deadline
+        self.schedule(at, TICK, (node.node_id, node.incarnation, at))
+
+    def _on_take_snapshot(self, node: SimNode, out: TakeSnapshot) -> None:
+        """Frame the node core's due snapshot inline and hand it back; usually clean the log below it."""
+        sid, image = out.job.sid, out.job.image
         other = self.snapshot_images.setdefault(sid, image)
         if other != image:
             raise Violation(f"node {node.node_id}: snapshot {sid} holds another image than an earlier one at that id")
-        if not store_snapshot(snap, core, sid, job.frame()):
+        batches = out.job.frame()
+        self._run_core(node, lambda c: c.snapshot_framed(self.now, sid, batches))
+        core = node.core
+        if core is None or core.log.latest_snapshot_id() != sid:
             return
         self.checker.on_state(node.node_id, "snapshot", sid.end_offset, None, sid.epoch)
         if self.rng.random() < self.cfg.snapshot_clean_p:
             self.checker.check_hw(node)
             core.delete_before(sid)
 
+    def _on_respond(self, node: SimNode, out: Respond) -> None:
+        self._answer(out.request_id, node.node_id, node.incarnation, out.body)
+
     def crash(self, nid: int, mode: str = "crash", restart_after: int | None = None, wipe: bool = False) -> None:
-        shell = self.shells.get(nid)
-        if shell is not None and self.nodes[nid].core is not None:
-            shell.step_down()
+        node = self.nodes[nid]
+        if node.node is not None:   # waiting requests are answered NOT_CONTROLLER as the node goes
+            self._route(node, node.node.stop(self.now))
+            self.shells[nid]._was_active = False
         super().crash(nid, mode, restart_after, wipe)
 
     def _run_core(self, node: SimNode, fn: Any) -> None:
@@ -342,7 +334,7 @@ class ControllerSimulation(Simulation):
             node = self.nodes[nid]
             if node.core is None or node.incarnation != inc:
                 return None
-            self.shells[nid].tick()
+            self._run_core(node, lambda c: c.tick(self.now))
             self.schedule(self.now + self.ccfg.controller_tick_ms, CTICK, payload)
             return node
         if kind == AGENT_WAKE:
@@ -352,8 +344,9 @@ class ControllerSimulation(Simulation):
             node = self.nodes[dest]
             if node.core is None:
                 return None
-            inc = node.incarnation
-            self.shells[dest].handle(request, lambda resp: self._answer(seq, dest, inc, resp))
+            codec = self.codec
+            version = type(request).MAX_VERSION if codec is None else codec.version(request.API_KEY)
+            self._run_core(node, lambda c: c.submit(self.now, seq, request, version))
             return node
         elif kind == AGENT_RESP:
             seq, dest, response = payload

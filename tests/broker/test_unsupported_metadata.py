@@ -108,8 +108,8 @@ class _Core:
 
 
 def _shell() -> ControllerRole:
-    role = ControllerRole(1, QuorumController(), bootstrap_records(), clock=lambda: 0, append=lambda records: None)
-    role.attach(_Core())
+    role = ControllerRole(1, QuorumController(), bootstrap_records())
+    role.attach(_Core(), clock=lambda: 0, append=lambda records: [])
     return role
 
 

@@ -135,7 +135,7 @@ def test_a_node_on_a_standalone_directory_runs_its_voter_set(tmp_path):
         assert list(node.voters) == [1] and cfg.voters == [Voter(1, "127.0.0.1", 19093)]
         assert node.voter_set is not None and node.voter_set.ids == {1}
         assert node.voter.features()[1]["kraft.version"] == 1              # ApiVersions' finalized levels
-        assert node.voter.controller.role.snapshotter.control[1] == node.voter_set.to_record()
+        assert node.voter.controller.snapshotter.control[1] == node.voter_set.to_record()
     finally:
         node.log.close()
         for lock in getattr(node, "dir_locks", []):

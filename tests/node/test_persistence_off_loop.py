@@ -63,7 +63,7 @@ async def test_commit_heavy_load_never_fsyncs_the_log_on_the_event_loop(tmp_path
 
         async def write(i: int) -> None:
             req = CreateAclsRequest(creations=[AclCreation(2, f"topic-{i}", 3, f"User:u{i}", "*", 3, 3)])
-            resp = await node.voter.controller.handle(req, 3)
+            resp = await node.voter.submit(req, 3)
             assert resp.results[0].error_code == 0
 
         async with anyio.create_task_group() as writers:   # 4 concurrent writers, every write acknowledged
@@ -105,7 +105,7 @@ async def test_followers_fsync_replicated_batches_in_worker_threads_too(tmp_path
         async def writer(w: int) -> None:
             for i in range(w, WRITES, 4):
                 req = CreateAclsRequest(creations=[AclCreation(2, f"topic-{i}", 3, f"User:u{i}", "*", 3, 3)])
-                resp = await leader.voter.controller.handle(req, 3)
+                resp = await leader.voter.submit(req, 3)
                 assert resp.results[0].error_code == 0
 
         async with anyio.create_task_group() as writers:

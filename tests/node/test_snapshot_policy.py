@@ -12,7 +12,7 @@ from kraftwire.metadata.snapshot import (
     image_from_snapshot,
     snapshot_batches,
 )
-from kraftwire.node.controller_shell import snapshotter_for
+from kraftwire.node.snapshots import snapshotter_for
 from kraftwire.protocol.control import ControlType, control_type
 from kraftwire.protocol.metadata import encode_record
 from kraftwire.protocol.records import Record, RecordBatch

@@ -76,7 +76,7 @@ async def write_acls(nodes: list[Server], first: int, count: int) -> None:
     for i in range(first, first + count):
         leader = await wait_for(lambda: active(nodes))
         req = CreateAclsRequest(creations=[AclCreation(2, f"topic-{i}", 3, f"User:u{i}", "*", 3, 3)])
-        resp = await leader.voter.controller.handle(req, 3)
+        resp = await leader.voter.submit(req, 3)
         assert resp.results[0].error_code in (0, Errors.NOT_CONTROLLER)
 
 
@@ -101,7 +101,7 @@ async def test_node_that_was_down_catches_up_with_fetch_snapshot(storage):
             await start(tg, n)
         await write_acls(nodes[:2], 0, 30)
         # Both running voters snapshotted and cleaned their logs past the bootstrap records.
-        await wait_for(lambda: all(n.log.start_offset > 10 and n.voter.controller.snapshots_taken for n in nodes[:2]))
+        await wait_for(lambda: all(n.log.start_offset > 10 and n.node.snapshots_taken for n in nodes[:2]))
         late = nodes[2]
         await start(tg, late)
         await write_acls(nodes, 30, 5)

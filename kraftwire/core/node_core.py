@@ -1,0 +1,183 @@
+"""The node core: one voter's (or one replica's) Raft core and controller role as one sans-I/O object.
+
+The server and the simulator drive this same class, so the simulator's invariants check the wiring
+that production runs. It is fed ``(now, event)`` calls and returns outputs, in the manner of
+etcd's Ready/Advance and Kafka's KafkaRaftClient poll loop:
+
+* Raft's own outputs pass through unchanged: ``SendRequest`` (to a peer), ``SendResponse`` (to an
+  inbound Raft request), ``PersistLog`` (fsync the log, then report ``handle_persisted``);
+* ``Respond(request_id, body)``: the answer to a controller request handed in with ``submit``,
+  emitted once the records it wrote are committed (or at once when it wrote none);
+* ``TakeSnapshot(job)``: frame the committed image (pure, slow: the server does it in a worker
+  thread), then hand the batches back with ``snapshot_framed``. One is in flight at a time.
+
+After every event the core activates the controller when due (this node leads and the epoch's
+LeaderChange committed), and a batch appended during the event is written at once rather than at
+the next tick. ``next_deadline`` is the latest time ``tick`` must next be called. Without a
+controller role (a broker's replica, the voters' offsets quorum) it is the Raft core alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kraftwire.core.controller_role import ControllerRole
+from kraftwire.core.snapshots import SnapshotJob, clean_log, store_snapshot
+from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.raft import messages as m
+from kraftwire.raft.core import RaftCore
+
+
+@dataclass(frozen=True, slots=True)
+class Respond:
+    """The answer to the controller request submitted as ``request_id``."""
+
+    request_id: int
+    body: Any
+
+
+@dataclass(frozen=True, slots=True)
+class TakeSnapshot:
+    """A snapshot of the committed image is due: frame ``job`` and call ``snapshot_framed``."""
+
+    job: SnapshotJob
+
+
+NodeOutput = m.SendRequest | m.SendResponse | m.PersistLog | Respond | TakeSnapshot
+
+#: appends made while the core handles an event can trigger more (a commit the role replays and
+#: answers with records): flush that many rounds at most within one event, the rest at the next tick
+_FLUSH_ROUNDS = 4
+
+
+class NodeCore:
+    """RaftCore plus the controller role (optional), driven by events; every event returns outputs."""
+
+    def __init__(self, raft: RaftCore, controller: ControllerRole | None = None) -> None:
+        self.raft = raft
+        self.controller = controller
+        self.snapshots_taken = 0
+        self._now = 0
+        self._appended = False
+        self._answers: list[Respond] = []
+        self._snapshot: SnapshotJob | None = None   # framing in flight
+        if controller is not None:
+            controller.attach(raft, clock=self._clock, append=self._append)
+
+    # -- state the shells read --------------------------------------------------------------------
+    @property
+    def log(self) -> Any:
+        return self.raft.log
+
+    def next_deadline(self) -> int | None:
+        """The latest time at which ``tick`` must next be called (None: only on events)."""
+        times = [self.raft.next_deadline()]
+        if self.controller is not None:
+            times.append(self.controller.next_deadline())
+        due = [t for t in times if t is not None]
+        return min(due) if due else None
+
+    # -- Raft events ------------------------------------------------------------------------------
+    def tick(self, now: int) -> list[NodeOutput]:
+        """Timers: Raft's (elections, fetch timeouts, linger), the controller's (leases, NoOpRecords),
+        log cleaning under the retention policy."""
+        self._now = now
+        out: list[NodeOutput] = list(self.raft.tick(now))
+        ctl = self.controller
+        if ctl is not None:
+            ctl.tick()
+            if ctl.snapshotter is not None and ctl.fatal is None:
+                clean_log(ctl.snapshotter, self.raft, now)
+        return self._settle(now, out)
+
+    def handle_request(self, now: int, request_id: int, source_id: int, msg: m.Request) -> list[NodeOutput]:
+        """An inbound Raft request (Vote, Fetch, BeginQuorumEpoch, DescribeQuorum, voter changes ...)."""
+        self._now = now
+        return self._settle(now, list(self.raft.handle_request(now, request_id, source_id, msg)))
+
+    def handle_response(self, now: int, request_id: int, msg: m.Response) -> list[NodeOutput]:
+        self._now = now
+        return self._settle(now, list(self.raft.handle_response(now, request_id, msg)))
+
+    def handle_request_failed(self, now: int, request_id: int) -> list[NodeOutput]:
+        self._now = now
+        return self._settle(now, list(self.raft.handle_request_failed(now, request_id)))
+
+    def handle_persisted(self, now: int, end_offset: int) -> list[NodeOutput]:
+        """The ``PersistLog(end_offset)`` fsync finished."""
+        self._now = now
+        return self._settle(now, list(self.raft.handle_persisted(now, end_offset)))
+
+    def resign(self, now: int) -> list[NodeOutput]:
+        """Graceful shutdown: a leader resigns (EndQuorumEpoch to the voters)."""
+        self._now = now
+        return self._settle(now, list(self.raft.resign(now)))
+
+    def append(self, now: int, records: list[Record]) -> list[int]:
+        """Records of a state machine that writes through Raft directly (the offsets quorum, the
+        simulator's workload); the leader writes them at its next tick. Returns their offsets."""
+        self._now = now
+        return self.raft.append(now, records)
+
+    # -- controller events ------------------------------------------------------------------------
+    def submit(self, now: int, request_id: int, request: Any, version: int) -> list[NodeOutput]:
+        """A controller API request; ``Respond(request_id, ...)`` comes out once it may be answered."""
+        self._now = now
+        ctl = self.controller
+        if ctl is None:
+            raise TypeError("this node core has no controller role")
+        ctl.submit(request, version, lambda body: self._answers.append(Respond(request_id, body)))
+        return self._settle(now, [])
+
+    def snapshot_framed(self, now: int, sid: Any, batches: list[RecordBatch] | None) -> list[NodeOutput]:
+        """The batches of the ``TakeSnapshot`` in flight (None: framing failed); stored if the log
+        still allows it, then the log is cleaned as retention says."""
+        self._now = now
+        job, self._snapshot = self._snapshot, None
+        ctl = self.controller
+        if job is not None and job.sid == sid and batches is not None and ctl is not None \
+                and ctl.snapshotter is not None and ctl.fatal is None:
+            if store_snapshot(ctl.snapshotter, self.raft, sid, batches):
+                self.snapshots_taken += 1
+            clean_log(ctl.snapshotter, self.raft, now)
+        return self._settle(now, [])
+
+    def stop(self, now: int) -> list[NodeOutput]:
+        """The node stops: every request waiting for a commit is answered NOT_CONTROLLER."""
+        self._now = now
+        if self.controller is not None:
+            self.controller.stop()
+        out: list[NodeOutput] = list(self._answers)
+        self._answers = []
+        return out
+
+    # -- internals --------------------------------------------------------------------------------
+    def _clock(self) -> int:
+        return self._now
+
+    def _append(self, records: list[Record]) -> list[int]:
+        offsets = self.raft.append(self._now, records)
+        self._appended = True
+        return offsets
+
+    def _settle(self, now: int, out: list[NodeOutput]) -> list[NodeOutput]:
+        """After an event: activate the controller if due, write what was appended, release answers,
+        ask for a due snapshot."""
+        ctl = self.controller
+        for _ in range(_FLUSH_ROUNDS):
+            if ctl is not None:
+                ctl.maybe_activate()
+            if not self._appended:
+                break
+            self._appended = False
+            out.extend(self.raft.tick(now))   # an idle leader writes and replicates the batch now
+        if self._answers:
+            out.extend(self._answers)
+            self._answers = []
+        if ctl is not None and self._snapshot is None and ctl.snapshotter is not None:
+            job = ctl.snapshot_due()
+            if job is not None:
+                self._snapshot = job
+                out.append(TakeSnapshot(job))
+        return out
