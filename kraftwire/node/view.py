@@ -45,7 +45,10 @@ class LogPartitionView:
         hw = self.high_watermark
         if hasattr(self.log, "read_slice"):
             if zero_copy:
-                data = self.log.read_slice(offset, max_bytes, hw)
+                try:
+                    data = self.log.read_slice(offset, max_bytes, hw)
+                except OSError:   # no descriptor to spare (EMFILE): this answer is read into memory
+                    return self.log.read_raw(offset, max_bytes, hw)
                 return data if len(data) >= BIG_BLOB else data.materialize()
             return self.log.read_raw(offset, max_bytes, hw)
         out = bytearray()

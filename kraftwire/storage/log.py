@@ -514,8 +514,15 @@ class FileLog:
     def read_slice(self, start_offset: int, max_bytes: int, below: int) -> FileSlice:
         """What ``read_raw`` would return, as ranges over duplicated descriptors (for sendfile): still
         readable if the segments are deleted or replaced meanwhile (see ``FileSlice``)."""
-        return FileSlice([(os.dup(seg.fd), pos, size) for seg, pos, size in self._ranges(start_offset, max_bytes,
-                                                                                             below)])
+        owned: list[tuple[int, int, int]] = []
+        try:
+            for seg, pos, size in self._ranges(start_offset, max_bytes, below):
+                owned.append((os.dup(seg.fd), pos, size))
+        except OSError:
+            for fd, _, _ in owned:
+                os.close(fd)
+            raise
+        return FileSlice(owned)
 
     def read(self, start_offset: int, max_bytes: int) -> list[RecordBatch]:
         data = self.read_raw(start_offset, max_bytes)

@@ -124,3 +124,25 @@ def test_slices_close_their_descriptors(tmp_path):
     del dropped
     assert _open_fds() == before
     assert len(FileSlice([])) == 0 and log.read_slice(log.end_offset, 10, log.end_offset).materialize() == b""
+
+
+def test_out_of_descriptors_the_view_reads_into_memory(tmp_path, monkeypatch):
+    from kraftwire.node.view import LogPartitionView
+
+    class Core:
+        leader_id, epoch, hw = 1, 1, 40
+
+    log = _log(tmp_path)
+    expected = log.read_raw(0, 1 << 20, 40)
+    before = _open_fds()
+    real_dup, calls = os.dup, []
+
+    def dup_then_fail(fd):
+        calls.append(fd)
+        if len(calls) > 1:
+            raise OSError(24, "Too many open files")
+        return real_dup(fd)
+
+    monkeypatch.setattr(os, "dup", dup_then_fail)
+    assert LogPartitionView(Core(), log).read_committed(0, 1 << 20) == expected
+    assert len(calls) == 2 and _open_fds() == before, "the first duplicate was closed again"
