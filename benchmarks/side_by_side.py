@@ -15,8 +15,8 @@ Sections (each runs both systems on this box, interleaved where the figure is a 
                   trials alternate between the systems; a split vote = the new epoch is more than old + 1;
 * ``fetch``     - the same 1M records served by a kraftwire voter (``__cluster_metadata``, benchmarks/consume.py's
                   log) and by a Kafka broker (a topic holding the same record values), both up at once and
-                  read in interleaved trials: a raw Fetch reader (1 MiB per partition, as a consumer's
-                  default; with the serving process's CPU per MB and the reader's own ceiling on the same
+                  read in interleaved trials: a raw Fetch reader (a blocking socket, Fetch v12, 1 MiB per
+                  partition as a consumer's default; with the serving process's CPU per MB and the reader's own ceiling on the same
                   bytes in memory) and confluent-kafka (with the client's CPU per record);
 * ``image``     - benchmarks/image_load.py: a 1M-partition snapshot / log -> image, this tree against the
                   tree the goal's "today" figures came from;
@@ -317,25 +317,40 @@ def bench_failover(root: Path, trials: int) -> None:
 
 
 # -- fetch -----------------------------------------------------------------------------------------
-async def _raw_fetch(host: str, port: int, topic: str, last: int, partition_max: int) -> tuple[int, float]:
+def _raw_fetch(host: str, port: int, topic: str, last: int, partition_max: int) -> tuple[int, float]:
+    """Fetch v12 from offset 0 until ``last`` is read, one request at a time, on a blocking socket into one
+    reused buffer (no client library between the reader and the bytes); (record bytes, seconds).
+    The next offset is found by walking batch lengths to the last whole batch (answers may end torn)."""
+    from kraftwire.protocol import framing
     from kraftwire.protocol.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 
-    offset = 0
-    got = 0
-    async with anyio.create_task_group() as tg:
-        conn = Connection(tg, host, port)
+    offset = got = corr = 0
+    buf = bytearray(partition_max + (1 << 20))
+    view = memoryview(buf)
+    with socket.create_connection((host, port), timeout=30) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         t0 = time.perf_counter()
         while offset <= last:
+            corr += 1
             req = FetchRequest(replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=50 << 20, isolation_level=0,
                                topics=[FetchTopic(topic=topic, partitions=[
                                    FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=partition_max)])])
-            resp = await conn.request(req, 12, 30.0)
-            p = resp.responses[0].partitions[0]
+            sock.sendall(framing.encode_request(req, 12, corr))
+            have = 0
+            while have < 4 or have < 4 + _LEN.unpack_from(buf, 0)[0]:
+                if have >= 4 and 4 + _LEN.unpack_from(buf, 0)[0] > len(buf):
+                    raise RuntimeError(f"answer of {_LEN.unpack_from(buf, 0)[0]} bytes exceeds the reader's buffer")
+                n = sock.recv_into(view[have:])
+                if not n:
+                    raise RuntimeError("connection closed")
+                have += n
+            size = _LEN.unpack_from(buf, 0)[0]
+            reply = framing.decode_response(view[4:4 + size], 1, 12)[1]
+            p = reply.responses[0].partitions[0]
             if p.error_code:
                 raise RuntimeError(f"Fetch error {p.error_code} at {offset}")
-            data = p.records or b""
+            data = p.records if p.records is not None else b""
             got += len(data)
-            # the next offset: after the last whole batch (headers only, no record parsing)
             # the next offset: after the last whole batch; only lengths are read on the way there
             end, pos, final, length_at = len(data), 0, -1, _LEN.unpack_from
             while pos + 12 <= end:
@@ -346,16 +361,15 @@ async def _raw_fetch(host: str, port: int, topic: str, last: int, partition_max:
             if final < 0:
                 raise RuntimeError(f"no whole batch at {offset} ({len(data)} bytes)")
             offset = _HEAD.unpack_from(data, final)[0] + _DELTA.unpack_from(data, final + 23)[0] + 1
+            del data, p, reply    # the views into ``buf`` go before the next answer overwrites it
         dt = time.perf_counter() - t0
-        await conn.close()
-        tg.cancel_scope.cancel()
     return got, dt
 
 
 def _one_raw(host: str, port: int, topic: str, last: int, server_pid: int) -> dict:
     """One raw read from offset 0 to ``last``: MB/s, records/s, bytes, and the serving process's CPU per MB."""
     cpu0 = qm.cpu_seconds(server_pid)
-    size, dt = anyio.run(_raw_fetch, host, port, topic, last, 1 << 20)
+    size, dt = _raw_fetch(host, port, topic, last, 1 << 20)
     cpu = qm.cpu_seconds(server_pid) - cpu0
     return {"raw": size / dt / 1e6, "raw_rate": (last + 1) / dt, "bytes": size,
             "server_cpu_ms_per_MB": cpu * 1e3 / (size / 1e6)}
@@ -421,7 +435,8 @@ def _produce_same_values(bootstrap: str, topic: str, values: list[bytes]) -> Non
 
 
 def bench_fetch(root: Path, records: int, trials: int = 3) -> None:
-    """Both servers up at once, trials interleaved (kraftwire, Kafka, kraftwire, ...); medians reported."""
+    """Both servers up at once, one warm-up read each, then trials interleaved (kraftwire, Kafka, kraftwire,
+    ...); medians reported."""
     import consume
 
     from compat.cluster import Quorum as KwQuorum
@@ -453,6 +468,8 @@ def bench_fetch(root: Path, records: int, trials: int = 3) -> None:
         del values
         raw: dict[str, list[dict]] = {s: [] for s in targets}
         conf: dict[str, list[dict]] = {s: [] for s in targets}
+        for h, p, topic, end, _pid in targets.values():   # warm-up, not counted: page cache, JIT, imports
+            _raw_fetch(h, p, topic, end, 1 << 20)
         for _ in range(trials):
             for system, (h, p, topic, end, pid) in targets.items():
                 raw[system].append(_one_raw(h, p, topic, end, pid))
