@@ -16,8 +16,9 @@ Sections (each runs both systems on this box, interleaved where the figure is a 
 * ``fetch``     - the same 1M records served by a kraftwire voter (``__cluster_metadata``, benchmarks/consume.py's
                   log) and by a Kafka broker (a topic holding the same record values), both up at once and
                   read in interleaved trials: a raw Fetch reader (a blocking socket, Fetch v12, 1 MiB per
-                  partition as a consumer's default; with the serving process's CPU per MB and the reader's own ceiling on the same
-                  bytes in memory) and confluent-kafka (with the client's CPU per record);
+                  partition as a consumer's default; with the serving process's CPU per MB and the
+                  reader's own ceiling on the same bytes in memory) and confluent-kafka (with the
+                  client's CPU per record);
 * ``image``     - benchmarks/image_load.py: a 1M-partition snapshot / log -> image, this tree against the
                   tree the goal's "today" figures came from;
 * ``heartbeats``- benchmarks/heartbeats.py, both systems;
