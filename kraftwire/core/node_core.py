@@ -1,4 +1,4 @@
-"""The node core: one voter's (or one replica's) Raft core and controller role as one sans-I/O object.
+"""The node core: one replica's Raft core and the roles it runs (controller, groups) as one sans-I/O object.
 
 The server and the simulator drive this same class, so the simulator's invariants check the wiring
 that production runs. It is fed ``(now, event)`` calls and returns outputs, in the manner of
@@ -6,15 +6,17 @@ etcd's Ready/Advance and Kafka's KafkaRaftClient poll loop:
 
 * Raft's own outputs pass through unchanged: ``SendRequest`` (to a peer), ``SendResponse`` (to an
   inbound Raft request), ``PersistLog`` (fsync the log, then report ``handle_persisted``);
-* ``Respond(request_id, body)``: the answer to a controller request handed in with ``submit``,
-  emitted once the records it wrote are committed (or at once when it wrote none);
+* ``Respond(request_id, body)``: the answer to a controller request handed in with ``submit`` (or a
+  group request with ``submit_group``), emitted once the records it wrote are committed (or at once
+  when it wrote none);
 * ``TakeSnapshot(job)``: frame the committed image (pure, slow: the server does it in a worker
   thread), then hand the batches back with ``snapshot_framed``. One is in flight at a time.
 
 After every event the core activates the controller when due (this node leads and the epoch's
 LeaderChange committed), and a batch appended during the event is written at once rather than at
-the next tick. ``next_deadline`` is the latest time ``tick`` must next be called. Without a
-controller role (a broker's replica, the voters' offsets quorum) it is the Raft core alone.
+the next tick. ``next_deadline`` is the latest time ``tick`` must next be called. The metadata
+quorum's node core runs the controller role on a voter (``core/controller_role.py``); the voters'
+offsets quorum's runs the group role (``core/group_role.py``); a broker's replica runs Raft alone.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftwire.core.controller_role import ControllerRole
+from kraftwire.core.group_role import GroupRole
 from kraftwire.core.snapshots import SnapshotJob, clean_log, store_snapshot
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import messages as m
@@ -54,9 +57,11 @@ _FLUSH_ROUNDS = 4
 class NodeCore:
     """RaftCore plus the controller role (optional), driven by events; every event returns outputs."""
 
-    def __init__(self, raft: RaftCore, controller: ControllerRole | None = None) -> None:
+    def __init__(self, raft: RaftCore, controller: ControllerRole | None = None,
+                 groups: GroupRole | None = None) -> None:
         self.raft = raft
         self.controller = controller
+        self.groups = groups
         self.snapshots_taken = 0
         self._now = 0
         self._appended = False
@@ -64,6 +69,8 @@ class NodeCore:
         self._snapshot: SnapshotJob | None = None   # framing in flight
         if controller is not None:
             controller.attach(raft, clock=self._clock, append=self._append)
+        if groups is not None:
+            groups.attach(raft, clock=self._clock, append=self._append)
 
     # -- state the shells read --------------------------------------------------------------------
     @property
@@ -75,6 +82,8 @@ class NodeCore:
         times = [self.raft.next_deadline()]
         if self.controller is not None:
             times.append(self.controller.next_deadline())
+        if self.groups is not None:
+            times.append(self.groups.next_deadline())
         due = [t for t in times if t is not None]
         return min(due) if due else None
 
@@ -89,6 +98,8 @@ class NodeCore:
             ctl.tick()
             if ctl.snapshotter is not None and ctl.fatal is None:
                 clean_log(ctl.snapshotter, self.raft, now)
+        if self.groups is not None:
+            self.groups.tick()
         return self._settle(now, out)
 
     def handle_request(self, now: int, request_id: int, source_id: int, msg: m.Request) -> list[NodeOutput]:
@@ -130,6 +141,18 @@ class NodeCore:
         ctl.submit(request, version, lambda body: self._answers.append(Respond(request_id, body)))
         return self._settle(now, [])
 
+    def submit_group(self, now: int, request_id: int, api_key: int, version: int, body: Any, client_id: str = "",
+                     client_host: str = "") -> list[NodeOutput]:
+        """A group API request; ``Respond(request_id, ...)`` once its answer is durable (or it parked and
+        was completed, or leadership moved: NOT_COORDINATOR)."""
+        self._now = now
+        groups = self.groups
+        if groups is None:
+            raise TypeError("this node core has no group role")
+        groups.submit(api_key, version, body, client_id, client_host,
+                      lambda resp: self._answers.append(Respond(request_id, resp)))
+        return self._settle(now, [])
+
     def snapshot_framed(self, now: int, sid: Any, batches: list[RecordBatch] | None) -> list[NodeOutput]:
         """The batches of the ``TakeSnapshot`` in flight (None: framing failed); stored if the log
         still allows it, then the log is cleaned as retention says."""
@@ -148,6 +171,8 @@ class NodeCore:
         self._now = now
         if self.controller is not None:
             self.controller.stop()
+        if self.groups is not None:
+            self.groups.stop()
         out: list[NodeOutput] = list(self._answers)
         self._answers = []
         return out
@@ -165,9 +190,12 @@ class NodeCore:
         """After an event: activate the controller if due, write what was appended, release answers,
         ask for a due snapshot."""
         ctl = self.controller
+        groups = self.groups
         for _ in range(_FLUSH_ROUNDS):
             if ctl is not None:
                 ctl.maybe_activate()
+            if groups is not None:
+                groups.settle()
             if not self._appended:
                 break
             self._appended = False

@@ -8,11 +8,17 @@ response classes do).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.messages import describe_groups_response as dgr
+from kraftwire.protocol.messages import offset_commit_response as ocr
+from kraftwire.protocol.messages import offset_fetch_response as ofr
 from kraftwire.protocol.messages.find_coordinator_response import Coordinator, FindCoordinatorResponse
 from kraftwire.protocol.messages.heartbeat_response import HeartbeatResponse
 from kraftwire.protocol.messages.join_group_response import JoinGroupResponse, JoinGroupResponseMember
 from kraftwire.protocol.messages.leave_group_response import LeaveGroupResponse, MemberResponse
+from kraftwire.protocol.messages.list_groups_response import ListGroupsResponse
 from kraftwire.protocol.messages.sync_group_response import SyncGroupResponse
 
 
@@ -69,3 +75,34 @@ def find_coordinator_response(version: int, results: list[tuple[str, int, int, s
     _key, error, node, host, port = results[0]
     return FindCoordinatorResponse(error_code=int(error), error_message=None, node_id=node, host=host,
                                    port=port)
+
+
+def error_response(api_key: int, version: int, body: Any, error: int = int(Errors.COORDINATOR_NOT_AVAILABLE)) -> Any:
+    """The answer of group API ``api_key`` at ``version`` carrying ``error`` for everything asked."""
+    if api_key == 11:
+        return join_response(version, error, body.member_id)
+    if api_key == 14:
+        return sync_response(version, error)
+    if api_key == 12:
+        return heartbeat_response(version, error)
+    if api_key == 13:
+        return LeaveGroupResponse(error_code=error)
+    if api_key == 16:
+        return ListGroupsResponse(error_code=error)
+    if api_key == 15:
+        return dgr.DescribeGroupsResponse(groups=[dgr.DescribedGroup(error_code=error, group_id=g)
+                                                  for g in body.groups])
+    if api_key == 8:
+        return ocr.OffsetCommitResponse(topics=[ocr.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
+            ocr.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
+            for p in t.partitions]) for t in body.topics])
+    if api_key == 9:
+        if version >= 8:
+            return ofr.OffsetFetchResponse(groups=[ofr.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error)
+                                                   for g in body.groups])
+        if version >= 2:
+            return ofr.OffsetFetchResponse(error_code=error)
+        return ofr.OffsetFetchResponse(topics=[ofr.OffsetFetchResponseTopic(name=t.name, partitions=[
+            ofr.OffsetFetchResponsePartition(partition_index=i, committed_offset=-1, error_code=error)
+            for i in t.partition_indexes]) for t in body.topics or []])
+    return body.error_response(version, error, None)   # the generated answer carrying ``error`` everywhere

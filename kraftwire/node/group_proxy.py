@@ -19,19 +19,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kraftwire.group.responses import (
-    find_coordinator_response,
-    heartbeat_response,
-    join_response,
-    sync_response,
-)
+from kraftwire.group.responses import error_response, find_coordinator_response
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import describe_groups_response as dgr
-from kraftwire.protocol.messages import offset_commit_response as ocr
 from kraftwire.protocol.messages import offset_fetch_response as ofr
-from kraftwire.protocol.messages.leave_group_response import LeaveGroupResponse
 from kraftwire.protocol.messages.list_groups_response import ListGroupsResponse
 from kraftwire.protocol.runtime import replace
 
@@ -95,37 +88,6 @@ def find_coordinator(version: int, body: Any, locate: Callable[[str], Voter | No
         else:
             results.append((key, int(Errors.INVALID_REQUEST), -1, "", -1))
     return find_coordinator_response(version, results)
-
-
-def error_response(api_key: int, version: int, body: Any, error: int = UNAVAILABLE) -> Any:
-    """The answer of group API ``api_key`` at ``version`` carrying ``error`` for everything asked."""
-    if api_key == JOIN_GROUP:
-        return join_response(version, error, body.member_id)
-    if api_key == SYNC_GROUP:
-        return sync_response(version, error)
-    if api_key == HEARTBEAT:
-        return heartbeat_response(version, error)
-    if api_key == LEAVE_GROUP:
-        return LeaveGroupResponse(error_code=error)
-    if api_key == LIST_GROUPS:
-        return ListGroupsResponse(error_code=error)
-    if api_key == DESCRIBE_GROUPS:
-        return dgr.DescribeGroupsResponse(groups=[dgr.DescribedGroup(error_code=error, group_id=g)
-                                                  for g in body.groups])
-    if api_key == OFFSET_COMMIT:
-        return ocr.OffsetCommitResponse(topics=[ocr.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
-            ocr.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
-            for p in t.partitions]) for t in body.topics])
-    if api_key == OFFSET_FETCH:
-        if version >= 8:
-            return ofr.OffsetFetchResponse(groups=[ofr.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error)
-                                                   for g in body.groups])
-        if version >= 2:
-            return ofr.OffsetFetchResponse(error_code=error)
-        return ofr.OffsetFetchResponse(topics=[ofr.OffsetFetchResponseTopic(name=t.name, partitions=[
-            ofr.OffsetFetchResponsePartition(partition_index=i, committed_offset=-1, error_code=error)
-            for i in t.partition_indexes]) for t in body.topics or []])
-    return body.error_response(version, error, None)   # the generated answer carrying ``error`` everywhere
 
 
 def _timeout_s(api_key: int, version: int, body: Any) -> float:

@@ -4,9 +4,10 @@ Same voters and the same sans-I/O ``RaftCore`` as ``__cluster_metadata``, with i
 (``<metadata.log.dir>/__kraftwire_offsets-0``, quorum-state included) and its own topic name on the
 Raft wire (``wire.retopic``), so it never mixes with the metadata log and a Kafka voter never applies
 its records. Its leader coordinates every group (docs/groups.md): once the leader's epoch has a
-committed LeaderChange (every earlier record committed and applied), it builds a ``GroupCoordinator``
-over the replicated state and hands it to the ``GroupShell``; when it stops leading, the shell drops it
-and clients are told NOT_COORDINATOR.
+committed LeaderChange (every earlier record committed and applied), the group role of its node core
+(``core/group_role.py``) builds a ``GroupCoordinator`` over the replicated state; when it stops leading,
+the role drops it and clients are told NOT_COORDINATOR. This module is the shell: storage, the driver,
+snapshots framed in a worker thread, the legacy file's import.
 
 Upgrade: a legacy local ``__consumer_offsets-kraftwire/offsets.log`` is read on start. Its records the
 replicated state lacks are appended by this voter when it leads, or relayed to the leader as a simple
@@ -24,14 +25,13 @@ from typing import Any
 import anyio
 
 from kraftwire.config import NodeConfig
+from kraftwire.core.group_role import GroupRole
 from kraftwire.core.node_core import NodeCore
-from kraftwire.group import GroupConfig, GroupCoordinator
+from kraftwire.group import GroupConfig
 from kraftwire.group.replicated import (
     IMPORT_CLIENT_ID,
     OFFSETS_TOPIC,
     OffsetsMachine,
-    ReplicatedOffsetStore,
-    missing,
     snapshot_batches,
 )
 from kraftwire.group.store import STORE_FILE_NAME, OffsetRecord, StoreRecord, scan_frames, store_dir
@@ -95,13 +95,14 @@ class OffsetsQuorum:
                              rejoining=bool(getattr(self.log, "rejoining", False)) and floor is None,
                              directory_id=directory_id, vote_floor=floor)
         self.core.log_tag = "OffsetsRaft"   # its log lines: [OffsetsRaft id=N] (kraftwire.raft.story)
-        self.driver = RaftDriver(NodeCore(self.core), peers, request_timeout_ms=raft_config.request_timeout_ms, nodes=nodes,
+        self.legacy = read_legacy(self.metadata_dir)
+        # The group coordinator runs in the node core, beside this quorum's Raft core (core/group_role.py).
+        self.groups = GroupRole(cfg.node_id, group_config, machine=self.machine, legacy=self.legacy)
+        self.driver = RaftDriver(NodeCore(self.core, groups=self.groups), peers,
+                                 request_timeout_ms=raft_config.request_timeout_ms, nodes=nodes,
                                  leader_endpoints=leader_endpoints, topic=OFFSETS_TOPIC, lane="offsets-raft")
         self.driver.on_change.append(self._changed)
         self.peers = peers
-        self.legacy = read_legacy(self.metadata_dir)
-        self.shell: Any = None          # the GroupShell to hand coordinators to (``attach``)
-        self.active_epoch: int | None = None
         self._import_task = False
         self.snapshot_min_records = SNAPSHOT_MIN_RECORDS
         latest = self.log.latest_snapshot_id()
@@ -109,51 +110,27 @@ class OffsetsQuorum:
         self._snapshotting = False
         self.snapshots_taken = 0
 
-    def attach(self, shell: Any) -> None:
-        self.shell = shell
-
     # -- leadership ----------------------------------------------------------------------------
     def leader_id(self) -> int | None:
         leader = self.core.leader_id
         return None if leader is None or leader < 0 else leader
 
+    async def submit(self, api_key: int, version: int, body: Any, client_id: str, client_host: str) -> Any:
+        """A group request, answered by the node core's group role once durable."""
+        return await self.driver.submit_group(api_key, version, body, client_id, client_host)
+
     def _changed(self) -> None:
         core = self.core
-        if self.active_epoch is not None and (not core.is_leader or core.epoch != self.active_epoch):
-            log.info("offsets quorum: node %d no longer coordinates groups (epoch %d)", self.node_id, core.epoch)
-            self.active_epoch = None
-            if self.shell is not None:
-                self.shell.deactivate()
         if getattr(self.log, "rejoining", False) and not core.rejoining and core.vote_floor is None:
             self.log.rejoined()
         self._maybe_snapshot()
-        if self.active_epoch is None and core.is_leader and core.hw is not None \
-                and core.hw > core.state.epoch_start_offset and self.shell is not None:
-            self._activate()
-        elif self.legacy and not self._import_task and self.leader_id() not in (None, self.node_id) \
+        if self.legacy and self.groups.imported:
+            self._legacy_done()
+        elif self.legacy and self.groups.coordinator is None and not self._import_task \
+                and self.leader_id() not in (None, self.node_id) \
                 and self.driver._tg is not None:
             self._import_task = True
             self.driver._tg.start_soon(self._relay_legacy)
-
-    def _activate(self) -> None:
-        self.active_epoch = self.core.epoch
-        store = ReplicatedOffsetStore(self.machine.state.copy(), self.driver.append)
-        coordinator = GroupCoordinator(self.node_id, store, self.group_config)
-        todo = missing(self.machine.state, self.legacy)
-        if todo:
-            coordinator.import_records(todo, wall_ms())
-            log.info("offsets quorum: importing %d records of the local %s", len(todo), STORE_FILE_NAME)
-        elif self.legacy:
-            self._legacy_done()
-        log.info("offsets quorum: node %d coordinates the groups from epoch %d (offset %d, %d offsets)",
-                 self.node_id, self.core.epoch, self.machine.applied, len(self.machine.state.offsets))
-        self.shell.activate(coordinator)
-        if todo and self.driver._tg is not None:
-            self.driver._tg.start_soon(self._await_import, store.last_offset)
-
-    async def _await_import(self, offset: int) -> None:
-        if await self.durable(offset):
-            self._legacy_done()
 
     async def _relay_legacy(self) -> None:
         """A follower's legacy offsets go to the leader as simple OffsetCommits (imported, not overwriting)."""
@@ -202,6 +179,7 @@ class OffsetsQuorum:
             log.warning("offsets quorum: could not rename %s after importing it: %s", path, e)
             return
         self.legacy = []
+        self.groups.legacy = []
         log.info("offsets quorum: the local %s is imported into the replicated offsets", STORE_FILE_NAME)
 
     # -- snapshots ---------------------------------------------------------------------------
@@ -234,20 +212,6 @@ class OffsetsQuorum:
                      len(m.state.offsets))
         finally:
             self._snapshotting = False
-
-    async def durable(self, offset: int) -> bool:
-        """Wait until ``offset`` of the offsets log is committed while this node still leads the epoch
-        it coordinates in; False if leadership was lost first (or after ``DURABLE_WAIT_S``)."""
-        epoch = self.active_epoch
-        with anyio.move_on_after(DURABLE_WAIT_S):
-            while True:
-                core = self.core
-                if epoch is None or not core.is_leader or core.epoch != epoch:
-                    return False
-                if core.hw is not None and core.hw > offset:
-                    return True
-                await self.driver.changed.wait()
-        return False
 
     def close(self) -> None:
         self.log.flush()

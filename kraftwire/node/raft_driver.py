@@ -105,15 +105,28 @@ class RaftDriver:
     async def submit(self, body: Any, version: int) -> Any:
         """Run a controller API request through the node core; returns the response body once it may be
         sent (an answer given at once returns without a trip through the event loop)."""
+        started = time.monotonic()
+
+        def processed() -> None:
+            if self.metrics is not None:   # the controller's own work, commit wait excluded (Kafka's processing time)
+                self.metrics.controller_processed((time.monotonic() - started) * 1000)
+
+        return await self._answer(lambda rid: self.call(self.node.submit, rid, body, version), processed)
+
+    async def submit_group(self, api_key: int, version: int, body: Any, client_id: str, client_host: str) -> Any:
+        """Run a group API request through the node core's group role; its answer once durable."""
+        return await self._answer(lambda rid: self.call(self.node.submit_group, rid, api_key, version, body,
+                                                        client_id, client_host))
+
+    async def _answer(self, start: Callable[[int], None], then: Callable[[], None] | None = None) -> Any:
         rid = -next(self._ids)
         done = anyio.Event()
         box: list[Any] = []
         self._waiting[rid] = (done, box)
         try:
-            started = time.monotonic()
-            self.call(self.node.submit, rid, body, version)
-            if self.metrics is not None:   # the controller's own work, commit wait excluded (Kafka's processing time)
-                self.metrics.controller_processed((time.monotonic() - started) * 1000)
+            start(rid)
+            if then is not None:
+                then()
             if not box:
                 await done.wait()
         finally:

@@ -18,6 +18,7 @@ import anyio
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.core.controller_role import ControllerObserver, ControllerRole
+from kraftwire.core.group_role import GroupRole
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
@@ -99,14 +100,14 @@ class VoterRole:
             self.offsets = OffsetsQuorum(cfg, server.peers, server.raft_config, server.cluster_id,
                                          nodes=server.raft_nodes(), leader_endpoints=server.raft_endpoints(),
                                          group_config=group_config, directory_id=server.directory_id)
-            self.groups = GroupShell(None, wall_ms, server.peers, group_voters, node_id=cfg.node_id,
-                                     leader=self.offsets.leader_id, durable=self.offsets.durable)
-            self.offsets.attach(self.groups)
+            self.groups = GroupShell(self.offsets.groups, wall_ms, server.peers, group_voters, node_id=cfg.node_id,
+                                     replicated=self.offsets.submit, leader=self.offsets.leader_id)
         else:
             if offset_store is None:
                 offset_store = FileOffsetStore(store_dir(cfg.metadata_log_dir))
-            self.groups = GroupShell(GroupCoordinator(cfg.node_id, offset_store, group_config), wall_ms,
-                                     server.peers, voters=group_voters)
+            local = GroupRole(cfg.node_id, group_config,
+                              coordinator=GroupCoordinator(cfg.node_id, offset_store, group_config))
+            self.groups = GroupShell(local, wall_ms, server.peers, group_voters, node_id=cfg.node_id)
         self.apis = supported({**CONTROLLER_APIS, **GROUP_APIS, **ENVELOPE_APIS, **SASL_APIS, **VOTER_CHANGE_APIS})
         self.opening: dict[str, Any] = {}   # controller listeners accept at once
         self.view: Any = None

@@ -183,7 +183,7 @@ class Simulation:
             node.core = RaftCore(nid, self.voter_ids, raft, node.log, node.store,
                                  random.Random(self.rng.getrandbits(64)), self.cfg.cluster_id, self.now,
                                  self._listener_for(nid), rejoining=rejoining, faults=self.bugs)
-            node.node = NodeCore(node.core, self._controller_for(nid))
+            node.node = self._node_core(nid, node.core)
         except SimulatedCrash:
             node.log.crash()
             self.schedule(self.now + self.rng.randint(20, 500), RESTART, (nid, node.incarnation))
@@ -195,6 +195,10 @@ class Simulation:
     def _listener_for(self, nid: int) -> Any:
         """The raft listener for a new incarnation of node ``nid`` (subclasses plug in their own)."""
         return _Listener(self, nid)
+
+    def _node_core(self, nid: int, core: RaftCore) -> NodeCore:
+        """The node core around a new incarnation's Raft core (subclasses add the roles they simulate)."""
+        return NodeCore(core, self._controller_for(nid))
 
     def _controller_for(self, nid: int) -> Any:
         """The controller role the node core of node ``nid`` runs (None: Raft with a digest state machine)."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kraftwire.core.node_core import NodeCore
 from kraftwire.protocol.control import ControlType, control_type
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.leader_change_message import LeaderChangeMessage
@@ -73,7 +72,7 @@ class ReconfigSimulation(Simulation):
                                  faults=self.bugs, directory_id=directory_id(nid),
                                  voter_history=VoterHistory.from_log(node.log), listener_name=LISTENER,
                                  epoch_start_records=lambda: self._epoch_start(nid))
-            node.node = NodeCore(node.core, self._controller_for(nid))
+            node.node = self._node_core(nid, node.core)
         except SimulatedCrash:
             node.log.crash()
             self.schedule(self.now + self.rng.randint(20, 500), RESTART, (nid, node.incarnation))

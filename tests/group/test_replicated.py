@@ -170,52 +170,61 @@ def test_errors_in_finds_nested_codes():
     assert errors_in(resp) == {0, int(Errors.NOT_COORDINATOR)}
 
 
-def test_the_shell_answers_not_coordinator_when_leadership_goes():
+def test_the_group_role_answers_only_what_is_committed_and_not_coordinator_when_leadership_goes():
+    from types import SimpleNamespace
+
+    from kraftwire.core.group_role import GroupRole
     from kraftwire.group import GroupConfig
-    from kraftwire.node.group_shell import GroupShell
+    from kraftwire.group.replicated import OffsetsMachine
     from kraftwire.protocol.messages import join_group_request as jgq
 
-    durable_answer = [True]
+    raft = SimpleNamespace(is_leader=True, epoch=3, hw=None, state=SimpleNamespace(epoch_start_offset=0))
+    written: list = []
 
-    async def durable(offset: int) -> bool:
-        return durable_answer[0]
+    def append(records):
+        written.extend(records)
+        return list(range(10 + len(written) - len(records), 10 + len(written)))
 
-    shell = GroupShell(None, lambda: 1000, None, [(1, "a", 1)], node_id=1, leader=lambda: 1, durable=durable)
+    role = GroupRole(1, GroupConfig(initial_rebalance_delay_ms=60000), machine=OffsetsMachine())
+    role.attach(raft, clock=lambda: 1000, append=append)
     commit = ocq.OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=-1, topics=[
         ocq.OffsetCommitRequestTopic(name=T, partitions=[ocq.OffsetCommitRequestPartition(0, 5)])])
     join = jgq.JoinGroupRequest(group_id="j", session_timeout_ms=10000, rebalance_timeout_ms=60000,
                                 protocol_type="consumer", protocols=[jgq.JoinGroupRequestProtocol("range", b"")])
-
-    async def go():
-        resp = await shell.handle(8, 8, commit, "c", "h")                       # no coordinator yet
-        assert resp.topics[0].partitions[0].error_code == Errors.NOT_COORDINATOR
-        store = ReplicatedOffsetStore(StoreState(), lambda rs: [7] * len(rs))
-        shell.activate(GroupCoordinator(1, store, GroupConfig(initial_rebalance_delay_ms=60000)))
-        assert (await shell.handle(8, 8, commit, "c", "h")).topics[0].partitions[0].error_code == 0
-        durable_answer[0] = False                                               # leadership lost before commit
-        resp = await shell.handle(8, 8, commit, "c", "h")
-        assert resp.topics[0].partitions[0].error_code == Errors.NOT_COORDINATOR
-        durable_answer[0] = True
-        got = []
-        async with anyio.create_task_group() as tg:
-            async def joiner():
-                got.append(await shell.handle(11, 3, join, "c", "h"))         # parked: initial delay
-            tg.start_soon(joiner)
-            await anyio.wait_all_tasks_blocked()
-            shell.deactivate()
-        assert got[0].error_code == Errors.NOT_COORDINATOR and shell.coordinator is None and store.closed
-
-    anyio.run(go)
+    got: list = []
+    role.submit(8, 8, commit, "c", "h", got.append)                  # epoch's LeaderChange not committed yet
+    assert got.pop().topics[0].partitions[0].error_code == Errors.NOT_COORDINATOR and role.coordinator is None
+    raft.hw = 1
+    role.settle()                                                     # now it coordinates
+    role.submit(8, 8, commit, "c", "h", got.append)
+    assert not got and len(written) == 1, "written at offset 10, not answered before it commits"
+    raft.hw = 11
+    role.settle()
+    assert got.pop().topics[0].partitions[0].error_code == 0
+    role.submit(8, 8, commit, "c", "h", got.append)                  # offset 11 ...
+    raft.is_leader = False                                            # ... and leadership goes before it commits
+    role.settle()
+    assert got.pop().topics[0].partitions[0].error_code == Errors.NOT_COORDINATOR and role.coordinator is None
+    raft.is_leader, raft.epoch, raft.hw, raft.state.epoch_start_offset = True, 4, 20, 15
+    role.settle()
+    store = role.coordinator.store
+    role.submit(11, 3, join, "c", "h", got.append)                    # parked: the initial rebalance delay
+    assert not got
+    raft.epoch = 5                                                    # another epoch: the coordinator is rebuilt
+    role.settle()
+    assert got.pop().error_code == Errors.NOT_COORDINATOR and store.closed and role.coordinator.store is not store
 
 
 def test_find_coordinator_of_any_key_type_is_answered_without_a_coordinator_here():
     """The chaos fuzzer's finding: FindCoordinator for a transaction (or unknown) key type on a voter that
     coordinates nothing raised inside the shell (UNKNOWN_SERVER_ERROR and a traceback in the log)."""
+    from kraftwire.core.group_role import GroupRole
+    from kraftwire.group import GroupConfig
     from kraftwire.node.group_shell import GroupShell
     from kraftwire.protocol.messages.find_coordinator_request import FindCoordinatorRequest
 
-    shell = GroupShell(None, lambda: 1000, None, [(1, "a", 1)], node_id=1, leader=lambda: None,
-                       durable=None)
+    shell = GroupShell(GroupRole(1, GroupConfig()), lambda: 1000, None, [(1, "a", 1)], node_id=1,
+                       replicated=lambda *a: None, leader=lambda: None)
 
     async def go():
         for key_type, expected in ((1, Errors.COORDINATOR_NOT_AVAILABLE), (2, Errors.INVALID_REQUEST),

@@ -1,18 +1,25 @@
-"""The offsets quorum under faults: the simulator runs the production ``OffsetsMachine`` as every replica's
-state machine over a workload of offset commits (crashes, torn writes, wiped disks, partitions, message
-loss and reordering, snapshots of the offsets state with log cleaning).
+"""The offsets quorum under faults: every voter runs the production node core with the production group
+role (``core/group_role.py``) over the production ``OffsetsMachine``; clients send OffsetCommit requests to
+random voters (crashes, torn writes, wiped disks, partitions, message loss and reordering, snapshots of the
+offsets state with log cleaning).
 
 After every event, each live replica's offsets state must equal the replay of the committed log up to
-what it applied (so a committed -- acknowledged -- offset is never lost or changed, through snapshots and
-restarts on wiped disks); at the end every replica holds the newest committed offset of every partition.
+what it applied (so a committed offset is never lost or changed, through snapshots and restarts on wiped
+disks); every OffsetCommit answered without error is in the committed log when the answer leaves; at the
+end every replica holds the newest committed offset of every partition.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from kraftwire.group.replicated import OffsetsMachine, snapshot_batches, to_raft
+from kraftwire.core.group_role import GroupRole
+from kraftwire.core.node_core import NodeCore, Respond
+from kraftwire.group import GroupConfig
+from kraftwire.group.replicated import OffsetsMachine, snapshot_batches
 from kraftwire.group.store import OffsetRecord, StoreState, decode_record
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.messages import offset_commit_request as ocq
 from kraftwire.protocol.records import RecordBatch
 from kraftwire.raft import SnapshotId
 from kraftwire.sim.cluster import APPEND, Simulation
@@ -71,28 +78,74 @@ class OffsetsSimulation(Simulation):
         self.offsets_snapshots = 0
         self.offsets_loads = 0
         self._checked: dict[int, tuple[int, int]] = {}
+        self.commits: dict[int, tuple[str, int]] = {}     # request id -> (group, partition) it commits
+        self.answers: dict[int, int] = {}                 # error code -> answers
+        self._commit_index: set[tuple[str, int, int]] = set()
+        self._indexed = 0
+        self._acked: list[tuple[int, int]] = []           # (responder, request id) answered without error
 
     def _listener_for(self, nid: int) -> _OffsetsListener:
         listener = self.listeners[nid] = _OffsetsListener(self, nid)
         return listener
 
+    def _node_core(self, nid: int, core) -> NodeCore:
+        """The production node core and group role, over this incarnation's offsets machine."""
+        config = GroupConfig(partition_exists=lambda topic, partition: topic == "t")
+        return NodeCore(core, groups=GroupRole(nid, config, machine=self.listeners[nid].machine))
+
     def _append(self):
+        """A client's OffsetCommit to a voter: mostly the one it found coordinating, sometimes another."""
         lo, hi = self.cfg.append_interval_ms
         self.schedule(self.now + self.rng.randint(lo, hi), APPEND)
-        leaders = [n for n in self.nodes.values() if n.core is not None and n.core.is_leader]
-        if not leaders:
+        up = [n for n in self.nodes.values() if n.core is not None and n.is_voter]
+        if not up:
             return None
-        node = self.rng.choice(leaders)
-        records = []
-        for _ in range(self.rng.randint(1, 4)):
-            self.append_counter += 1
-            n = self.append_counter
-            records.append(OffsetRecord(f"g{n % GROUPS}", "t", n % 2, n, -1, f"m{n}", self.now))
-        self._run_core(node, lambda c: (c.append(self.now, to_raft(records)), [])[1])
+        leaders = [n for n in up if n.core.is_leader]
+        node = self.rng.choice(leaders if leaders and self.rng.random() < 0.8 else up)
+        self.append_counter += 1
+        n = self.append_counter
+        commit = ocq.OffsetCommitRequest(group_id=f"g{n % GROUPS}", generation_id_or_member_epoch=-1, topics=[
+            ocq.OffsetCommitRequestTopic(name="t", partitions=[
+                ocq.OffsetCommitRequestPartition(partition_index=n % 2, committed_offset=n,
+                                                 committed_metadata=f"m{n}")])])
+        self.commits[n] = (f"g{n % GROUPS}", n % 2)
+        self._run_core(node, lambda c: c.submit_group(self.now, n, 8, 8, commit, "client", "host"))
         return node
+
+    def _on_respond(self, node, out: Respond) -> None:
+        error = out.body.topics[0].partitions[0].error_code
+        self.answers[error] = self.answers.get(error, 0) + 1
+        if error:
+            return
+        self._acked.append((node.node_id, out.request_id))   # checked once the checker has seen this event
+
+    def _check_acks(self) -> None:
+        committed = self._committed_commits()
+        for nid, n in self._acked:
+            group, partition = self.commits[n]
+            if (group, partition, n) not in committed:
+                raise Violation(f"node {nid} acknowledged OffsetCommit {n} of {group}-{partition} "
+                                "before it was committed")
+        self._acked.clear()
+
+    def _committed_commits(self) -> set[tuple[str, int, int]]:
+        entries = self.checker.committed
+        for _, value in entries[self._indexed:]:
+            if value is None:
+                continue
+            try:
+                r = decode_record(value)
+            except ValueError:
+                continue
+            if isinstance(r, OffsetRecord):
+                self._commit_index.add((r.group_id, r.partition, r.offset))
+        self._indexed = len(entries)
+        return self._commit_index
 
     def step(self) -> bool:
         more = super().step()
+        if self._acked:
+            self._check_acks()
         for nid, node in self.nodes.items():
             listener = self.listeners.get(nid)
             if node.core is None or listener is None:
@@ -130,6 +183,7 @@ def run(seed: int, cfg: SimConfig) -> OffsetsSimulation:
 def test_offsets_under_every_fault(seed):
     sim = run(seed, SimConfig(voters=3, observers=0, duration_ms=5000, snapshot_records=(8, 40)))
     assert len(sim.checker.committed) > 20
+    assert sim.answers.get(0, 0) > 10 and sim.answers.get(int(Errors.NOT_COORDINATOR), 0) > 0, sim.answers
     sim.final_check()
 
 
@@ -149,7 +203,7 @@ def test_a_broken_state_machine_is_caught():
 
     def lossy(self, batches):
         original(self, [RecordBatch(b.base_offset, b.leader_epoch, b.records[:-1])
-                        if b.base_offset % 3 == 0 and len(b.records) > 1 else b for b in batches])
+                        if b.base_offset % 3 == 0 else b for b in batches])
         if batches:
             self.applied = batches[-1].next_offset
 
@@ -160,3 +214,15 @@ def test_a_broken_state_machine_is_caught():
     finally:
         OffsetsMachine.handle_commit = original
     assert found
+
+
+def test_a_group_role_answering_before_the_commit_is_caught(monkeypatch):
+    """Mutation check: a group role that answers as soon as the coordinator wrote must be reported."""
+    def eager(self, answers):
+        for req, resp in answers:
+            req.answer(resp)
+
+    monkeypatch.setattr(GroupRole, "_after_write", eager)
+    violations = [v for seed in range(5) for v in OffsetsSimulation(seed, SimConfig(
+        voters=3, observers=0, duration_ms=3000, snapshot_records=None)).run().violations]
+    assert any("before it was committed" in v for v in violations), violations
