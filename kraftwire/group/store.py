@@ -28,6 +28,8 @@ from typing import Protocol
 
 import crc32c
 
+from kraftwire.storage.fsutil import atomic_write, fsync_dir
+
 log = logging.getLogger(__name__)
 
 STORE_DIR_NAME = "__consumer_offsets-kraftwire"
@@ -295,19 +297,6 @@ def scan_frames(data: bytes) -> tuple[list[StoreRecord], int]:
     return records, pos
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
 class FileOffsetStore:
     """The append-only file store (see the module docstring for the format).
 
@@ -358,7 +347,7 @@ class FileOffsetStore:
         if not self.path.exists():  # pragma: no cover - created by open() above
             raise OSError(f"could not create {self.path}")
         if self.fsync and not data:
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
 
     def _measure_live(self) -> int:
         return sum(len(encode_record(r)) + _FRAME.size for r in self.state.records())
@@ -416,14 +405,7 @@ class FileOffsetStore:
     def compact(self) -> None:
         """Rewrite the log to its live records: temp file, fsync, rename, directory fsync."""
         blob = b"".join(frame(encode_record(r)) for r in self.state.records())
-        with open(self.tmp_path, "wb") as t:
-            t.write(blob)
-            t.flush()
-            if self.fsync:
-                os.fsync(t.fileno())
-        os.replace(self.tmp_path, self.path)
-        if self.fsync:
-            _fsync_dir(self.dir)
+        atomic_write(self.path, blob, suffix=".tmp", sync=self.fsync)
         if self._f is not None:
             self._f.close()
         self._f = open(self.path, "r+b")  # noqa: SIM115 - kept open
