@@ -406,7 +406,9 @@ def run_system(system: str, n: int, duration_s: float, root: Path, procs: int = 
         dists = find_distributions()    # 3.x: its metadata.version range matches the brokers we simulate
         dist = ([d for d in dists if d.version_tuple < (4,)] or dists)[-1]
         nodes = [KafkaNode(dist, root, i, "controller", h, voters, props=props) for i, h, _ in voters]
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = "-"
+    while cluster_id.startswith("-"):   # as Kafka's Uuid.randomUuid: a leading '-' reads as an option
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     try:
         for node in nodes:
             node.format(cluster_id)

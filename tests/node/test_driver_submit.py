@@ -1,0 +1,60 @@
+"""RaftDriver.submit (node/raft_driver.py): a controller request answered at once that wrote nothing
+(a heartbeat, 5,000 a second at 10,000 brokers) wakes neither the timer nor the change listeners; one
+after which more than its own answer came out does (issue #12: a timer wake-up per heartbeat raised
+the active controller's CPU by half)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kraftwire.core.node_core import Respond
+from kraftwire.node.raft_driver import RaftDriver
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+class _Node:
+    """Just enough of a NodeCore: ``submit`` answers at once, with other outputs after it or not."""
+
+    def __init__(self) -> None:
+        self.raft = object()
+        self.more: list[Any] = []
+
+    def next_deadline(self) -> int | None:
+        return 5_000
+
+    def submit(self, now: int, rid: int, body: Any, version: int) -> list[Any]:
+        return [Respond(rid, ("answer", body)), *self.more]
+
+
+def _driver(node: _Node) -> tuple[RaftDriver, list[str]]:
+    driver = RaftDriver(node, peers=None, request_timeout_ms=1000, nodes=[], leader_endpoints=[],  # type: ignore[arg-type]
+                        clock=lambda: 1_000)
+    seen: list[str] = []
+    driver.on_change.append(lambda: seen.append("changed"))
+    return driver, seen
+
+
+async def test_an_answer_given_at_once_that_moves_nothing_wakes_nobody() -> None:
+    node = _Node()
+    driver, seen = _driver(node)
+    changed, wake = driver.changed, driver._wake
+    assert await driver.submit("hb", 1) == ("answer", "hb")
+    assert await driver.submit("hb2", 1) == ("answer", "hb2")
+    assert seen == [] and driver.changed is changed and not wake.is_set()
+
+
+async def test_more_than_its_own_answer_wakes_the_timer_and_the_listeners() -> None:
+    node = _Node()
+    driver, seen = _driver(node)
+    wake = driver._wake
+    node.more = [Respond(-999, "an earlier request's answer, released by a commit")]
+    assert await driver.submit("create", 1) == ("answer", "create")
+    assert seen == ["changed"] and wake.is_set()
