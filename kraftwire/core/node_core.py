@@ -139,7 +139,7 @@ class NodeCore:
         if ctl is None:
             raise TypeError("this node core has no controller role")
         ctl.submit(request, version, lambda body: self._answers.append(Respond(request_id, body)))
-        return self._settle(now, [])
+        return self._settled_request(now)
 
     def submit_group(self, now: int, request_id: int, api_key: int, version: int, body: Any, client_id: str = "",
                      client_host: str = "") -> list[NodeOutput]:
@@ -151,7 +151,7 @@ class NodeCore:
             raise TypeError("this node core has no group role")
         groups.submit(api_key, version, body, client_id, client_host,
                       lambda resp: self._answers.append(Respond(request_id, resp)))
-        return self._settle(now, [])
+        return self._settled_request(now)
 
     def snapshot_framed(self, now: int, sid: Any, batches: list[RecordBatch] | None) -> list[NodeOutput]:
         """The batches of the ``TakeSnapshot`` in flight (None: framing failed); stored if the log
@@ -185,6 +185,15 @@ class NodeCore:
         offsets = self.raft.append(self._now, records)
         self._appended = True
         return offsets
+
+    def _settled_request(self, now: int) -> list[NodeOutput]:
+        """After a request that wrote nothing (most heartbeats, reads) only its answer can come out:
+        Raft did not move, so there is nothing to activate, write, release or snapshot."""
+        if self._appended:
+            return self._settle(now, [])
+        out: list[NodeOutput] = list(self._answers)
+        self._answers = []
+        return out
 
     def _settle(self, now: int, out: list[NodeOutput]) -> list[NodeOutput]:
         """After an event: activate the controller if due, write what was appended, release answers,
