@@ -69,7 +69,6 @@ class GroupRole:
         self._append: Callable[[list[Record]], list[int]] | None = None
         self._parked: dict[int, _Request] = {}
         self._waiting: list[tuple[int, list[tuple[_Request, Any]]]] = []   # (offset, answers due at its commit)
-        self.on_activate: list[Callable[[], None]] = []
 
     def attach(self, raft: Any, *, clock: Callable[[], int], append: Callable[[list[Record]], list[int]]) -> None:
         """Replicated placement: bind to the offsets quorum's Raft core (``NodeCore`` does this)."""
@@ -109,8 +108,6 @@ class GroupRole:
         log.info("offsets quorum: node %d coordinates the groups from epoch %d (offset %d, %d offsets)",
                  self.node_id, raft.epoch, machine.applied, len(machine.state.offsets))
         self.coordinator = coordinator
-        for fn in self.on_activate:
-            fn()
 
     def _deactivate(self) -> None:
         coordinator, self.coordinator = self.coordinator, None

@@ -103,14 +103,6 @@ class RaftDriver:
         if not (len(outputs) == 1 and type(outputs[0]) is Respond and outputs[0].request_id == rid):
             self.poke()
 
-    def append(self, records: list[Any]) -> list[int]:
-        """Append records on the leader (raises NotLeaderError elsewhere); returns their offsets."""
-        offsets = self.core.append(self.clock(), records)
-        if self.metrics is not None:
-            self.metrics.appended(offsets)
-        self.poke()
-        return offsets
-
     async def submit(self, body: Any, version: int) -> Any:
         """Run a controller API request through the node core; returns the response body once it may be
         sent (an answer given at once returns without a trip through the event loop)."""
