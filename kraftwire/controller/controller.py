@@ -26,6 +26,7 @@ from kraftwire.controller import feature_control as features_cmd
 from kraftwire.controller.dir_index import DirectoryIndex
 from kraftwire.controller.elr import cluster_min_isr_record
 from kraftwire.controller.result import CommandError, ControllerConfig, ControllerResult
+from kraftwire.metadata.fast import partition_from_value
 from kraftwire.metadata.features import (
     ELR_VERSION,
     METADATA_VERSION,
@@ -218,12 +219,22 @@ class QuorumController:
                 if batch.records:
                     self.replay(batch.base_offset + len(batch.records) - 1, None)
             return
+        loader = self._loader
         with gc_paused():
             for batch in batches:
                 for i, rec in enumerate(batch.records):
                     offset = batch.base_offset + i
-                    if rec.value is not None and offset > self._committed_offset:
-                        self.replay(offset, decode_record(rec.value))
+                    value = rec.value
+                    if value is None or offset <= self._committed_offset:
+                        continue
+                    # PartitionRecords (most of a big log) go straight to the image (metadata.fast)
+                    hit = None if loader.in_transaction else partition_from_value(value)
+                    if hit is None:
+                        self.replay(offset, decode_record(value))
+                    else:
+                        loader.replay_partition(*hit)
+                        self._committed_offset = offset
+                        self._next_offset = offset + 1
 
     def load_snapshot(self, image: MetadataImage, end_offset: int) -> None:
         """Replace the state with a snapshot's image (covering offsets below ``end_offset``)."""

@@ -440,16 +440,21 @@ class MetadataDelta:
         self._parts[r.topic_id] = {}
 
     def _partition(self, r: PartitionRecord) -> None:
-        parts = self._w_parts(r.topic_id)
-        new = _new_partition(
+        self.put_partition(r.topic_id, r.partition_id, _new_partition(
             tuple(r.replicas), tuple(r.isr), r.leader, r.leader_epoch, r.partition_epoch,
             tuple(r.removing_replicas), tuple(r.adding_replicas), r.leader_recovery_state, tuple(r.directories),
             tuple(r.eligible_leader_replicas or ()), tuple(r.last_known_elr or ()),
-        )
-        old = parts.get(r.partition_id)
-        parts[r.partition_id] = new
+        ))
+
+    def put_partition(self, tid: uuid.UUID, pid: int, new: Partition) -> None:
+        """What a PartitionRecord does: set partition ``pid`` of topic ``tid`` to ``new``."""
+        parts = self._parts.get(tid)
+        if parts is None:
+            parts = self._w_parts(tid)
+        old = parts.get(pid)
+        parts[pid] = new
         if self.on_partition is not None:
-            self.on_partition(r.topic_id, r.partition_id, old, new)
+            self.on_partition(tid, pid, old, new)
 
     def _partition_change(self, r: PartitionChangeRecord) -> None:
         parts = self._w_parts(r.topic_id)
@@ -669,6 +674,15 @@ class ImageLoader:
         if self._delta is None:
             self._delta = MetadataDelta(self._image, self.on_partition)
         self._delta.replay(msg)
+
+    def replay_partition(self, tid: uuid.UUID, pid: int, partition: Partition) -> None:
+        """A PartitionRecord's effect, decoded elsewhere (``metadata.fast``); not inside a transaction."""
+        if self._txn is not None:
+            raise MetadataReplayError("replay_partition inside a transaction")
+        delta = self._delta
+        if delta is None:
+            delta = self._delta = MetadataDelta(self._image, self.on_partition)
+        delta.put_partition(tid, pid, partition)
 
     def replay(self, record: Any) -> None:
         msg = record.message if type(record) is MetadataRecord else record

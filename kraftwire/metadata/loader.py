@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kraftwire.metadata.fast import replay_value
 from kraftwire.metadata.image import EMPTY_IMAGE, ImageLoader, MetadataImage
-from kraftwire.protocol.metadata import decode_record
 
 
 class MetadataLoader:
@@ -50,7 +50,7 @@ class MetadataLoader:
                 if offset <= self._offset:
                     continue
                 if rec.value is not None:
-                    loader.replay(decode_record(rec.value).message)
+                    replay_value(loader, rec.value)
                 self._offset = offset
 
     def load_snapshot(self, image: MetadataImage, end_offset: int) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from kraftwire.metadata.fast import replay_value
 from kraftwire.metadata.features import METADATA_VERSION, RecordVersions, wrap
 from kraftwire.metadata.image import EMPTY_IMAGE, ImageLoader, MetadataImage
 from kraftwire.protocol.messages.access_control_entry_record import AccessControlEntryRecord
@@ -36,7 +37,7 @@ from kraftwire.protocol.messages.register_controller_record import (
 from kraftwire.protocol.messages.topic_record import TopicRecord
 from kraftwire.protocol.messages.user_scram_credential_record import UserScramCredentialRecord
 from kraftwire.protocol.messages.zk_migration_state_record import ZkMigrationStateRecord
-from kraftwire.protocol.metadata import MetadataRecord, decode_record, encode_record
+from kraftwire.protocol.metadata import MetadataRecord, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.protocol.runtime import gc_paused
 from kraftwire.raft import SnapshotId
@@ -138,7 +139,7 @@ def image_from_snapshot(batches: Iterable[RecordBatch]) -> MetadataImage:
                 continue
             for rec in batch.records:
                 if rec.value is not None:
-                    loader.replay(decode_record(rec.value).message)
+                    replay_value(loader, rec.value)
         return loader.image
 
 

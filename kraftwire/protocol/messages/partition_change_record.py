@@ -315,6 +315,140 @@ def _e_PartitionChangeRecord_v0(o, out):
     else:
         out.append(0)
 
+def _t_PartitionChangeRecord_v0(buf, pos, blen):
+    v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
+    pos += 20
+    v_topic_id = make_uuid(v_topic_id)
+    v_isr = None
+    v_leader = -2
+    v_replicas = None
+    v_removing_replicas = None
+    v_adding_replicas = None
+    v_leader_recovery_state = -1
+    v_directories = None
+    v_eligible_leader_replicas = None
+    v_last_known_elr = None
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if tag == 0:
+            n1 = buf[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(buf, pos)
+            n1 -= 1
+            if n1 < 0:
+                if n1 != -1:
+                    raise bad_length('PartitionChangeRecord.Isr', n1)
+                v_isr = None
+            elif n1 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.Isr', n1)
+            else:
+                if n1 < SMALL_ARRAY:
+                    v_isr = list(_Ai[n1].unpack_from(buf, pos))
+                else:
+                    v_isr = list(unpack_from('>%di' % n1, buf, pos))
+                pos += 4 * n1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Isr does not fill its size')
+        elif tag == 1:
+            v_leader, = _S1.unpack_from(buf, pos)
+            pos += 4
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Leader does not fill its size')
+        elif tag == 2:
+            n2 = buf[pos]
+            if n2 < 128:
+                pos += 1
+            else:
+                n2, pos = read_uvarint(buf, pos)
+            n2 -= 1
+            if n2 < 0:
+                if n2 != -1:
+                    raise bad_length('PartitionChangeRecord.Replicas', n2)
+                v_replicas = None
+            elif n2 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.Replicas', n2)
+            else:
+                if n2 < SMALL_ARRAY:
+                    v_replicas = list(_Ai[n2].unpack_from(buf, pos))
+                else:
+                    v_replicas = list(unpack_from('>%di' % n2, buf, pos))
+                pos += 4 * n2
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Replicas does not fill its size')
+        elif tag == 3:
+            n3 = buf[pos]
+            if n3 < 128:
+                pos += 1
+            else:
+                n3, pos = read_uvarint(buf, pos)
+            n3 -= 1
+            if n3 < 0:
+                if n3 != -1:
+                    raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
+                v_removing_replicas = None
+            elif n3 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
+            else:
+                if n3 < SMALL_ARRAY:
+                    v_removing_replicas = list(_Ai[n3].unpack_from(buf, pos))
+                else:
+                    v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
+                pos += 4 * n3
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.RemovingReplicas does not fill its size')
+        elif tag == 4:
+            n4 = buf[pos]
+            if n4 < 128:
+                pos += 1
+            else:
+                n4, pos = read_uvarint(buf, pos)
+            n4 -= 1
+            if n4 < 0:
+                if n4 != -1:
+                    raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
+                v_adding_replicas = None
+            elif n4 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
+            else:
+                if n4 < SMALL_ARRAY:
+                    v_adding_replicas = list(_Ai[n4].unpack_from(buf, pos))
+                else:
+                    v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
+                pos += 4 * n4
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.AddingReplicas does not fill its size')
+        elif tag == 5:
+            v_leader_recovery_state, = _S2.unpack_from(buf, pos)
+            pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.LeaderRecoveryState does not fill its size')
+        else:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return (v_partition_id, v_topic_id, v_isr, v_leader, v_replicas, v_removing_replicas, v_adding_replicas, v_leader_recovery_state, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
+
 def _d_PartitionChangeRecord_v1(buf, pos, blen):
     v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
     pos += 20
@@ -564,6 +698,160 @@ def _e_PartitionChangeRecord_v1(o, out):
         write_tags(out, tagged)
     else:
         out.append(0)
+
+def _t_PartitionChangeRecord_v1(buf, pos, blen):
+    v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
+    pos += 20
+    v_topic_id = make_uuid(v_topic_id)
+    v_isr = None
+    v_leader = -2
+    v_replicas = None
+    v_removing_replicas = None
+    v_adding_replicas = None
+    v_leader_recovery_state = -1
+    v_directories = None
+    v_eligible_leader_replicas = None
+    v_last_known_elr = None
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if tag == 0:
+            n1 = buf[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(buf, pos)
+            n1 -= 1
+            if n1 < 0:
+                if n1 != -1:
+                    raise bad_length('PartitionChangeRecord.Isr', n1)
+                v_isr = None
+            elif n1 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.Isr', n1)
+            else:
+                if n1 < SMALL_ARRAY:
+                    v_isr = list(_Ai[n1].unpack_from(buf, pos))
+                else:
+                    v_isr = list(unpack_from('>%di' % n1, buf, pos))
+                pos += 4 * n1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Isr does not fill its size')
+        elif tag == 1:
+            v_leader, = _S1.unpack_from(buf, pos)
+            pos += 4
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Leader does not fill its size')
+        elif tag == 2:
+            n2 = buf[pos]
+            if n2 < 128:
+                pos += 1
+            else:
+                n2, pos = read_uvarint(buf, pos)
+            n2 -= 1
+            if n2 < 0:
+                if n2 != -1:
+                    raise bad_length('PartitionChangeRecord.Replicas', n2)
+                v_replicas = None
+            elif n2 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.Replicas', n2)
+            else:
+                if n2 < SMALL_ARRAY:
+                    v_replicas = list(_Ai[n2].unpack_from(buf, pos))
+                else:
+                    v_replicas = list(unpack_from('>%di' % n2, buf, pos))
+                pos += 4 * n2
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Replicas does not fill its size')
+        elif tag == 3:
+            n3 = buf[pos]
+            if n3 < 128:
+                pos += 1
+            else:
+                n3, pos = read_uvarint(buf, pos)
+            n3 -= 1
+            if n3 < 0:
+                if n3 != -1:
+                    raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
+                v_removing_replicas = None
+            elif n3 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
+            else:
+                if n3 < SMALL_ARRAY:
+                    v_removing_replicas = list(_Ai[n3].unpack_from(buf, pos))
+                else:
+                    v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
+                pos += 4 * n3
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.RemovingReplicas does not fill its size')
+        elif tag == 4:
+            n4 = buf[pos]
+            if n4 < 128:
+                pos += 1
+            else:
+                n4, pos = read_uvarint(buf, pos)
+            n4 -= 1
+            if n4 < 0:
+                if n4 != -1:
+                    raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
+                v_adding_replicas = None
+            elif n4 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
+            else:
+                if n4 < SMALL_ARRAY:
+                    v_adding_replicas = list(_Ai[n4].unpack_from(buf, pos))
+                else:
+                    v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
+                pos += 4 * n4
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.AddingReplicas does not fill its size')
+        elif tag == 5:
+            v_leader_recovery_state, = _S2.unpack_from(buf, pos)
+            pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.LeaderRecoveryState does not fill its size')
+        elif tag == 8:
+            n5 = buf[pos]
+            if n5 < 128:
+                pos += 1
+            else:
+                n5, pos = read_uvarint(buf, pos)
+            n5 -= 1
+            if n5 < 0:
+                if n5 != -1:
+                    raise bad_length('PartitionChangeRecord.Directories', n5)
+                v_directories = None
+            elif n5 > (tend - pos) // 16:
+                raise bad_length('PartitionChangeRecord.Directories', n5)
+            else:
+                v_directories = [make_uuid(x) for (x,) in iter_unpack('>16s', buf[pos:pos + 16 * n5])]
+                if len(v_directories) != n5:
+                    raise truncated('PartitionChangeRecord.Directories')
+                pos += 16 * n5
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Directories does not fill its size')
+        else:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return (v_partition_id, v_topic_id, v_isr, v_leader, v_replicas, v_removing_replicas, v_adding_replicas, v_leader_recovery_state, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
 
 def _d_PartitionChangeRecord_v2(buf, pos, blen):
     v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
@@ -883,5 +1171,203 @@ def _e_PartitionChangeRecord_v2(o, out):
     else:
         out.append(0)
 
+def _t_PartitionChangeRecord_v2(buf, pos, blen):
+    v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
+    pos += 20
+    v_topic_id = make_uuid(v_topic_id)
+    v_isr = None
+    v_leader = -2
+    v_replicas = None
+    v_removing_replicas = None
+    v_adding_replicas = None
+    v_leader_recovery_state = -1
+    v_directories = None
+    v_eligible_leader_replicas = None
+    v_last_known_elr = None
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if tag == 0:
+            n1 = buf[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = read_uvarint(buf, pos)
+            n1 -= 1
+            if n1 < 0:
+                if n1 != -1:
+                    raise bad_length('PartitionChangeRecord.Isr', n1)
+                v_isr = None
+            elif n1 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.Isr', n1)
+            else:
+                if n1 < SMALL_ARRAY:
+                    v_isr = list(_Ai[n1].unpack_from(buf, pos))
+                else:
+                    v_isr = list(unpack_from('>%di' % n1, buf, pos))
+                pos += 4 * n1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Isr does not fill its size')
+        elif tag == 1:
+            v_leader, = _S1.unpack_from(buf, pos)
+            pos += 4
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Leader does not fill its size')
+        elif tag == 2:
+            n2 = buf[pos]
+            if n2 < 128:
+                pos += 1
+            else:
+                n2, pos = read_uvarint(buf, pos)
+            n2 -= 1
+            if n2 < 0:
+                if n2 != -1:
+                    raise bad_length('PartitionChangeRecord.Replicas', n2)
+                v_replicas = None
+            elif n2 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.Replicas', n2)
+            else:
+                if n2 < SMALL_ARRAY:
+                    v_replicas = list(_Ai[n2].unpack_from(buf, pos))
+                else:
+                    v_replicas = list(unpack_from('>%di' % n2, buf, pos))
+                pos += 4 * n2
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Replicas does not fill its size')
+        elif tag == 3:
+            n3 = buf[pos]
+            if n3 < 128:
+                pos += 1
+            else:
+                n3, pos = read_uvarint(buf, pos)
+            n3 -= 1
+            if n3 < 0:
+                if n3 != -1:
+                    raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
+                v_removing_replicas = None
+            elif n3 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.RemovingReplicas', n3)
+            else:
+                if n3 < SMALL_ARRAY:
+                    v_removing_replicas = list(_Ai[n3].unpack_from(buf, pos))
+                else:
+                    v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
+                pos += 4 * n3
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.RemovingReplicas does not fill its size')
+        elif tag == 4:
+            n4 = buf[pos]
+            if n4 < 128:
+                pos += 1
+            else:
+                n4, pos = read_uvarint(buf, pos)
+            n4 -= 1
+            if n4 < 0:
+                if n4 != -1:
+                    raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
+                v_adding_replicas = None
+            elif n4 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.AddingReplicas', n4)
+            else:
+                if n4 < SMALL_ARRAY:
+                    v_adding_replicas = list(_Ai[n4].unpack_from(buf, pos))
+                else:
+                    v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
+                pos += 4 * n4
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.AddingReplicas does not fill its size')
+        elif tag == 5:
+            v_leader_recovery_state, = _S2.unpack_from(buf, pos)
+            pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.LeaderRecoveryState does not fill its size')
+        elif tag == 8:
+            n5 = buf[pos]
+            if n5 < 128:
+                pos += 1
+            else:
+                n5, pos = read_uvarint(buf, pos)
+            n5 -= 1
+            if n5 < 0:
+                if n5 != -1:
+                    raise bad_length('PartitionChangeRecord.Directories', n5)
+                v_directories = None
+            elif n5 > (tend - pos) // 16:
+                raise bad_length('PartitionChangeRecord.Directories', n5)
+            else:
+                v_directories = [make_uuid(x) for (x,) in iter_unpack('>16s', buf[pos:pos + 16 * n5])]
+                if len(v_directories) != n5:
+                    raise truncated('PartitionChangeRecord.Directories')
+                pos += 16 * n5
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.Directories does not fill its size')
+        elif tag == 6:
+            n6 = buf[pos]
+            if n6 < 128:
+                pos += 1
+            else:
+                n6, pos = read_uvarint(buf, pos)
+            n6 -= 1
+            if n6 < 0:
+                if n6 != -1:
+                    raise bad_length('PartitionChangeRecord.EligibleLeaderReplicas', n6)
+                v_eligible_leader_replicas = None
+            elif n6 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.EligibleLeaderReplicas', n6)
+            else:
+                if n6 < SMALL_ARRAY:
+                    v_eligible_leader_replicas = list(_Ai[n6].unpack_from(buf, pos))
+                else:
+                    v_eligible_leader_replicas = list(unpack_from('>%di' % n6, buf, pos))
+                pos += 4 * n6
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.EligibleLeaderReplicas does not fill its size')
+        elif tag == 7:
+            n7 = buf[pos]
+            if n7 < 128:
+                pos += 1
+            else:
+                n7, pos = read_uvarint(buf, pos)
+            n7 -= 1
+            if n7 < 0:
+                if n7 != -1:
+                    raise bad_length('PartitionChangeRecord.LastKnownElr', n7)
+                v_last_known_elr = None
+            elif n7 > (tend - pos) // 4:
+                raise bad_length('PartitionChangeRecord.LastKnownElr', n7)
+            else:
+                if n7 < SMALL_ARRAY:
+                    v_last_known_elr = list(_Ai[n7].unpack_from(buf, pos))
+                else:
+                    v_last_known_elr = list(unpack_from('>%di' % n7, buf, pos))
+                pos += 4 * n7
+            if pos != tend:
+                raise DecodeError('tagged field PartitionChangeRecord.LastKnownElr does not fill its size')
+        else:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return (v_partition_id, v_topic_id, v_isr, v_leader, v_replicas, v_removing_replicas, v_adding_replicas, v_leader_recovery_state, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
+
 _DECODERS = {0: _d_PartitionChangeRecord_v0, 1: _d_PartitionChangeRecord_v1, 2: _d_PartitionChangeRecord_v2}
 _ENCODERS = {0: _e_PartitionChangeRecord_v0, 1: _e_PartitionChangeRecord_v1, 2: _e_PartitionChangeRecord_v2}
+# (buf, pos, len(buf)) -> (field values in _SPEC order + unknown tags, end): no object built
+VALUE_DECODERS = {0: _t_PartitionChangeRecord_v0, 1: _t_PartitionChangeRecord_v1, 2: _t_PartitionChangeRecord_v2}

@@ -274,6 +274,112 @@ def _e_PartitionRecord_v0(o, out):
     else:
         out.append(0)
 
+def _t_PartitionRecord_v0(buf, pos, blen):
+    v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
+    pos += 20
+    v_topic_id = make_uuid(v_topic_id)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('PartitionRecord.Replicas', n1)
+    elif n1 > (blen - pos) // 4:
+        raise bad_length('PartitionRecord.Replicas', n1)
+    else:
+        if n1 < SMALL_ARRAY:
+            v_replicas = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_replicas = list(unpack_from('>%di' % n1, buf, pos))
+        pos += 4 * n1
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise bad_length('PartitionRecord.Isr', n2)
+    elif n2 > (blen - pos) // 4:
+        raise bad_length('PartitionRecord.Isr', n2)
+    else:
+        if n2 < SMALL_ARRAY:
+            v_isr = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_isr = list(unpack_from('>%di' % n2, buf, pos))
+        pos += 4 * n2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise bad_length('PartitionRecord.RemovingReplicas', n3)
+    elif n3 > (blen - pos) // 4:
+        raise bad_length('PartitionRecord.RemovingReplicas', n3)
+    else:
+        if n3 < SMALL_ARRAY:
+            v_removing_replicas = list(_Ai[n3].unpack_from(buf, pos))
+        else:
+            v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
+        pos += 4 * n3
+    n4 = buf[pos]
+    if n4 < 128:
+        pos += 1
+    else:
+        n4, pos = read_uvarint(buf, pos)
+    n4 -= 1
+    if n4 < 0:
+        raise bad_length('PartitionRecord.AddingReplicas', n4)
+    elif n4 > (blen - pos) // 4:
+        raise bad_length('PartitionRecord.AddingReplicas', n4)
+    else:
+        if n4 < SMALL_ARRAY:
+            v_adding_replicas = list(_Ai[n4].unpack_from(buf, pos))
+        else:
+            v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
+        pos += 4 * n4
+    v_leader, v_leader_epoch, v_partition_epoch = _S1.unpack_from(buf, pos)
+    pos += 12
+    v_leader_recovery_state = 0
+    v_directories = []
+    v_eligible_leader_replicas = None
+    v_last_known_elr = None
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if tag == 0:
+            v_leader_recovery_state, = _S2.unpack_from(buf, pos)
+            pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionRecord.LeaderRecoveryState does not fill its size')
+        else:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return (v_partition_id, v_topic_id, v_replicas, v_isr, v_removing_replicas, v_adding_replicas, v_leader, v_leader_recovery_state, v_leader_epoch, v_partition_epoch, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
+
 def _d_PartitionRecord_v1(buf, pos, blen):
     v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
     pos += 20
@@ -471,6 +577,126 @@ def _e_PartitionRecord_v1(o, out):
         write_tags(out, tagged)
     else:
         out.append(0)
+
+def _t_PartitionRecord_v1(buf, pos, blen):
+    v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
+    pos += 20
+    v_topic_id = make_uuid(v_topic_id)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('PartitionRecord.Replicas', n1)
+    elif n1 > (blen - pos) // 4:
+        raise bad_length('PartitionRecord.Replicas', n1)
+    else:
+        if n1 < SMALL_ARRAY:
+            v_replicas = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_replicas = list(unpack_from('>%di' % n1, buf, pos))
+        pos += 4 * n1
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise bad_length('PartitionRecord.Isr', n2)
+    elif n2 > (blen - pos) // 4:
+        raise bad_length('PartitionRecord.Isr', n2)
+    else:
+        if n2 < SMALL_ARRAY:
+            v_isr = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_isr = list(unpack_from('>%di' % n2, buf, pos))
+        pos += 4 * n2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise bad_length('PartitionRecord.RemovingReplicas', n3)
+    elif n3 > (blen - pos) // 4:
+        raise bad_length('PartitionRecord.RemovingReplicas', n3)
+    else:
+        if n3 < SMALL_ARRAY:
+            v_removing_replicas = list(_Ai[n3].unpack_from(buf, pos))
+        else:
+            v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
+        pos += 4 * n3
+    n4 = buf[pos]
+    if n4 < 128:
+        pos += 1
+    else:
+        n4, pos = read_uvarint(buf, pos)
+    n4 -= 1
+    if n4 < 0:
+        raise bad_length('PartitionRecord.AddingReplicas', n4)
+    elif n4 > (blen - pos) // 4:
+        raise bad_length('PartitionRecord.AddingReplicas', n4)
+    else:
+        if n4 < SMALL_ARRAY:
+            v_adding_replicas = list(_Ai[n4].unpack_from(buf, pos))
+        else:
+            v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
+        pos += 4 * n4
+    v_leader, v_leader_epoch, v_partition_epoch = _S1.unpack_from(buf, pos)
+    pos += 12
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise bad_length('PartitionRecord.Directories', n5)
+    elif n5 > (blen - pos) // 16:
+        raise bad_length('PartitionRecord.Directories', n5)
+    else:
+        v_directories = [make_uuid(x) for (x,) in iter_unpack('>16s', buf[pos:pos + 16 * n5])]
+        if len(v_directories) != n5:
+            raise truncated('PartitionRecord.Directories')
+        pos += 16 * n5
+    v_leader_recovery_state = 0
+    v_eligible_leader_replicas = None
+    v_last_known_elr = None
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if tag == 0:
+            v_leader_recovery_state, = _S2.unpack_from(buf, pos)
+            pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionRecord.LeaderRecoveryState does not fill its size')
+        else:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return (v_partition_id, v_topic_id, v_replicas, v_isr, v_removing_replicas, v_adding_replicas, v_leader, v_leader_recovery_state, v_leader_epoch, v_partition_epoch, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
 
 def _d_PartitionRecord_v2(buf, pos, blen):
     v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
@@ -738,5 +964,169 @@ def _e_PartitionRecord_v2(o, out):
     else:
         out.append(0)
 
+def _t_PartitionRecord_v2(buf, pos, blen):
+    v_partition_id, v_topic_id = _S0.unpack_from(buf, pos)
+    pos += 20
+    v_topic_id = make_uuid(v_topic_id)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('PartitionRecord.Replicas', n1)
+    elif n1 > (blen - pos) // 4:
+        raise bad_length('PartitionRecord.Replicas', n1)
+    else:
+        if n1 < SMALL_ARRAY:
+            v_replicas = list(_Ai[n1].unpack_from(buf, pos))
+        else:
+            v_replicas = list(unpack_from('>%di' % n1, buf, pos))
+        pos += 4 * n1
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise bad_length('PartitionRecord.Isr', n2)
+    elif n2 > (blen - pos) // 4:
+        raise bad_length('PartitionRecord.Isr', n2)
+    else:
+        if n2 < SMALL_ARRAY:
+            v_isr = list(_Ai[n2].unpack_from(buf, pos))
+        else:
+            v_isr = list(unpack_from('>%di' % n2, buf, pos))
+        pos += 4 * n2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise bad_length('PartitionRecord.RemovingReplicas', n3)
+    elif n3 > (blen - pos) // 4:
+        raise bad_length('PartitionRecord.RemovingReplicas', n3)
+    else:
+        if n3 < SMALL_ARRAY:
+            v_removing_replicas = list(_Ai[n3].unpack_from(buf, pos))
+        else:
+            v_removing_replicas = list(unpack_from('>%di' % n3, buf, pos))
+        pos += 4 * n3
+    n4 = buf[pos]
+    if n4 < 128:
+        pos += 1
+    else:
+        n4, pos = read_uvarint(buf, pos)
+    n4 -= 1
+    if n4 < 0:
+        raise bad_length('PartitionRecord.AddingReplicas', n4)
+    elif n4 > (blen - pos) // 4:
+        raise bad_length('PartitionRecord.AddingReplicas', n4)
+    else:
+        if n4 < SMALL_ARRAY:
+            v_adding_replicas = list(_Ai[n4].unpack_from(buf, pos))
+        else:
+            v_adding_replicas = list(unpack_from('>%di' % n4, buf, pos))
+        pos += 4 * n4
+    v_leader, v_leader_epoch, v_partition_epoch = _S1.unpack_from(buf, pos)
+    pos += 12
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise bad_length('PartitionRecord.Directories', n5)
+    elif n5 > (blen - pos) // 16:
+        raise bad_length('PartitionRecord.Directories', n5)
+    else:
+        v_directories = [make_uuid(x) for (x,) in iter_unpack('>16s', buf[pos:pos + 16 * n5])]
+        if len(v_directories) != n5:
+            raise truncated('PartitionRecord.Directories')
+        pos += 16 * n5
+    v_leader_recovery_state = 0
+    v_eligible_leader_replicas = None
+    v_last_known_elr = None
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if tag == 0:
+            v_leader_recovery_state, = _S2.unpack_from(buf, pos)
+            pos += 1
+            if pos != tend:
+                raise DecodeError('tagged field PartitionRecord.LeaderRecoveryState does not fill its size')
+        elif tag == 1:
+            n6 = buf[pos]
+            if n6 < 128:
+                pos += 1
+            else:
+                n6, pos = read_uvarint(buf, pos)
+            n6 -= 1
+            if n6 < 0:
+                if n6 != -1:
+                    raise bad_length('PartitionRecord.EligibleLeaderReplicas', n6)
+                v_eligible_leader_replicas = None
+            elif n6 > (tend - pos) // 4:
+                raise bad_length('PartitionRecord.EligibleLeaderReplicas', n6)
+            else:
+                if n6 < SMALL_ARRAY:
+                    v_eligible_leader_replicas = list(_Ai[n6].unpack_from(buf, pos))
+                else:
+                    v_eligible_leader_replicas = list(unpack_from('>%di' % n6, buf, pos))
+                pos += 4 * n6
+            if pos != tend:
+                raise DecodeError('tagged field PartitionRecord.EligibleLeaderReplicas does not fill its size')
+        elif tag == 2:
+            n7 = buf[pos]
+            if n7 < 128:
+                pos += 1
+            else:
+                n7, pos = read_uvarint(buf, pos)
+            n7 -= 1
+            if n7 < 0:
+                if n7 != -1:
+                    raise bad_length('PartitionRecord.LastKnownElr', n7)
+                v_last_known_elr = None
+            elif n7 > (tend - pos) // 4:
+                raise bad_length('PartitionRecord.LastKnownElr', n7)
+            else:
+                if n7 < SMALL_ARRAY:
+                    v_last_known_elr = list(_Ai[n7].unpack_from(buf, pos))
+                else:
+                    v_last_known_elr = list(unpack_from('>%di' % n7, buf, pos))
+                pos += 4 * n7
+            if pos != tend:
+                raise DecodeError('tagged field PartitionRecord.LastKnownElr does not fill its size')
+        else:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return (v_partition_id, v_topic_id, v_replicas, v_isr, v_removing_replicas, v_adding_replicas, v_leader, v_leader_recovery_state, v_leader_epoch, v_partition_epoch, v_directories, v_eligible_leader_replicas, v_last_known_elr, unknown), pos
+
 _DECODERS = {0: _d_PartitionRecord_v0, 1: _d_PartitionRecord_v1, 2: _d_PartitionRecord_v2}
 _ENCODERS = {0: _e_PartitionRecord_v0, 1: _e_PartitionRecord_v1, 2: _e_PartitionRecord_v2}
+# (buf, pos, len(buf)) -> (field values in _SPEC order + unknown tags, end): no object built
+VALUE_DECODERS = {0: _t_PartitionRecord_v0, 1: _t_PartitionRecord_v1, 2: _t_PartitionRecord_v2}

@@ -147,5 +147,52 @@ def _e_TopicRecord_v0(o, out):
     else:
         out.append(0)
 
+def _t_TopicRecord_v0(buf, pos, blen):
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise bad_length('TopicRecord.Name', n1)
+    else:
+        end = pos + n1
+        if end > blen:
+            raise truncated('TopicRecord.Name')
+        v_name = str(buf[pos:end], 'utf-8')
+        pos = end
+    v_topic_id, = _S0.unpack_from(buf, pos)
+    pos += 16
+    v_topic_id = make_uuid(v_topic_id)
+    ntag = buf[pos]
+    if ntag < 128:
+        pos += 1
+    else:
+        ntag, pos = read_uvarint(buf, pos)
+    unknown = None
+    for _ in range(ntag):
+        tag = buf[pos]
+        if tag < 128:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(buf, pos)
+        size = buf[pos]
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_uvarint(buf, pos)
+        tend = pos + size
+        if tend > blen:
+            raise truncated('tagged field')
+        if True:
+            if unknown is None:
+                unknown = []
+            unknown.append((tag, bytes(buf[pos:tend])))
+        pos = tend
+    return (v_name, v_topic_id, unknown), pos
+
 _DECODERS = {0: _d_TopicRecord_v0}
 _ENCODERS = {0: _e_TopicRecord_v0}
+# (buf, pos, len(buf)) -> (field values in _SPEC order + unknown tags, end): no object built
+VALUE_DECODERS = {0: _t_TopicRecord_v0}
