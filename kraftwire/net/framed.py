@@ -20,6 +20,7 @@ import asyncio
 import logging
 import struct
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger("kraftwire.net.server")
@@ -35,7 +36,7 @@ class FramedConnection(asyncio.Protocol):
         self.idle_s = idle_s
         self.peer = peer
         self.transport: asyncio.Transport | None = None
-        self.frames: deque[bytes] = deque()
+        self.frames: deque[Any] = deque()   # request frames (bytes), or requests ``inline`` started
         self.buf = bytearray()
         self.closed = False          # the peer went away, or we closed
         self.bad_size: int | None = None
@@ -47,6 +48,10 @@ class FramedConnection(asyncio.Protocol):
         self._drain: asyncio.Future[None] | None = None
         self._idle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # The listener's fast path (``KafkaServer._inline``): called with a frame that arrives while the
+        # task waits with nothing queued; returns the answer's bytes, a started request for the task to
+        # finish, or None (the frame is queued as usual). Raises ConnectionError to drop the connection.
+        self.inline: Callable[[bytes], Any] | None = None
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -73,8 +78,21 @@ class FramedConnection(asyncio.Protocol):
                 break
             if end - pos - 4 < size:
                 break
-            self.frames.append(bytes(data[pos + 4:pos + 4 + size]))
+            frame = bytes(data[pos + 4:pos + 4 + size])
             pos += 4 + size
+            if self.inline is not None and not self.frames and self._waiter is not None and not self._waiter.done() \
+                    and not self.write_paused and not self.closed:
+                try:
+                    out = self.inline(frame)
+                except ConnectionError:
+                    self.abort()
+                    return
+                if type(out) is bytes:
+                    self.write(out)
+                    continue
+                if out is not None:
+                    frame = out
+            self.frames.append(frame)
         if data is buf:
             del buf[:pos]
         elif pos < end:
@@ -100,8 +118,8 @@ class FramedConnection(asyncio.Protocol):
             self._drain.set_result(None)
 
     # -- the connection's task -------------------------------------------------------------------
-    def next_frame(self) -> bytes | None:
-        """The next queued request frame, or None when none is queued (see ``wait_frame``)."""
+    def next_frame(self) -> Any:
+        """The next queued request frame (or a request ``inline`` started), or None when none is queued."""
         if not self.frames:
             self.busy = False
             return None
@@ -112,7 +130,7 @@ class FramedConnection(asyncio.Protocol):
             self.transport.resume_reading()  # type: ignore[union-attr]
         return frame
 
-    async def wait_frame(self) -> bytes:
+    async def wait_frame(self) -> Any:
         """Wait for the next frame; ConnectionError once the connection closed or sent a bad size."""
         while True:
             frame = self.next_frame()
@@ -178,6 +196,16 @@ class FramedConnection(asyncio.Protocol):
                 self._drain = None
         if self.closed:
             raise ConnectionError("closed")
+
+    def discard_pending(self) -> None:
+        """Drop what is still queued once the task ends: a request ``inline`` started carries an awaitable
+        nobody will await (the core still answers it; only the answer is dropped, as for a lost client)."""
+        while self.frames:
+            item = self.frames.popleft()
+            if type(item) is tuple:
+                close = getattr(item[1], "close", None)
+                if close is not None:
+                    close()
 
     def close(self) -> None:
         """Close after what was written leaves."""

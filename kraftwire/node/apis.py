@@ -100,6 +100,7 @@ def answer_api_versions(table: dict[int, tuple[int, int]], key: int, version: in
 
 
 Handler = Callable[[Any, Any], Awaitable[Reply | None]]   # (Request, RequestContext) -> Reply
+FastHandler = Callable[[Any, Any], Reply | Awaitable[Reply]]   # see ``Dispatcher.on_fast``
 Features = tuple[dict[str, tuple[int, int]], dict[str, int], int]   # (supported, finalized, epoch)
 
 
@@ -128,12 +129,29 @@ class Dispatcher:
         self.where = where
         self.features = features   # what ApiVersions v3+ reports: see ``with_features``
         self.handlers: dict[int, Handler] = {}
+        self.fast: dict[int, FastHandler] = {}   # see ``fast_handler``
 
     def on(self, keys: int | Iterable[int], handler: Handler) -> None:
         for key in [keys] if isinstance(keys, int) else keys:
             if key in self.handlers:
                 raise ValueError(f"API {key} has two handlers")
             self.handlers[key] = handler
+
+    def on_fast(self, key: int, handler: FastHandler) -> None:
+        """A synchronous form of ``key``'s handler for the listener's fast path: it returns the Reply when the
+        answer is ready at once, else an awaitable of it; it must answer exactly as the async handler does."""
+        if key not in self.handlers:
+            raise ValueError(f"API {key} has no handler to speed up")
+        self.fast[key] = handler
+
+    def fast_handler(self, key: int, version: int) -> FastHandler | None:
+        """The fast form of ``key``'s handler when the request would reach it (an advertised API and
+        version, not ApiVersions), else None: the request then takes ``dispatch``."""
+        handler = self.fast.get(key)
+        if handler is None:
+            return None
+        lo_hi = self.table.get(key)
+        return handler if lo_hi is not None and lo_hi[0] <= version <= lo_hi[1] else None
 
     def check(self, answered_elsewhere: Iterable[int] = ()) -> None:
         """Raise if an advertised API (other than ApiVersions and ``answered_elsewhere``) has no handler."""

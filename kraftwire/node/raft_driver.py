@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from itertools import count
 from typing import Any
 
@@ -53,7 +53,7 @@ class RaftDriver:
         self.leader_endpoints = leader_endpoints
         self.clock = clock
         self._ids = count(1)
-        self._waiting: dict[int, tuple[anyio.Event, list[Any]]] = {}
+        self._waiting: dict[int, tuple[anyio.Event | None, list[Any]]] = {}
         self._tg: TaskGroup | None = None
         self._wake = anyio.Event()
         self.changed = anyio.Event()  # set (and replaced) whenever log end / HW / leader may have moved
@@ -106,28 +106,46 @@ class RaftDriver:
     async def submit(self, body: Any, version: int) -> Any:
         """Run a controller API request through the node core; returns the response body once it may be
         sent (an answer given at once returns without a trip through the event loop)."""
+        body, later = self.submit_now(body, version)
+        return body if later is None else await later
+
+    def submit_now(self, body: Any, version: int) -> tuple[Any, Awaitable[Any] | None]:
+        """``submit`` without a coroutine for an answer given at once (a heartbeat that wrote nothing):
+        ``(response, None)``, or ``(None, awaitable of the response)`` when it waits for a commit."""
         started = time.monotonic()
-
-        def processed() -> None:
-            if self.metrics is not None:   # the controller's own work, commit wait excluded (Kafka's processing time)
-                self.metrics.controller_processed((time.monotonic() - started) * 1000)
-
-        return await self._answer(lambda rid: self._call_request(self.node.submit, rid, body, version), processed)
+        rid, box = self._start(lambda rid: self._call_request(self.node.submit, rid, body, version))
+        if self.metrics is not None:   # the controller's own work, commit wait excluded (Kafka's processing time)
+            self.metrics.controller_processed((time.monotonic() - started) * 1000)
+        if box:
+            return box[0], None
+        return None, self._later(rid, box)
 
     async def submit_group(self, api_key: int, version: int, body: Any, client_id: str, client_host: str) -> Any:
         """Run a group API request through the node core's group role; its answer once durable."""
-        return await self._answer(lambda rid: self.call(self.node.submit_group, rid, api_key, version, body,
-                                                        client_id, client_host))
+        rid, box = self._start(lambda rid: self.call(self.node.submit_group, rid, api_key, version, body,
+                                                     client_id, client_host))
+        return box[0] if box else await self._later(rid, box)
 
-    async def _answer(self, start: Callable[[int], None], then: Callable[[], None] | None = None) -> Any:
+    def _start(self, start: Callable[[int], None]) -> tuple[int, list[Any]]:
+        """Start a request under a fresh id; its answer is in the returned box once the core gave it. An
+        answer given during ``start`` needs no event: ``_dispatch`` fills the box of a waiter without one."""
         rid = -next(self._ids)
-        done = anyio.Event()
         box: list[Any] = []
-        self._waiting[rid] = (done, box)
+        self._waiting[rid] = (None, box)
         try:
             start(rid)
-            if then is not None:
-                then()
+        except BaseException:
+            self._waiting.pop(rid, None)
+            raise
+        if box:
+            self._waiting.pop(rid, None)
+        return rid, box
+
+    async def _later(self, rid: int, box: list[Any]) -> Any:
+        """Wait for the answer of a request ``_start`` began (a commit, another event, or ``stop``)."""
+        done = anyio.Event()
+        self._waiting[rid] = (done, box)
+        try:
             if not box:
                 await done.wait()
         finally:
@@ -140,7 +158,8 @@ class RaftDriver:
                 waiter = self._waiting.pop(out.request_id, None)
                 if waiter is not None:
                     waiter[1].append(out.msg if isinstance(out, m.SendResponse) else out.body)
-                    waiter[0].set()
+                    if waiter[0] is not None:   # None: the answer came during the call that asked (``_start``)
+                        waiter[0].set()
             elif isinstance(out, TakeSnapshot):
                 assert self._tg is not None
                 self._tg.start_soon(self._frame_snapshot, out)

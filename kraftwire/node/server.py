@@ -36,7 +36,7 @@ from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import KafkaServer, Reply, RequestContext
 from kraftwire.node import reads, serving
-from kraftwire.node.apis import Dispatcher, api_versions_response
+from kraftwire.node.apis import Dispatcher, FastHandler, api_versions_response
 from kraftwire.node.bootstrap import read_bootstrap
 from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
@@ -161,7 +161,7 @@ class Server:
         self.server = KafkaServer(self.handle, self._api_versions_fallback,
                                   max_request_bytes=cfg["socket.request.max.bytes"],
                                   idle_timeout_s=cfg["connections.max.idle.ms"] / 1000,
-                                  limits=ConnectionLimits.from_config(cfg))
+                                  limits=ConnectionLimits.from_config(cfg), fast=self.fast)
         self.planes = {role: Plane(role, self._dispatcher(role)) for role in self.roles}
         controller_names = set(cfg["controller.listener.names"])
         self.listener_plane = {ep.name: self.planes[self.voter if self.voter is not None and (
@@ -333,6 +333,15 @@ class Server:
     # -- what every replica serves --------------------------------------------------------------
     async def handle(self, request: Request, ctx: RequestContext) -> Reply | None:
         return await self.listener_plane[ctx.listener].handle(request, ctx)
+
+    def fast(self, api_key: int, version: int, listener: str) -> FastHandler | None:
+        """The listener's fast path for a request (``KafkaServer``): the handler's synchronous form when
+        ``handle`` would reach that handler with nothing in between, i.e. the plane has no authorizer (its
+        rules run only in ``handle``) and serves that API and version; None sends the request to ``handle``."""
+        plane = self.listener_plane.get(listener)
+        if plane is None or plane.role.security.gate is not None:
+            return None
+        return plane.dispatcher.fast_handler(api_key, version)
 
     async def _on_fetch(self, role: Any, request: Request, ctx: RequestContext) -> Reply:
         body, version = request.body, request.api_version

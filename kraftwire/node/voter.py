@@ -11,6 +11,7 @@ on the client's listener. Its authorization reads the controller's committed ima
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 import anyio
@@ -162,6 +163,7 @@ class VoterRole:
         d.on(GROUP_APIS, self._on_group)
         d.on(50, self._on_describe_scram)   # any controller answers from its committed image
         d.on([k for k in CONTROLLER_APIS if k != 50], self._on_controller)
+        d.on_fast(63, self._fast_controller)   # BrokerHeartbeat: thousands a second, most answered at once
         d.on(ENVELOPE, self._on_envelope)
 
     # -- handlers -------------------------------------------------------------------------------
@@ -199,6 +201,12 @@ class VoterRole:
     async def _on_controller(self, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version
         return Reply(await self.submit(request.body, v), v)
+
+    def _fast_controller(self, request: Request, ctx: RequestContext) -> Reply | Awaitable[Reply]:
+        """``_on_controller`` for the listener's fast path: the Reply when the controller answered at once."""
+        v = request.api_version
+        body, later = self.server.driver.submit_now(request.body, v)
+        return Reply(body, v) if later is None else _reply_later(later, v)
 
     async def submit(self, body: Any, version: int) -> Any:
         """A controller API request, run by the node core; its answer once it may be sent."""
@@ -248,3 +256,7 @@ class VoterRole:
         except RequestFailed as e:
             log.debug("controller registration to node %d failed: %s", leader, e)
             return None
+
+
+async def _reply_later(later: Awaitable[Any], version: int) -> Reply:
+    return Reply(await later, version)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from kraftwire.core.node_core import Respond
@@ -58,3 +59,39 @@ async def test_more_than_its_own_answer_wakes_the_timer_and_the_listeners() -> N
     node.more = [Respond(-999, "an earlier request's answer, released by a commit")]
     assert await driver.submit("create", 1) == ("answer", "create")
     assert seen == ["changed"] and wake.is_set()
+
+
+class _Later(_Node):
+    """``submit`` answers nothing at once; the answer comes out of a later event (a commit)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rids: list[int] = []
+
+    def submit(self, now: int, rid: int, body: Any, version: int) -> list[Any]:
+        self.rids.append(rid)
+        return []
+
+    def commit(self, now: int) -> list[Any]:
+        return [Respond(rid, ("committed", rid)) for rid in self.rids]
+
+
+async def test_submit_now_answers_at_once_or_hands_back_what_to_await() -> None:
+    driver, _ = _driver(_Node())
+    assert driver.submit_now("hb", 1) == (("answer", "hb"), None)
+    assert driver._waiting == {}               # nothing left behind for an answer given at once
+    node = _Later()
+    driver, _ = _driver(node)
+    body, later = driver.submit_now("register", 1)
+    assert body is None and later is not None
+    async with anyio.create_task_group() as tg:
+        got: list[Any] = []
+
+        async def wait() -> None:
+            got.append(await later)
+
+        tg.start_soon(wait)
+        await anyio.sleep(0.01)
+        assert got == []
+        driver.call(node.commit)
+    assert got == [("committed", node.rids[0])] and driver._waiting == {}
