@@ -2,7 +2,8 @@
 
 Files: ``spark.read.format("kraftwire").load(DIR)`` reads a metadata log directory (the log dir
 holding ``__cluster_metadata-0``, or that partition directory itself, or one segment/snapshot file)
-with one Spark partition per segment (``<base>.log``) and per snapshot (``.checkpoint``) file. The
+with one Spark partition per snapshot (``.checkpoint``) file and per ``splitBytes`` (default 4 MiB)
+byte range of each segment (``<base>.log``; a range reads the batches that start inside it). The
 path must be readable by the executors (a local directory in local mode, a shared one otherwise).
 
 Live: ``.option("bootstrap", "HOST:PORT").load()`` reads the committed records of a running node
@@ -37,6 +38,7 @@ from kraftwire.analytics.rows import (
     LogFile,
     RowBuffer,
     batch_rows,
+    byte_splits,
     file_rows,
     list_log_files,
     split_range,
@@ -44,14 +46,15 @@ from kraftwire.analytics.rows import (
 
 NAME = "kraftwire"
 LIVE_STRETCH = 50_000  # offsets fetched per connection by a live read task
+SPLIT_BYTES = 4 << 20  # default ``splitBytes``: segments above it are read as byte ranges of this size
 
 
 class FilePartition(InputPartition):
-    """One segment or snapshot file."""
+    """One snapshot file, or the batches of a segment that start in bytes ``[start, end)``."""
 
-    def __init__(self, file: LogFile) -> None:
-        super().__init__(file.path)
-        self.file = file
+    def __init__(self, file: LogFile, start: int = 0, end: int | None = None) -> None:
+        super().__init__((file.path, start, end))
+        self.file, self.start, self.end = file, start, end
 
 
 class RangePartition(InputPartition):
@@ -83,6 +86,19 @@ def _int(options: Any, key: str, default: int | None) -> int | None:
         raise ValueError(f"option {key} must be an integer, got {value!r}") from None
 
 
+def plan_partitions(files: list[LogFile], split: int) -> list[FilePartition]:
+    """One partition per snapshot; a segment larger than ``split`` bytes becomes byte ranges of ``split``
+    bytes (each worker aligns its range to batch boundaries: ``rows.split_bytes``)."""
+    out = []
+    for f in files:
+        size = os.path.getsize(f.path)
+        if f.kind != SEGMENT or size <= split:
+            out.append(FilePartition(f))
+        else:
+            out += [FilePartition(f, lo, hi) for lo, hi in byte_splits(size, split)]
+    return out
+
+
 def plan_files(path: str) -> list[LogFile]:
     """The files a read of ``path`` (directory or single file) covers."""
     if os.path.isfile(path):
@@ -108,10 +124,11 @@ class KraftwireReader(DataSourceReader):
         self.ending = _int(options, "endingOffset", None)
         self.verify_crc = _flag(options, "verifyCrc", True)
         self.chunk_rows = max(1, _int(options, "chunkRows", 8192) or 8192)
+        self.split_bytes = max(1, _int(options, "splitBytes", SPLIT_BYTES) or SPLIT_BYTES)
 
     def partitions(self) -> list[InputPartition]:
         if self.path:
-            return [FilePartition(f) for f in plan_files(self.path)]
+            return plan_partitions(plan_files(self.path), self.split_bytes)
         from kraftwire.analytics.live import log_bounds
 
         lo, hi = log_bounds(self.bootstrap)
@@ -214,7 +231,7 @@ def read_partition(partition: InputPartition, verify_crc: bool, chunk_rows: int)
 
 def _rows(partition: InputPartition, verify_crc: bool) -> Iterator[tuple[Any, ...]]:
     if isinstance(partition, FilePartition):
-        yield from file_rows(partition.file, verify_crc=verify_crc)
+        yield from file_rows(partition.file, verify_crc=verify_crc, start=partition.start, end=partition.end)
         return
     assert isinstance(partition, RangePartition)
     from kraftwire.analytics.live import fetch_range

@@ -181,3 +181,17 @@ def test_streaming_read_follows_the_log_in_bounded_micro_batches(spark, live_nod
     both = sorted(r["offset"] for r in spark.read.parquet(out).collect())
     assert both[:len(first)] == first and len(both) > len(first)
     assert both == list(range(first[0], first[0] + len(both)))  # no gap, no duplicate
+
+
+def test_byte_range_splits_equal_the_one_process_rows(spark, tmp_path):
+    from kraftwire.analytics.rows import ROW_FIELDS, file_rows
+
+    churn_log(tmp_path, 3000, partitions=40, per_request=10, segment_bytes=32 << 10)
+    files = list_log_files(tmp_path)
+    expected = sorted((r for f in files for r in file_rows(f)), key=lambda r: (r[0], r[3]))
+    for split in ("1000", "7777"):
+        df = spark.read.format("kraftwire").option("splitBytes", split).option("chunkRows", "50").load(str(tmp_path))
+        assert df.rdd.getNumPartitions() > len(files)
+        rows = [tuple(r[name] for name in ROW_FIELDS) for r in df.select(*ROW_FIELDS).collect()]
+        rows.sort(key=lambda r: (r[0], r[3]))
+        assert rows == expected
