@@ -163,6 +163,7 @@ def bench_startup(root: Path, trials: int, runs: int) -> None:
         row("3 startup", what, ma, statistics.median(b) if b else None, "s", target="≤ 0.25 s", met=ma <= 0.25)
     times: dict[str, list[float]] = {"kraftwire": [], "kafka": []}
     systems = ["kraftwire"] + ([] if qm.kafka_missing() else ["kafka"])
+    startup.compile_package()   # bytecode as an installed package has it (Kafka's classes are compiled too)
     for i in range(trials):
         for system in systems:
             q = qm.build(system, root / f"launch-{system}-{i}")

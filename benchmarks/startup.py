@@ -33,6 +33,14 @@ def kafka_tool(base: Path, release: str, script: str) -> Path | None:
     return path if path.exists() and shutil.which("java") else None
 
 
+def compile_package() -> None:
+    """Write the package's .pyc files, as `pip install` does, so that a launched server reads bytecode
+    instead of compiling every module (this box sets PYTHONDONTWRITEBYTECODE, which launched nodes
+    inherit: without this each launch compiled the sources again, ~1 s on a quiet core)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kraftwire")],
+                   stdout=subprocess.DEVNULL, check=False, timeout=600)
+
+
 DEFAULT_TIMEOUTS = ("controller.quorum.election.timeout.ms=1000", "controller.quorum.fetch.timeout.ms=2000",
                     "controller.quorum.election.backoff.max.ms=1000", "controller.quorum.request.timeout.ms=2000")
 
@@ -45,6 +53,7 @@ def quorum_to_leader(trials: int) -> list[float]:
     sys.path.insert(0, str(ROOT))
     from tests.processes.harness import Cluster
 
+    compile_package()
     out = []
     for _ in range(trials):
         with tempfile.TemporaryDirectory() as d:
