@@ -10,13 +10,17 @@ etcd's Ready/Advance and Kafka's KafkaRaftClient poll loop:
   group request with ``submit_group``), emitted once the records it wrote are committed (or at once
   when it wrote none);
 * ``TakeSnapshot(job)``: frame the committed image (pure, slow: the server does it in a worker
-  thread), then hand the batches back with ``snapshot_framed``. One is in flight at a time.
+  thread), then hand the batches back with ``snapshot_framed``. One is in flight at a time;
+* ``SendController(request_id, kind, request)``: the broker role's registration or heartbeat for the
+  active controller; the shell picks the voter and reports ``handle_controller_response`` or
+  ``handle_controller_failed``.
 
 After every event the core activates the controller when due (this node leads and the epoch's
 LeaderChange committed), and a batch appended during the event is written at once rather than at
 the next tick. ``next_deadline`` is the latest time ``tick`` must next be called. The metadata
-quorum's node core runs the controller role on a voter (``core/controller_role.py``); the voters'
-offsets quorum's runs the group role (``core/group_role.py``); a broker's replica runs Raft alone.
+quorum's node core runs the controller role on a voter (``core/controller_role.py``), the broker
+role on a broker (``core/broker_lifecycle_role.py``; both on a combined node); the voters' offsets
+quorum's runs the group role (``core/group_role.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kraftwire.core.broker_lifecycle_role import BrokerLifecycleRole
 from kraftwire.core.controller_role import ControllerRole
 from kraftwire.core.group_role import GroupRole
 from kraftwire.core.snapshots import SnapshotJob, clean_log, store_snapshot
@@ -47,7 +52,16 @@ class TakeSnapshot:
     job: SnapshotJob
 
 
-NodeOutput = m.SendRequest | m.SendResponse | m.PersistLog | Respond | TakeSnapshot
+@dataclass(frozen=True, slots=True)
+class SendController:
+    """A broker lifecycle request (``kind`` "register" or "heartbeat") for the active controller."""
+
+    request_id: int
+    kind: str
+    request: Any
+
+
+NodeOutput = m.SendRequest | m.SendResponse | m.PersistLog | Respond | TakeSnapshot | SendController
 
 #: appends made while the core handles an event can trigger more (a commit the role replays and
 #: answers with records): flush that many rounds at most within one event, the rest at the next tick
@@ -55,22 +69,30 @@ _FLUSH_ROUNDS = 4
 
 
 class NodeCore:
-    """RaftCore plus the controller role (optional), driven by events; every event returns outputs."""
+    """RaftCore plus the roles it runs (controller, broker, groups; each optional), driven by events;
+    every event returns outputs."""
 
     def __init__(self, raft: RaftCore, controller: ControllerRole | None = None,
-                 groups: GroupRole | None = None) -> None:
+                 groups: GroupRole | None = None, broker: BrokerLifecycleRole | None = None) -> None:
         self.raft = raft
         self.controller = controller
         self.groups = groups
+        self.broker = broker
         self.snapshots_taken = 0
         self._now = 0
         self._appended = False
-        self._answers: list[Respond] = []
+        self._answers: list[NodeOutput] = []
         self._snapshot: SnapshotJob | None = None   # framing in flight
+        self._controller_ids = 0
+        # whose image this replica snapshots: the controller's (voters), else the broker's own
+        self._snapshots: Any = controller if controller is not None and controller.snapshotter is not None else (
+            broker if broker is not None and broker.snapshotter is not None else None)
         if controller is not None:
             controller.attach(raft, clock=self._clock, append=self._append)
         if groups is not None:
             groups.attach(raft, clock=self._clock, append=self._append)
+        if broker is not None:
+            broker.attach(raft, clock=self._clock, send=self._send_controller)
 
     # -- state the shells read --------------------------------------------------------------------
     @property
@@ -84,20 +106,22 @@ class NodeCore:
             times.append(self.controller.next_deadline())
         if self.groups is not None:
             times.append(self.groups.next_deadline())
+        if self.broker is not None:
+            times.append(self.broker.next_deadline())
         due = [t for t in times if t is not None]
         return min(due) if due else None
 
     # -- Raft events ------------------------------------------------------------------------------
     def tick(self, now: int) -> list[NodeOutput]:
         """Timers: Raft's (elections, fetch timeouts, linger), the controller's (leases, NoOpRecords),
-        log cleaning under the retention policy."""
+        the broker's (heartbeats, its lease), log cleaning under the retention policy."""
         self._now = now
         out: list[NodeOutput] = list(self.raft.tick(now))
-        ctl = self.controller
-        if ctl is not None:
-            ctl.tick()
-            if ctl.snapshotter is not None and ctl.fatal is None:
-                clean_log(ctl.snapshotter, self.raft, now)
+        if self.controller is not None:
+            self.controller.tick()
+        snaps = self._snapshots
+        if snaps is not None and snaps.fatal is None:
+            clean_log(snaps.snapshotter, self.raft, now)
         if self.groups is not None:
             self.groups.tick()
         return self._settle(now, out)
@@ -153,17 +177,39 @@ class NodeCore:
                       lambda resp: self._answers.append(Respond(request_id, resp)))
         return self._settled_request(now)
 
+    # -- broker events ----------------------------------------------------------------------------
+    def handle_controller_response(self, now: int, request_id: int, body: Any) -> list[NodeOutput]:
+        """The active controller answered the ``SendController(request_id)``."""
+        self._now = now
+        if self.broker is not None:
+            self.broker.handle_response(now, request_id, body)
+        return self._settle(now, [])
+
+    def handle_controller_failed(self, now: int, request_id: int) -> list[NodeOutput]:
+        """The ``SendController(request_id)`` got no answer (connection failure, timeout)."""
+        self._now = now
+        if self.broker is not None:
+            self.broker.handle_failure(now, request_id)
+        return self._settle(now, [])
+
+    def begin_shutdown(self, now: int) -> list[NodeOutput]:
+        """The broker's controlled shutdown (Kafka's SIGTERM): its leaderships move away first."""
+        self._now = now
+        if self.broker is not None:
+            self.broker.begin_shutdown(now)
+        return self._settle(now, [])
+
+    # -- snapshots and stopping -------------------------------------------------------------------
     def snapshot_framed(self, now: int, sid: Any, batches: list[RecordBatch] | None) -> list[NodeOutput]:
         """The batches of the ``TakeSnapshot`` in flight (None: framing failed); stored if the log
         still allows it, then the log is cleaned as retention says."""
         self._now = now
         job, self._snapshot = self._snapshot, None
-        ctl = self.controller
-        if job is not None and job.sid == sid and batches is not None and ctl is not None \
-                and ctl.snapshotter is not None and ctl.fatal is None:
-            if store_snapshot(ctl.snapshotter, self.raft, sid, batches):
+        snaps = self._snapshots
+        if job is not None and job.sid == sid and batches is not None and snaps is not None and snaps.fatal is None:
+            if store_snapshot(snaps.snapshotter, self.raft, sid, batches):
                 self.snapshots_taken += 1
-            clean_log(ctl.snapshotter, self.raft, now)
+            clean_log(snaps.snapshotter, self.raft, now)
         return self._settle(now, [])
 
     def stop(self, now: int) -> list[NodeOutput]:
@@ -173,6 +219,8 @@ class NodeCore:
             self.controller.stop()
         if self.groups is not None:
             self.groups.stop()
+        if self.broker is not None:
+            self.broker.stop()
         out: list[NodeOutput] = list(self._answers)
         self._answers = []
         return out
@@ -180,6 +228,11 @@ class NodeCore:
     # -- internals --------------------------------------------------------------------------------
     def _clock(self) -> int:
         return self._now
+
+    def _send_controller(self, kind: str, request: Any) -> int:
+        self._controller_ids += 1
+        self._answers.append(SendController(self._controller_ids, kind, request))
+        return self._controller_ids
 
     def _append(self, records: list[Record]) -> list[int]:
         offsets = self.raft.append(self._now, records)
@@ -196,10 +249,12 @@ class NodeCore:
         return out
 
     def _settle(self, now: int, out: list[NodeOutput]) -> list[NodeOutput]:
-        """After an event: activate the controller if due, write what was appended, release answers,
-        ask for a due snapshot."""
+        """After an event: let the broker send what is due, activate the controller if due, write what
+        was appended, release answers and broker requests, ask for a due snapshot."""
         ctl = self.controller
         groups = self.groups
+        if self.broker is not None:
+            self.broker.poll(now)   # the replayed offset or the clock may let it ask to be unfenced
         for _ in range(_FLUSH_ROUNDS):
             if ctl is not None:
                 ctl.maybe_activate()
@@ -212,8 +267,9 @@ class NodeCore:
         if self._answers:
             out.extend(self._answers)
             self._answers = []
-        if ctl is not None and self._snapshot is None and ctl.snapshotter is not None:
-            job = ctl.snapshot_due()
+        snaps = self._snapshots
+        if snaps is not None and self._snapshot is None:
+            job = snaps.snapshot_due()
             if job is not None:
                 self._snapshot = job
                 out.append(TakeSnapshot(job))

@@ -2,8 +2,9 @@
 
 The broker replays the committed metadata log into its own image (``broker/metadata.py``; on a
 broker-only node as a Raft observer, Fetch with ReplicaId = node.id; combined, from the voter's own
-replica), registers with the active controller and heartbeats (``broker/lifecycle.py`` driven by
-``broker/heartbeats.py``), snapshots its image under the voters' policy, and serves clients:
+replica), registers with the active controller and heartbeats, and snapshots its image under the
+voters' policy: all three in the node core's broker role (``core/broker_lifecycle_role.py``), whose
+requests for the controller the Raft driver sends. It serves clients:
 Metadata and DescribeCluster from the image, DescribeConfigs/DescribeAcls/DescribeUserScramCredentials
 from the image, consumer-group requests relayed to the owning voter, and admin writes forwarded to
 the active controller in Envelopes (authorized there, as the client inside the Envelope). Its
@@ -21,7 +22,6 @@ import anyio
 
 from kraftwire.broker.envelope import FORWARDED_APIS
 from kraftwire.broker.forwarding import ForwardingManager
-from kraftwire.broker.heartbeats import LifecycleDriver
 from kraftwire.broker.lifecycle import SECURITY_PROTOCOLS, BrokerLifecycle, BrokerState, LifecycleConfig
 from kraftwire.broker.metadata import BrokerMetadataListener
 from kraftwire.broker.metadata_cache import (
@@ -35,6 +35,7 @@ from kraftwire.controller import acls as acl_cmds
 from kraftwire.controller import configs as config_cmds
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.controller.result import CommandError
+from kraftwire.core.broker_lifecycle_role import BrokerLifecycleRole
 from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.server import Reply, RequestContext
@@ -50,9 +51,8 @@ from kraftwire.node.apis import (
 from kraftwire.node.group_proxy import FIND_COORDINATOR, LIST_GROUPS, GroupRouter, find_coordinator, java_hash
 from kraftwire.node.group_proxy import error_response as group_error_response
 from kraftwire.node.metrics import ForwardingMetrics
-from kraftwire.node.raft_driver import wall_ms
 from kraftwire.node.secure import NodeSecurity
-from kraftwire.node.snapshots import snapshot_step, snapshotter_for
+from kraftwire.node.snapshots import snapshotter_for
 from kraftwire.node.view import LogPartitionView
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
@@ -85,18 +85,13 @@ class BrokerRole:
         self.metadata = BrokerMetadataListener()
         self.metadata.on_fatal.append(lambda e: server.stop(f"cannot apply committed metadata: {e}"))
         server.raft_listeners.add(self.metadata)
-        # The broker snapshots its own image and cleans its log under the voters' policy (KIP-630); on a
-        # combined node the voter does it for the shared replica.
-        self.snapshotter = snapshotter_for(cfg)
-        self.snapshots_taken = 0
-        self._snapshot_wake = anyio.Event()
-        self.metadata.on_commit.append(self._committed)
-        self.metadata.on_snapshot.append(lambda end, epoch: self.snapshotter.loaded(end, epoch))
         self.security = NodeSecurity(cfg, lambda: self.metadata.image, skip=FORWARDED_APIS)
         controller_names = set(cfg["controller.listener.names"])
         self.advertised = {e.name: e for e in cfg.advertised() if e.name not in controller_names}
         self.rack = cfg["broker.rack"] or None
-        self.lifecycle = BrokerLifecycle(LifecycleConfig(
+        # The broker snapshots its own image and cleans its log under the voters' policy (KIP-630); on a
+        # combined node the voter does it for the shared replica.
+        self.role = BrokerLifecycleRole(LifecycleConfig(
             node_id=cfg.node_id, cluster_id=server.cluster_id, incarnation_id=uuid.uuid4(),
             listeners=tuple((e.name, e.host, e.port, SECURITY_PROTOCOLS[cfg.security_protocol(e.name)])
                             for e in self.advertised.values()),
@@ -106,10 +101,11 @@ class BrokerRole:
             session_timeout_ms=cfg["broker.session.timeout.ms"],
             initial_registration_timeout_ms=cfg["initial.broker.registration.timeout.ms"],
             retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]),
-            max_backoff_ms=max(100, min(1000, cfg["broker.heartbeat.interval.ms"]))))
-        self.lifecycle_driver = LifecycleDriver(self.lifecycle, server.peers, lambda: self.metadata.applied_offset,
-                                                wall_ms, request_timeout_ms=cfg["controller.quorum.request.timeout.ms"])
-        self.metadata.on_change.append(self.lifecycle_driver.wake)
+            max_backoff_ms=max(100, min(1000, cfg["broker.heartbeat.interval.ms"]))),
+            self.metadata, snapshotter=snapshotter_for(cfg) if server.voter is None else None)
+        self.lifecycle: BrokerLifecycle = self.role.machine
+        self.stopped = anyio.Event()        # controlled shutdown done, or the broker gave up
+        self.first_serving = anyio.Event()  # first unfenced (caught up)
         self.forwarding_metrics = ForwardingMetrics()
         self.forwarding = ForwardingManager(server.peers, self.forwarding_metrics,
                                             default_timeout_ms=cfg["request.timeout.ms"],
@@ -123,7 +119,7 @@ class BrokerRole:
         # Client listeners are bound at once but accept only once the broker has caught up with the
         # metadata log and been unfenced: a restarted broker must not answer from an empty image.
         self.opening: dict[str, Any] = {
-            "open_when": self.lifecycle_driver.first_serving,
+            "open_when": self.first_serving,
             "waiting_for": f"broker {cfg.node_id} has caught up with the metadata log and been unfenced"}
         self.view: Any = None
 
@@ -137,17 +133,24 @@ class BrokerRole:
     def _voter_list(self) -> list[tuple[int, str, int]]:
         return [(i, h, p) for i, (h, p) in sorted(self.server.voters.items())]
 
+    @property
+    def snapshots_taken(self) -> int:
+        """Snapshots of this broker's own image (a broker-only node; combined, the voter takes them)."""
+        node = self.server.node
+        return 0 if node is None or self.role.snapshotter is None else node.snapshots_taken
+
     def attach(self, core: Any, driver: Any) -> None:
         self.view = BrokerLogView(core, self.server.log, self.node_id)
         self.groups.set_voters(self._voter_list())   # a broker may have learnt the voters at start
+        self.driver = driver
+        driver.on_change.append(self._lifecycle_moved)
 
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-        async with anyio.create_task_group() as tg:
-            if self.server.voter is None:
-                tg.start_soon(self._snapshots)
-            await tg.start(self.lifecycle_driver.run)
-            tg.start_soon(self._watch_lifecycle)
-            task_status.started()
+        self.driver.poke()   # the node core's first tick sends the registration
+        task_status.started()
+        await self.stopped.wait()
+        if self.lifecycle.fatal is not None:
+            self.server.stop(self.lifecycle.fatal)
 
     def register(self, d: Dispatcher) -> None:
         d.on(3, self._on_metadata)
@@ -159,38 +162,27 @@ class BrokerRole:
         d.on(LIST_GROUPS, self._on_list_groups)
         d.on([k for k in GROUP_APIS if k not in (FIND_COORDINATOR, LIST_GROUPS)], self._on_group)
 
-    # -- lifecycle and snapshots ----------------------------------------------------------------
-    def _committed(self, batches: list[Any]) -> None:
-        now = wall_ms()
-        self.snapshotter.committed(batches, now)
-        if self.snapshotter.due(now, None) is not None:
-            self._snapshot_wake.set()
-
-    async def _snapshots(self) -> None:
-        """Snapshot the replayed image when the policy says so; clean the log below as retention allows."""
-        snap = self.snapshotter
-        while True:
-            if self.metadata.fatal is None and await snapshot_step(snap, self.server.core, self.metadata.loader,
-                                                                   wall_ms):
-                self.snapshots_taken += 1
-            deadline = snap.next_deadline()
-            delay = 1.0 if deadline is None else max(0.01, (deadline - wall_ms()) / 1000)
-            self._snapshot_wake = anyio.Event()
-            with anyio.move_on_after(min(delay, 1.0)):
-                await self._snapshot_wake.wait()
-
-    async def _watch_lifecycle(self) -> None:
-        await self.lifecycle_driver.stopped.wait()
-        if self.lifecycle.fatal is not None:
-            self.server.stop(self.lifecycle.fatal)
+    # -- lifecycle ------------------------------------------------------------------------------
+    def _lifecycle_moved(self) -> None:
+        """After every node core event that moved something: open the listeners once first unfenced,
+        report the end of the lifecycle."""
+        m = self.lifecycle
+        if m.serving:
+            self.first_serving.set()
+        if m.state == BrokerState.SHUTDOWN:
+            self.stopped.set()
 
     async def shutdown(self, timeout_s: float | None = None) -> None:
         """Controlled shutdown: WantShutDown heartbeats until the controller lets us go."""
         if timeout_s is None:
             timeout_s = 2 * self.cfg["broker.session.timeout.ms"] / 1000 + 5
-        self.lifecycle_driver.begin_shutdown()
+        if self.server.node is not None:
+            self.server.driver.call(self.server.node.begin_shutdown)
+        else:
+            self.lifecycle.begin_shutdown(0)   # never started: nothing registered, stops at once
+            self._lifecycle_moved()
         with anyio.move_on_after(timeout_s) as scope:
-            await self.lifecycle_driver.stopped.wait()
+            await self.stopped.wait()
         if scope.cancelled_caught:
             log.warning("broker %d: controlled shutdown did not finish within %.0fs; stopping anyway",
                         self.node_id, timeout_s)

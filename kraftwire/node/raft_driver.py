@@ -6,7 +6,9 @@ the wire request to the peer and feeds the reply (or the failure) back; ``SendRe
 ``Respond`` wake the task waiting to answer that inbound Raft or controller request; ``PersistLog``
 (every log fsync of the hot paths, leader's and fetcher's) runs in a worker thread and is reported
 back with ``handle_persisted``; ``TakeSnapshot`` frames the image in a worker thread and hands the
-batches back. A timer task calls ``tick`` at the core's next deadline.
+batches back; ``SendController`` (a broker's registration or heartbeat) goes to the voter the peer
+client believes is the active controller, on its own lane. A timer task calls ``tick`` at the core's
+next deadline.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from kraftwire.core.node_core import NodeCore, Respond, TakeSnapshot
+from kraftwire.core.node_core import NodeCore, Respond, SendController, TakeSnapshot
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
 from kraftwire.node import wire
-from kraftwire.protocol.errors import DecodeError, KafkaProtocolError
+from kraftwire.protocol.errors import DecodeError, Errors, KafkaProtocolError
 from kraftwire.raft import messages as m
 
 log = logging.getLogger(__name__)
@@ -169,6 +171,9 @@ class RaftDriver:
             elif isinstance(out, m.PersistLog):
                 assert self._tg is not None
                 self._tg.start_soon(self._persist, out.end_offset)
+            elif isinstance(out, SendController):
+                assert self._tg is not None
+                self._tg.start_soon(self._send_controller, out)
 
     async def _persist(self, end_offset: int) -> None:
         """The log's fsync in a worker thread: no connection of the node waits for the disk."""
@@ -183,6 +188,25 @@ class RaftDriver:
         except Exception:
             log.exception("framing the metadata snapshot at %s failed", out.job.sid)
         self.call(self.node.snapshot_framed, out.job.sid, batches)
+
+    async def _send_controller(self, out: SendController) -> None:
+        """A broker's registration or heartbeat, to the voter believed to be the active controller (its
+        own lane: a heartbeat never waits behind a forwarded admin write); NOT_CONTROLLER or no answer
+        makes the peer client look elsewhere next time."""
+        peers = self.peers
+        node = peers.candidate()
+        try:
+            resp = await peers.send(node, out.request, self.request_timeout_s, lane="heartbeats")
+        except RequestFailed as e:
+            log.debug("%s to controller %d failed: %s", out.kind, node, e)
+            peers.failed(node)
+            self.call(self.node.handle_controller_failed, out.request_id)
+            return
+        if resp.error_code == Errors.NOT_CONTROLLER:
+            peers.failed(node)
+        else:
+            peers.succeeded(node)
+        self.call(self.node.handle_controller_response, out.request_id, resp)
 
     async def handle_inbound(self, api_key: int, body: Any, version: int) -> Any:
         """Serve a raft request from the wire; returns the wire response body."""

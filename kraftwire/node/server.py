@@ -207,7 +207,8 @@ class Server:
                              epoch_start_records=self._epoch_start_records(),
                              voter_history=self._voter_history(), listener_name=cfg.controller_listener)
         voter = self.voter is not None   # DescribeQuorum lists the voters; BeginQuorumEpoch names our endpoint
-        self.node = NodeCore(self.core, None if self.voter is None else self.voter.controller)
+        self.node = NodeCore(self.core, None if self.voter is None else self.voter.controller,
+                             broker=None if self.broker is None else self.broker.role)
         self.driver = RaftDriver(self.node, self.peers, nodes=self.raft_nodes() if voter else [],
                                  leader_endpoints=self.raft_endpoints() if voter else [],
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"])

@@ -1,10 +1,14 @@
-"""Quorum controller on the simulated quorum, with broker agents (the production broker lifecycle) and an admin agent.
+"""Quorum controller on the simulated quorum, with brokers (the production broker node core) and an admin agent.
 
 Every voter runs the production ``ControllerRole`` (``kraftwire.core.controller_role``: replay,
-activation, commit waiters, step-down, snapshots due) over its raft core on simulated time. Broker agents register, heartbeat, catch up,
-ask for controlled shutdown, crash and come back with a new incarnation; an admin agent creates
-topics. Their requests cross the simulated network (latency, loss, crashes), so controller
-failovers land mid-registration, mid-controlled-shutdown and between heartbeats.
+activation, commit waiters, step-down, snapshots due) in its node core on simulated time. Every
+broker is a Raft observer whose node core runs the production broker role
+(``kraftwire.core.broker_lifecycle_role``): it fetches and replays the metadata log into its own
+image, snapshots it, registers, heartbeats, asks to be unfenced once caught up, asks for controlled
+shutdown, crashes (kill -9, torn writes, wiped disks, the raft faults) and comes back with a new
+incarnation. An admin agent creates topics. Brokers' and admin requests cross the simulated network
+(latency, loss, crashes), so controller failovers land mid-registration, mid-controlled-shutdown and
+between heartbeats.
 
 Checked after every event, on top of the raft invariants:
 
@@ -13,9 +17,13 @@ Checked after every event, on top of the raft invariants:
 * no fenced broker leads a partition, in any controller's committed image or the active one's latest;
 * an acknowledged CreateTopics is in the responder's committed image, and at the end in every
   replica's image; replicas that replayed the same offsets hold the same topics and brokers;
-* snapshots (each voter snapshots its committed image every few records and mostly cleans its log):
-  every snapshot id is a committed position, two snapshots at one id hold equal images, and a
-  replica loading a snapshot (restart, or FetchSnapshot from the leader) gets exactly that image.
+* snapshots (each voter and broker snapshots its committed image every few records and mostly cleans
+  its log): every snapshot id is a committed position, two snapshots at one id hold equal images
+  (a broker's and a controller's too), and a replica loading a snapshot (restart, or FetchSnapshot
+  from the leader) gets exactly that image;
+* every broker's image: replayed records are committed ones, no fenced broker leads a partition in
+  it, and at the end it equals every controller's image at the same offset; a broker is never
+  unfenced before it has replayed its own registration; every broker up at the end is unfenced.
 """
 
 from __future__ import annotations
@@ -24,10 +32,12 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kraftwire.broker.lifecycle import BrokerLifecycle, BrokerState, LifecycleConfig
+from kraftwire.broker.lifecycle import BrokerState, LifecycleConfig
+from kraftwire.broker.metadata import BrokerMetadataListener
 from kraftwire.controller import ControllerConfig, QuorumController
+from kraftwire.core.broker_lifecycle_role import BrokerLifecycleRole
 from kraftwire.core.controller_role import ControllerObserver, ControllerRole
-from kraftwire.core.node_core import Respond, TakeSnapshot
+from kraftwire.core.node_core import NodeCore, Respond, SendController, TakeSnapshot
 from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES, LATEST_LEVEL
 from kraftwire.metadata.image import MetadataImage
@@ -38,7 +48,7 @@ from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRecord
 from kraftwire.protocol.metadata import decode_record
 from kraftwire.protocol.records import RecordBatch
-from kraftwire.raft import SnapshotId
+from kraftwire.raft import RaftCore, SimulatedCrash, SnapshotId
 from kraftwire.sim.cluster import TICK, SimNode, Simulation
 from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.invariants import InvariantChecker, Violation
@@ -120,25 +130,16 @@ class SimControllerShell(ControllerObserver):
 # ---------------------------------------------------------------------------------------- agents
 @dataclass(slots=True)
 class BrokerAgent:
-    """A simulated broker process: the production ``BrokerLifecycle`` machine (registration, lease,
-    heartbeats, controlled shutdown) with the simulated network as its controller channel."""
+    """What the simulation keeps about one broker across its incarnations: the voter it believes is
+    the active controller and its current incarnation's broker role (inside that node core)."""
 
     broker_id: int
-    generation: int = 0
-    up: bool = False              # the first wake starts it
-    machine: BrokerLifecycle | None = None   # one per incarnation
-    target: int = 1               # the voter it believes is the active controller
-    inflight: int | None = None   # request sequence awaiting an answer
-    life: int = 0                 # bumps on crash/restart so stale wakes and answers are ignored
-    wake_at: int | None = None    # the one wake that counts (earlier scheduled ones are stale)
+    role: BrokerLifecycleRole | None = None   # one per incarnation
+    target: int = 1                           # the voter it believes is the active controller
 
     @property
-    def incarnation(self) -> uuid.UUID:
-        return uuid.UUID(int=(self.broker_id << 32) | (self.generation + 1))
-
-    @property
-    def epoch(self) -> int:
-        return -1 if self.machine is None else self.machine.broker_epoch
+    def incarnation(self) -> uuid.UUID | None:
+        return None if self.role is None else self.role.machine.config.incarnation_id
 
 
 @dataclass(slots=True)
@@ -169,18 +170,18 @@ class ControllerChecker(InvariantChecker):
                     raise Violation(f"node {nid} {which} image: {state} broker {p.leader} leads "
                                     f"{topic.name}-{pid}")
 
-    def on_registration_ack(self, agent: BrokerAgent, epoch: int) -> None:
-        key = (agent.broker_id, agent.incarnation)
+    def on_registration_ack(self, broker_id: int, incarnation: uuid.UUID, epoch: int) -> None:
+        key = (broker_id, incarnation)
         prev = self.reg_epochs.setdefault(key, epoch)
         if prev != epoch:
-            raise Violation(f"broker {agent.broker_id} incarnation {agent.generation} got epochs {prev} and {epoch}")
+            raise Violation(f"broker {broker_id} incarnation {incarnation} got epochs {prev} and {epoch}")
         if epoch >= len(self.committed):
-            raise Violation(f"broker {agent.broker_id} acknowledged epoch {epoch} is not committed")
+            raise Violation(f"broker {broker_id} acknowledged epoch {epoch} is not committed")
         value = self.committed[epoch][1]
         msg = decode_record(value).message if value else None
-        if not (isinstance(msg, RegisterBrokerRecord) and msg.broker_id == agent.broker_id
-                and msg.incarnation_id == agent.incarnation and msg.broker_epoch == epoch):
-            raise Violation(f"broker {agent.broker_id} epoch {epoch} is not the offset of its RegisterBrokerRecord "
+        if not (isinstance(msg, RegisterBrokerRecord) and msg.broker_id == broker_id
+                and msg.incarnation_id == incarnation and msg.broker_epoch == epoch):
+            raise Violation(f"broker {broker_id} epoch {epoch} is not the offset of its RegisterBrokerRecord "
                             f"(offset holds {type(msg).__name__})")
 
     def on_topic_answer(self, name: str, responder: SimControllerShell) -> None:
@@ -205,20 +206,22 @@ class ControllerChecker(InvariantChecker):
         if self.topic_acks_after_heal == 0:
             raise Violation("liveness: no CreateTopics acknowledged after the heal")
         by_offset: dict[int, tuple[int, Any]] = {}
-        for nid, shell in sim.shells.items():
-            if sim.nodes[nid].core is None:
-                continue
-            image = shell.ctl.committed_image
-            missing = [t for t in self.acked_topics
-                       if t not in image.topic_ids and shell.ctl.committed_offset >= self._acked_by]
+        images = [(nid, shell.ctl.committed_image, shell.ctl.committed_offset) for nid, shell in sim.shells.items()
+                  if sim.nodes[nid].core is not None]
+        images += [(bid, a.role.metadata.image, a.role.metadata.applied_offset) for bid, a in sim.agents.items()
+                   if a.role is not None and sim.nodes[bid].core is not None]
+        for nid, image, offset in images:
+            missing = [t for t in self.acked_topics if t not in image.topic_ids and offset >= self._acked_by]
             if missing:
                 raise Violation(f"node {nid}: acknowledged topics {sorted(missing)[:5]} missing from its image")
-            digest = (tuple(sorted(image.topic_ids)),
-                      tuple(sorted((b.id, b.epoch, b.fenced) for b in image.brokers.values())))
-            other = by_offset.setdefault(shell.ctl.committed_offset, (nid, digest))
-            if other[1] != digest:
-                raise Violation(f"nodes {other[0]} and {nid} replayed to offset {shell.ctl.committed_offset} "
-                                "but hold different images")
+            other = by_offset.setdefault(offset, (nid, image))
+            if other[1] != image:
+                raise Violation(f"nodes {other[0]} and {nid} replayed to offset {offset} but hold different images")
+        for bid, agent in sim.agents.items():
+            role = agent.role
+            if role is not None and sim.nodes[bid].core is not None and not role.serving:
+                raise Violation(f"liveness: broker {bid} is up but not serving after the heal "
+                                f"({role.state.name}, replayed to {role.metadata.applied_offset})")
 
     @property
     def _acked_by(self) -> int:
@@ -231,7 +234,7 @@ class ControllerSimulation(Simulation):
 
     def __init__(self, seed: int, cfg: SimConfig, ccfg: ControllerSimConfig | None = None) -> None:
         self.ccfg = ccfg or ControllerSimConfig()
-        super().__init__(seed, replace(cfg, observers=0))
+        super().__init__(seed, replace(cfg, observers=self.ccfg.brokers))   # the brokers are the observers
         self.checker = ControllerChecker(self)
         self.ctl_config = ControllerConfig(cluster_id=cfg.cluster_id, session_timeout_ms=self.ccfg.session_timeout_ms,
                                            max_idle_interval_ms=500, default_replication_factor=2,
@@ -239,10 +242,10 @@ class ControllerSimulation(Simulation):
         self.metadata_version = cfg.metadata_version or LATEST_LEVEL
         self.bootstrap = bootstrap_records(self.metadata_version)
         self.shells: dict[int, SimControllerShell] = {}
-        self.agents = {1000 + i: BrokerAgent(1000 + i) for i in range(1, self.ccfg.brokers + 1)}
+        self.agents = {bid: BrokerAgent(bid) for bid in self.observer_ids}
         self.admin = AdminAgent()
         self._agent_seq = 0
-        self._agent_calls: dict[int, tuple[Any, int, Any]] = {}   # seq -> (agent key, life, request)
+        self._agent_calls: dict[int, tuple[Any, Any, Any]] = {}   # seq -> (agent key, life, request)
         self.activations = 0
         self.shutdowns = 0
         self.interrupted: dict[str, int] = {}   # request kind -> answers lost to a controller failover
@@ -250,20 +253,63 @@ class ControllerSimulation(Simulation):
         self._answered_offsets: dict[int, int] = {}   # admin seq -> responder's committed offset then
         self.snapshot_images: dict[SnapshotId, MetadataImage] = {}
 
-    # nodes get a fresh controller per incarnation (it replays the log from the start) ------------
+    # nodes get a fresh controller or broker role per incarnation (it replays the log from the start)
     def _start(self, nid: int, rejoining: bool) -> None:
         node = self.nodes[nid]
-        shell = SimControllerShell(self, node)
-        self.shells[nid] = shell
+        if node.is_voter:
+            self.shells[nid] = SimControllerShell(self, node)
         super()._start(nid, rejoining)
-        if node.core is not None:
+        if node.core is not None and node.is_voter:
             self.schedule(self.now + self.ccfg.controller_tick_ms, CTICK, (nid, node.incarnation))
 
     def _listener_for(self, nid: int) -> Any:
+        if nid in self.agents:
+            return self._broker_role(nid).metadata
         return self.shells[nid].role
 
     def _controller_for(self, nid: int) -> Any:
-        return self.shells[nid].role
+        return self.shells[nid].role if nid in self.shells else None
+
+    def _node_core(self, nid: int, core: RaftCore) -> NodeCore:
+        agent = self.agents.get(nid)
+        if agent is None:
+            return super()._node_core(nid, core)
+        return NodeCore(core, broker=agent.role)
+
+    def _broker_role(self, bid: int) -> BrokerLifecycleRole:
+        """A new incarnation of broker ``bid``: the production broker role over the production metadata
+        listener, observed by the checker."""
+        agent, ccfg, node = self.agents[bid], self.ccfg, self.nodes[bid]
+        every = self.snapshot_every.get(bid)
+        snapshotter = Snapshotter(SnapshotPolicy(max_records=every, max_bytes=0),
+                                  RetentionPolicy(max_bytes=-1, max_ms=-1)) if every else None
+        metadata = BrokerMetadataListener()
+        metadata.on_commit.append(lambda batches: self._broker_committed(bid, metadata, batches))
+        metadata.on_snapshot.append(lambda end, epoch: self._broker_loaded(bid, metadata, end, epoch))
+        metadata.on_fatal.append(lambda e: self._broker_fatal(bid, e))
+        agent.role = BrokerLifecycleRole(LifecycleConfig(
+            node_id=bid, cluster_id=self.cfg.cluster_id, incarnation_id=uuid.UUID(int=bid << 32 | node.incarnation),
+            listeners=(("PLAINTEXT", f"b{bid}", 9092, 0),),
+            features=tuple((n, lo, hi) for n, (lo, hi) in sorted(BROKER_SUPPORTED_FEATURES.items())),
+            log_dirs=(uuid.UUID(int=bid << 64 | 1),),
+            heartbeat_interval_ms=ccfg.heartbeat_interval_ms, session_timeout_ms=ccfg.session_timeout_ms,
+            retry_backoff_ms=20, max_backoff_ms=100, shutdown_heartbeat_ms=50,
+            initial_registration_timeout_ms=10 ** 9), metadata, snapshotter=snapshotter)   # never gives up
+        return agent.role
+
+    def _broker_committed(self, bid: int, metadata: BrokerMetadataListener, batches: list[RecordBatch]) -> None:
+        self.checker.on_commit_callback(bid, batches)
+        self.checker.check_image(bid, metadata.image, "broker")
+
+    def _broker_loaded(self, bid: int, metadata: BrokerMetadataListener, end: int, epoch: int) -> None:
+        self.checker.on_state(bid, "load", end, None, epoch)
+        expected = self.snapshot_images.get(SnapshotId(end, epoch))
+        if expected is not None and expected != metadata.image:
+            raise Violation(f"broker {bid}: snapshot {SnapshotId(end, epoch)} loaded a different image than was stored")
+        self.checker.check_image(bid, metadata.image, "broker snapshot")
+
+    def _broker_fatal(self, bid: int, e: BaseException) -> None:
+        raise Violation(f"broker {bid} cannot apply committed metadata: {e}")
 
     def _schedule_tick(self, node: SimNode) -> None:
         """The node core's timer, late by up to ``timer_lag_ms`` (a loaded event loop wakes its timer
@@ -303,7 +349,10 @@ class ControllerSimulation(Simulation):
         node = self.nodes[nid]
         if node.node is not None:   # waiting requests are answered NOT_CONTROLLER as the node goes
             self._route(node, node.node.stop(self.now))
-            self.shells[nid]._was_active = False
+            if nid in self.shells:
+                self.shells[nid]._was_active = False
+        if nid in self.agents:
+            self.agents[nid].role = None
         super().crash(nid, mode, restart_after, wipe)
 
     def _run_core(self, node: SimNode, fn: Any) -> None:
@@ -311,13 +360,41 @@ class ControllerSimulation(Simulation):
         shell = self.shells.get(node.node_id)
         if shell is not None and node.core is not None and shell.node is node:
             shell.after_event()
+        agent = self.agents.get(node.node_id)
+        role = None if agent is None else agent.role
+        if role is None:
+            return
+        if role.serving and role.metadata.applied_offset < role.machine.broker_epoch:
+            raise Violation(f"broker {node.node_id} is unfenced before replaying its own registration (broker "
+                            f"epoch {role.machine.broker_epoch}, replayed to {role.metadata.applied_offset})")
+        if role.state == BrokerState.SHUTDOWN:
+            self._broker_stopped(node, role)
+
+    def _broker_stopped(self, node: SimNode, role: BrokerLifecycleRole) -> None:
+        """The broker's lifecycle ended: controlled shutdown done, so the process exits (its log
+        flushed, as a clean stop does) and starts again later."""
+        if role.machine.fatal is not None:
+            raise Violation(f"broker {node.node_id} stopped: {role.machine.fatal}")
+        self.shutdowns += 1
+        mode = "crash"
+        try:
+            node.log.flush()
+        except SimulatedCrash:   # an armed disk fault: the process dies in its last flush
+            mode = node.crash_mode
+        self.crash(node.node_id, mode, restart_after=self.rng.randint(200, 1500))
+
+    def _route(self, node: SimNode, outputs: list[Any]) -> None:
+        sends = [o for o in outputs if type(o) is SendController]
+        super()._route(node, [o for o in outputs if type(o) is not SendController] if sends else outputs)
+        for out in sends:
+            agent = self.agents[node.node_id]
+            self._send(node.node_id, (node.incarnation, out.request_id), agent.target, out.request)
 
     # workload ----------------------------------------------------------------------------------
     def start(self) -> None:
-        super().start()
-        for bid, agent in self.agents.items():
+        for agent in self.agents.values():
             agent.target = self.rng.choice(self.voter_ids)
-            self.schedule(self.rng.randint(0, 300), AGENT_WAKE, (bid, agent.life))
+        super().start()
         self.admin.target = self.rng.choice(self.voter_ids)
         self.schedule(self.rng.randint(200, 500), AGENT_WAKE, ("admin", 0))
         if self.faults:
@@ -369,7 +446,7 @@ class ControllerSimulation(Simulation):
             response = self.codec.kafka_response(call[2].API_KEY, response)
         self.schedule(self.now + self._latency(dest, dest), AGENT_RESP, (seq, dest, response))
 
-    def _send(self, key: Any, life: int, target: int, request: Any) -> int:
+    def _send(self, key: Any, life: Any, target: int, request: Any) -> int:
         self._agent_seq += 1
         seq = self._agent_seq
         self._agent_calls[seq] = (key, life, request)
@@ -400,65 +477,21 @@ class ControllerSimulation(Simulation):
         if key == "admin":
             self._admin_step()
             return
-        agent = self.agents[key]
-        if life != agent.life or (agent.wake_at is not None and self.now < agent.wake_at):
-            return
-        agent.wake_at = None
-        if not agent.up:
-            self._boot(agent)
-        self._poll_agent(agent)
-
-    def _boot(self, agent: BrokerAgent) -> None:
-        """A new incarnation of the broker process, with a fresh lifecycle machine."""
-        agent.up = True
-        agent.generation += 1
-        agent.inflight = None
-        ccfg = self.ccfg
-        agent.machine = BrokerLifecycle(LifecycleConfig(
-            node_id=agent.broker_id, cluster_id=self.cfg.cluster_id, incarnation_id=agent.incarnation,
-            listeners=(("PLAINTEXT", f"b{agent.broker_id}", 9092, 0),),
-            features=tuple((n, lo, hi) for n, (lo, hi) in sorted(BROKER_SUPPORTED_FEATURES.items())),
-            log_dirs=(uuid.UUID(int=agent.broker_id << 64 | 1),),
-            heartbeat_interval_ms=ccfg.heartbeat_interval_ms, session_timeout_ms=ccfg.session_timeout_ms,
-            retry_backoff_ms=20, max_backoff_ms=100, shutdown_heartbeat_ms=50,
-            initial_registration_timeout_ms=10 ** 9))   # the simulated broker never gives up
-
-    def _poll_agent(self, agent: BrokerAgent) -> None:
-        """Let the machine send what is due (one request at most in flight) and wake at its deadline."""
-        m = agent.machine
-        assert m is not None
-        if agent.inflight is None:
-            # The simulated broker replays instantly: its metadata offset is the last committed one.
-            send = m.poll(self.now, len(self.checker.committed) - 1)
-            if send is not None:
-                agent.inflight = self._send(agent.broker_id, agent.life, agent.target, send.request)
-        if m.state == BrokerState.SHUTDOWN:
-            if m.fatal is not None:
-                raise Violation(f"broker {agent.broker_id} stopped: {m.fatal}")
-            self.shutdowns += 1                      # controlled shutdown completed: restart later
-            agent.up, agent.machine, agent.inflight, agent.wake_at = False, None, None, None
-            agent.life += 1
-            self.schedule(self.now + self.rng.randint(200, 1500), AGENT_WAKE, (agent.broker_id, agent.life))
-            return
-        deadline = m.next_deadline()
-        wake = self.now + self.ccfg.heartbeat_interval_ms if deadline is None else max(self.now + 1, deadline)
-        if agent.wake_at is None or wake < agent.wake_at:
-            agent.wake_at = wake
-            self.schedule(wake, AGENT_WAKE, (agent.broker_id, agent.life))
+        raise ValueError(f"unknown agent {key!r}")
 
     def _broker_fault(self) -> None:
-        up = [a for a in self.agents.values() if a.up]
+        """A broker process goes: kill -9 (a new incarnation later), or a controlled shutdown."""
+        up = [bid for bid, a in self.agents.items() if a.role is not None and self.nodes[bid].core is not None]
         if not up:
             return
-        agent = self.rng.choice(up)
+        bid = self.rng.choice(up)
+        node = self.nodes[bid]
         if self.rng.random() < 0.5:
-            # kill -9: silence, then a new incarnation later
-            agent.up, agent.machine, agent.inflight, agent.wake_at = False, None, None, None
-            agent.life += 1
-            self.schedule(self.now + self.rng.randint(300, 2500), AGENT_WAKE, (agent.broker_id, agent.life))
-        elif agent.machine is not None and agent.machine.registered:
-            agent.machine.begin_shutdown(self.now)
-            self._poll_agent(agent)
+            self.crash(bid, "crash", restart_after=self.rng.randint(300, 2500))
+        else:
+            role = self.agents[bid].role
+            if role is not None and role.machine.registered:
+                self._run_core(node, lambda c: c.begin_shutdown(self.now))
 
     def _admin_step(self) -> None:
         adm = self.admin
@@ -480,25 +513,20 @@ class ControllerSimulation(Simulation):
         if key == "admin":
             self._admin_response(seq, dest, response)
             return
-        agent = self.agents[key]
-        if life != agent.life or agent.inflight != seq or agent.machine is None:
-            return
-        agent.inflight = None
-        m = agent.machine
+        node, agent = self.nodes[key], self.agents[key]
+        incarnation, rid = life
+        if node.incarnation != incarnation or node.core is None or agent.role is None:
+            return   # the broker process that asked is gone
         if response is None:
             agent.target = self._retarget(agent.target)
-            m.on_failure(self.now)
-        else:
-            if response.error_code == NOT_CONTROLLER:
-                agent.target = self._retarget(agent.target)
-            if isinstance(request, brq.BrokerRegistrationRequest):
-                m.on_registration(self.now, response)
-                if response.error_code == 0:
-                    self.checker.on_registration_ack(agent, response.broker_epoch)
-            else:
-                m.on_heartbeat(self.now, response)
-        m.drain_events()
-        self._poll_agent(agent)
+            self._run_core(node, lambda c: c.handle_controller_failed(self.now, rid))
+            return
+        if response.error_code == NOT_CONTROLLER:
+            agent.target = self._retarget(agent.target)
+        if (isinstance(request, brq.BrokerRegistrationRequest) and response.error_code == 0
+                and agent.role.inflight == rid):
+            self.checker.on_registration_ack(key, request.incarnation_id, response.broker_epoch)
+        self._run_core(node, lambda c: c.handle_controller_response(self.now, rid, response))
 
     def _admin_response(self, seq: int, dest: int | None, response: Any) -> None:
         adm = self.admin

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from kraftwire.broker.metadata import BrokerMetadataListener
 from kraftwire.controller import cluster
+from kraftwire.core.broker_lifecycle_role import BrokerLifecycleRole
 from kraftwire.core.controller_role import ControllerRole
 from kraftwire.sim.config import SimConfig
 from kraftwire.sim.controller_sim import ControllerSimulation, run_controller_seed
@@ -70,6 +72,41 @@ def test_checker_catches_a_new_incarnation_left_leading(monkeypatch: pytest.Monk
     monkeypatch.setitem(_commands(), "BrokerRegistrationRequest", keep_leaderships)
     found = _first_violation(range(60))
     assert found is not None and "leads" in found, found
+
+
+def test_brokers_run_the_production_broker_node_core() -> None:
+    """The brokers are Raft observers whose node cores run the broker role: they replay the log, take
+    and load snapshots, and end registered and unfenced with every controller's image."""
+    loads = snapshots = 0
+    for seed in range(6):
+        result, sim = run_controller_seed(seed, SimConfig())
+        assert result.ok, f"seed {seed}: {result.violations}"
+        for bid, agent in sim.agents.items():
+            node = sim.nodes[bid]
+            assert not node.is_voter and node.node is not None and node.node.broker is agent.role
+            assert agent.role.serving and agent.role.metadata.applied_offset == len(sim.checker.committed) - 1
+            snapshots += node.node.snapshots_taken
+            loads += agent.role.metadata.snapshots_loaded
+    assert snapshots > 0 and loads > 0
+
+
+def test_checker_catches_a_broker_unfenced_before_catching_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boasting(self, now):   # the broker role reporting an offset it has not replayed yet
+        if self.inflight is None:
+            send = self.machine.poll(now, self.metadata.applied_offset + 1000)
+            if send is not None:
+                self.inflight_kind, self.inflight = send.kind, self._send(send.kind, send.request)
+
+    monkeypatch.setattr(BrokerLifecycleRole, "poll", boasting)
+    found = _first_violation(range(20))
+    assert found is not None and "before replaying its own registration" in found, found
+
+
+def test_checker_catches_a_broker_that_skips_a_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(BrokerMetadataListener, "handle_snapshot", lambda self, end_offset, batches: None)
+    found = _first_violation(range(40))
+    assert found is not None and any(w in found for w in ("broker image", "broker snapshot image", "different images",
+                                                          "missing from its image")), found
 
 
 def _commands() -> dict:
