@@ -35,7 +35,7 @@ from kraftwire.controller import acls as acl_cmds
 from kraftwire.controller import configs as config_cmds
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.controller.result import CommandError
-from kraftwire.core.broker_lifecycle_role import BrokerLifecycleRole
+from kraftwire.core import BrokerLifecycleRole
 from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.server import Reply, RequestContext

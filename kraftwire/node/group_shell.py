@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from kraftwire.core.group_role import GroupRole
+from kraftwire.core import GroupRole
 from kraftwire.net.peers import PeerClient
 from kraftwire.node.group_proxy import (
     FIND_COORDINATOR,

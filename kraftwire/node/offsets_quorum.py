@@ -25,8 +25,7 @@ from typing import Any
 import anyio
 
 from kraftwire.config import NodeConfig
-from kraftwire.core.group_role import GroupRole
-from kraftwire.core.node_core import NodeCore
+from kraftwire.core import GroupRole, NodeCore
 from kraftwire.group import GroupConfig
 from kraftwire.group.replicated import (
     IMPORT_CLIENT_ID,

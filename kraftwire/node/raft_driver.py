@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from kraftwire.core.node_core import NodeCore, Respond, SendController, TakeSnapshot
+from kraftwire.core import NodeCore, Respond, SendController, TakeSnapshot
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
 from kraftwire.node import wire

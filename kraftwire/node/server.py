@@ -29,8 +29,7 @@ from typing import Any
 import anyio
 
 from kraftwire.config import NodeConfig
-from kraftwire.core.listeners import FanOutListener
-from kraftwire.core.node_core import NodeCore
+from kraftwire.core import FanOutListener, NodeCore
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.peers import PeerClient

@@ -18,8 +18,7 @@ import anyio
 
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import scram as scram_cmds
-from kraftwire.core.controller_role import ControllerObserver, ControllerRole
-from kraftwire.core.group_role import GroupRole
+from kraftwire.core import ControllerObserver, ControllerRole, GroupRole
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES

@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kraftwire.core.node_core import NodeCore, Respond, TakeSnapshot
+from kraftwire.core import NodeCore, Respond, TakeSnapshot
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import MemoryLog, MemoryStateStore, RaftCore, RaftFaults, SimulatedCrash, SnapshotId

@@ -35,9 +35,15 @@ from typing import Any
 from kraftwire.broker.lifecycle import BrokerState, LifecycleConfig
 from kraftwire.broker.metadata import BrokerMetadataListener
 from kraftwire.controller import ControllerConfig, QuorumController
-from kraftwire.core.broker_lifecycle_role import BrokerLifecycleRole
-from kraftwire.core.controller_role import ControllerObserver, ControllerRole
-from kraftwire.core.node_core import NodeCore, Respond, SendController, TakeSnapshot
+from kraftwire.core import (
+    BrokerLifecycleRole,
+    ControllerObserver,
+    ControllerRole,
+    NodeCore,
+    Respond,
+    SendController,
+    TakeSnapshot,
+)
 from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES, LATEST_LEVEL
 from kraftwire.metadata.image import MetadataImage
