@@ -8,11 +8,9 @@ The quorum timeouts are Kafka's defaults in both systems (the compat layer's tes
 
 from __future__ import annotations
 
-import base64
 import os
 import sys
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from compat.kafka import (  # noqa: E402
     missing_java,
 )
 from kraftwire.cli.metadata_quorum import describe  # noqa: E402
+from kraftwire.storage.meta_properties import random_uuid  # noqa: E402
 
 KAFKA_RELEASE = os.environ.get("KRAFTWIRE_BENCH_KAFKA", "3.9.0")
 # Kafka's defaults (KafkaConfig / QuorumConfig), written out so that neither system runs faster settings.
@@ -102,7 +101,7 @@ def build(system: str, root: Path, controllers: int = 3, brokers: int = 0,
             return KraftwireNode(root, i, roles, h, voters, props=settings)
     ctl = [make(i, "controller", h) for i, h, _ in voters]
     brk = [make(controllers + 1 + k, "broker", hosts[controllers + k]) for k in range(brokers)]
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = random_uuid()   # never starts with "-" (CLIs would read it as an option)
     q = Quorum(system, ctl, brk, cluster_id)
     for node in q.nodes:
         node.format(cluster_id)
