@@ -13,7 +13,8 @@ between heartbeats.
 Checked after every event, on top of the raft invariants:
 
 * one epoch per registration: every acknowledged registration's epoch is the offset of a committed
-  RegisterBrokerRecord for that broker and incarnation, and an incarnation never gets two epochs;
+  RegisterBrokerRecord for that broker and incarnation, and an incarnation gets a new epoch only if
+  another incarnation registered that broker id in between;
 * no fenced broker leads a partition, in any controller's committed image or the active one's latest;
 * an acknowledged CreateTopics is in the responder's committed image, and at the end in every
   replica's image; replicas that replayed the same offsets hold the same topics and brokers;
@@ -179,8 +180,9 @@ class ControllerChecker(InvariantChecker):
     def on_registration_ack(self, broker_id: int, incarnation: uuid.UUID, epoch: int) -> None:
         key = (broker_id, incarnation)
         prev = self.reg_epochs.setdefault(key, epoch)
-        if prev != epoch:
+        if prev != epoch and not self._replaced_between(broker_id, incarnation, prev, epoch):
             raise Violation(f"broker {broker_id} incarnation {incarnation} got epochs {prev} and {epoch}")
+        self.reg_epochs[key] = epoch
         if epoch >= len(self.committed):
             raise Violation(f"broker {broker_id} acknowledged epoch {epoch} is not committed")
         value = self.committed[epoch][1]
@@ -189,6 +191,18 @@ class ControllerChecker(InvariantChecker):
                 and msg.incarnation_id == incarnation and msg.broker_epoch == epoch):
             raise Violation(f"broker {broker_id} epoch {epoch} is not the offset of its RegisterBrokerRecord "
                             f"(offset holds {type(msg).__name__})")
+
+    def _replaced_between(self, broker_id: int, incarnation: uuid.UUID, first: int, second: int) -> bool:
+        """Another incarnation registered ``broker_id`` between the two epochs (e.g. a registration a
+        dead process sent just before it died, delivered late): only then may a re-registration of
+        ``incarnation`` get a new epoch."""
+        for offset in range(min(first, second) + 1, min(max(first, second), len(self.committed))):
+            value = self.committed[offset][1]
+            msg = decode_record(value).message if value else None
+            if (isinstance(msg, RegisterBrokerRecord) and msg.broker_id == broker_id
+                    and msg.incarnation_id != incarnation):
+                return True
+        return False
 
     def on_topic_answer(self, name: str, responder: SimControllerShell) -> None:
         """When a controller answers CreateTopics with success (checked then: the answer may reach the
