@@ -237,6 +237,57 @@ class RowBuffer:
         return {name: list(col) for name, col in zip(ROW_FIELDS, zip(*rows, strict=True), strict=True)}
 
 
+class ColumnBuffer:
+    """Rows kept as one list per ``ROW_FIELDS`` column, filled a whole batch at a time: the same values
+    ``batch_rows`` gives, without building a tuple per row and transposing them for Arrow."""
+
+    def __init__(self) -> None:
+        self.cols: list[list[Any]] = [[] for _ in ROW_FIELDS]
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def add_row(self, row: tuple[Any, ...]) -> None:
+        for col, value in zip(self.cols, row, strict=True):
+            col.append(value)
+        self.n += 1
+
+    def add_batch(self, batch: RecordBatch, source: str, source_type: str, snapshot_end: int | None) -> None:
+        """Every record of ``batch`` (as ``batch_rows(batch, source, source_type, snapshot_end)``)."""
+        recs = batch.records
+        k = len(recs)
+        if not k:
+            return
+        base = batch.base_offset
+        if batch.control:
+            ds = [decode_control(r.key, r.value) for r in recs]
+        else:
+            ds = [decode_metadata(r.value) for r in recs]
+        c = self.cols
+        ts = batch.base_timestamp
+        for i, value in enumerate((source, source_type, snapshot_end)):
+            c[i] += [value] * k
+        c[3] += range(base, base + k)
+        c[4] += [base] * k
+        c[5] += [batch.leader_epoch] * k
+        c[6] += [ts + r.timestamp_delta for r in recs]
+        c[7] += [batch.control] * k
+        c[8] += [d.type_name for d in ds]
+        c[9] += [d.type_id for d in ds]
+        c[10] += [d.version for d in ds]
+        c[11] += [d.json for d in ds]
+        typed = list(zip(*[d.typed for d in ds], strict=True))
+        for j, col in enumerate(typed, 12):
+            c[j] += col
+        c[12 + len(_TYPED)] += [d.error for d in ds]
+        self.n += k
+
+    def take(self) -> dict[str, list[Any]]:
+        cols, self.cols, self.n = self.cols, [[] for _ in ROW_FIELDS], 0
+        return dict(zip(ROW_FIELDS, cols, strict=True))
+
+
 def batch_rows(batch: RecordBatch, source: str, source_type: str, snapshot_end: int | None,
                lo: int = 0, hi: int | None = None) -> Iterator[tuple[Any, ...]]:
     """One row (fields as ``ROW_FIELDS``) per record of ``batch`` whose offset lies in ``[lo, hi)``."""
@@ -325,6 +376,18 @@ def file_rows(f: LogFile, *, verify_crc: bool = True, start: int = 0,
     (see ``split_bytes``), so splits that tile a file read each batch exactly once.
     """
     name = os.path.basename(f.path)
+    for batch, error in file_batches(f, verify_crc=verify_crc, start=start, end=end):
+        if batch is None:
+            yield error
+        else:
+            yield from batch_rows(batch, name, f.kind, f.snapshot_end)
+
+
+def file_batches(f: LogFile, *, verify_crc: bool = True, start: int = 0,
+                 end: int | None = None) -> Iterator[tuple[RecordBatch | None, Any]]:
+    """``file_rows`` a batch at a time: (batch, None) per whole batch, then (None, error row) if a corrupt
+    batch ends the file (or the split)."""
+    name = os.path.basename(f.path)
     if start == 0 and end is None:
         base, data = 0, Path(f.path).read_bytes()
     else:
@@ -334,11 +397,11 @@ def file_rows(f: LogFile, *, verify_crc: bool = True, start: int = 0,
     at = base
     try:
         for batch, pos, size in iter_batches(data, verify_crc=verify_crc):
-            yield from batch_rows(batch, name, f.kind, snap_end)
+            yield batch, None
             next_offset = batch.next_offset
             at = base + pos + size
     except KafkaProtocolError as e:
-        yield error_row(name, f.kind, snap_end, next_offset, f"corrupt batch at position {at}: {e}")
+        yield None, error_row(name, f.kind, snap_end, next_offset, f"corrupt batch at position {at}: {e}")
 
 
 # -- byte-range splits of one file -------------------------------------------------------------------------

@@ -35,10 +35,12 @@ from kraftwire.analytics.rows import (
     SCHEMA_DDL,
     SEGMENT,
     SNAPSHOT,
+    ColumnBuffer,
     LogFile,
     RowBuffer,
     batch_rows,
     byte_splits,
+    file_batches,
     file_rows,
     list_log_files,
     split_range,
@@ -206,7 +208,7 @@ def read_partition(partition: InputPartition, verify_crc: bool, chunk_rows: int)
     import pyarrow as pa
 
     schema = arrow_schema()
-    buf = RowBuffer()
+    buf: RowBuffer | ColumnBuffer = RowBuffer()
 
     def flush() -> Any:
         cols = buf.take()
@@ -221,6 +223,20 @@ def read_partition(partition: InputPartition, verify_crc: bool, chunk_rows: int)
                 arrays.append(pa.array(cols[field.name], field.type))
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
+    if isinstance(partition, FilePartition):   # files: columns filled a batch at a time
+        buf = ColumnBuffer()
+        f = partition.file
+        name = os.path.basename(f.path)
+        for batch, error in file_batches(f, verify_crc=verify_crc, start=partition.start, end=partition.end):
+            if batch is None:
+                buf.add_row(error)
+            else:
+                buf.add_batch(batch, name, f.kind, f.snapshot_end)
+            if len(buf) >= chunk_rows:
+                yield flush()
+        if len(buf):
+            yield flush()
+        return
     for row in _rows(partition, verify_crc):
         buf.add(row)
         if len(buf) >= chunk_rows:

@@ -86,3 +86,25 @@ def test_missing_or_stale_index_is_harmless(tmp_path: Path) -> None:
     path.with_suffix(".index").unlink()
     base, chunk = split_bytes(str(path), positions[4] - 1, None)
     assert base == positions[4] and [b.base_offset for b, _, _ in iter_batches(chunk)] == [4, 5]
+
+
+def test_column_buffer_holds_exactly_the_rows(demo_dir, tmp_path) -> None:
+    from kraftwire.analytics.rows import ColumnBuffer, RowBuffer, file_batches, list_log_files
+
+    files = list_log_files(demo_dir)
+    raw = Path(files[1].path).read_bytes()
+    bad = tmp_path / Path(files[1].path).name
+    bad.write_bytes(raw[:200] + bytes([raw[200] ^ 0xFF]) + raw[201:])    # a corrupt batch mid-file
+    for f in [*files, LogFile(str(bad), SEGMENT, files[1].base_offset)]:
+        for split in ({}, {"start": 100, "end": 5000}):
+            rows = RowBuffer()
+            for r in file_rows(f, **split):
+                rows.add(r)
+            cols = ColumnBuffer()
+            for batch, error in file_batches(f, **split):
+                if batch is None:
+                    cols.add_row(error)
+                else:
+                    cols.add_batch(batch, Path(f.path).name, f.kind, f.snapshot_end)
+            assert len(cols) == len(rows)
+            assert cols.take() == rows.take()
