@@ -533,7 +533,7 @@ def bench_heartbeats(brokers: list[int], duration: float) -> None:
     rows: dict[tuple[str, int], list[str]] = {}
     for line in out.splitlines():
         cells = [c.strip() for c in line.split("|")]
-        if len(cells) == 13 and cells[1].isdigit():
+        if len(cells) >= 13 and cells[1].isdigit():   # heartbeats.py may add columns at the end
             rows[("kafka" if cells[0].startswith("kafka") else "kraftwire", int(cells[1]))] = cells
     for n in brokers:
         o, k = rows.get(("kraftwire", n)), rows.get(("kafka", n))
