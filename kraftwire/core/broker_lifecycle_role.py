@@ -76,7 +76,7 @@ class BrokerLifecycleRole:
         return self.machine.fatal
 
     def next_deadline(self) -> int | None:
-        times = [self.machine.next_deadline() if self.inflight is None else None]
+        times = [self.machine.next_deadline()]   # the lease runs out even while a request is in flight
         if self.snapshotter is not None:
             times.append(self.snapshotter.next_deadline())
         due = [t for t in times if t is not None]
@@ -84,12 +84,11 @@ class BrokerLifecycleRole:
 
     # -- events (called by the node core) ---------------------------------------------------------
     def poll(self, now: int) -> None:
-        """Let the machine send what is due: at most one request is in flight."""
-        if self.inflight is None:
-            send = self.machine.poll(now, self.metadata.applied_offset)
-            if send is not None:
-                self.inflight_kind = send.kind
-                self.inflight = self._send(send.kind, send.request)
+        """Let the machine check its lease and send what is due (it keeps one request in flight at most)."""
+        send = self.machine.poll(now, self.metadata.applied_offset)
+        if send is not None:
+            self.inflight_kind = send.kind
+            self.inflight = self._send(send.kind, send.request)
         self._log_events()
 
     def begin_shutdown(self, now: int) -> None:

@@ -56,7 +56,7 @@ from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRec
 from kraftwire.protocol.metadata import decode_record
 from kraftwire.protocol.records import RecordBatch
 from kraftwire.raft import RaftCore, SimulatedCrash, SnapshotId
-from kraftwire.sim.cluster import TICK, SimNode, Simulation
+from kraftwire.sim.cluster import TICK, UNDO, SimNode, Simulation
 from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.invariants import InvariantChecker, Violation
 
@@ -268,6 +268,7 @@ class ControllerSimulation(Simulation):
         self._agent_calls: dict[int, tuple[Any, Any, Any]] = {}   # seq -> (agent key, life, request)
         self.activations = 0
         self.shutdowns = 0
+        self.shutdown_timeouts = 0   # controlled shutdowns that stopped anyway (the server's timeout)
         self.interrupted: dict[str, int] = {}   # request kind -> answers lost to a controller failover
         self.last_topic_ack_offset = -1
         self._answered_offsets: dict[int, int] = {}   # admin seq -> responder's committed offset then
@@ -512,6 +513,23 @@ class ControllerSimulation(Simulation):
             role = self.agents[bid].role
             if role is not None and role.machine.registered:
                 self._run_core(node, lambda c: c.begin_shutdown(self.now))
+                # As the server's controlled shutdown: it stops anyway after twice the session timeout
+                # (a broker that is the last ISR member of a partition keeps its leadership until then).
+                inc = node.incarnation
+                self.schedule(self.now + 2 * self.ccfg.session_timeout_ms, UNDO,
+                              lambda: self._shutdown_timed_out(bid, inc))
+
+    def _shutdown_timed_out(self, bid: int, incarnation: int) -> None:
+        node, role = self.nodes[bid], self.agents[bid].role
+        if (node.core is None or node.incarnation != incarnation or role is None
+                or role.state != BrokerState.PENDING_CONTROLLED_SHUTDOWN):
+            return
+        self.shutdown_timeouts += 1
+        try:
+            node.log.flush()
+        except SimulatedCrash:
+            pass
+        self.crash(bid, "crash", restart_after=self.rng.randint(200, 1500))
 
     def _admin_step(self) -> None:
         adm = self.admin

@@ -132,6 +132,18 @@ def test_no_answer_backs_off_and_the_lease_runs_out() -> None:
     shell.run_until(lambda: broker.serving)
 
 
+def test_the_lease_runs_out_while_a_heartbeat_waits_for_an_answer() -> None:
+    shell = Shell(_combined())
+    broker = shell.node.broker
+    shell.run_until(lambda: broker.serving)
+    shell.hold = True   # the next heartbeat is never answered (a controller that stopped reading)
+    shell.run_until(lambda: broker.inflight is not None)
+    sent_at = shell.now
+    shell.run_until(lambda: not broker.machine.registered)
+    assert shell.now - sent_at <= 1000 + 20, "noticed at the lease's end, not at the request's timeout"
+    assert not broker.serving
+
+
 def test_controlled_shutdown_moves_through_the_node_core() -> None:
     shell = Shell(_combined())
     broker = shell.node.broker
