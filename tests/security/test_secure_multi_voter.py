@@ -46,7 +46,8 @@ def voter(node_id: int, cports: list[int], client_ports: list[int], plain_ports:
 
 
 async def test_every_voter_is_listed_on_the_clients_listener(certs):
-    cports, client_ports, plain_ports = free_ports(3), free_ports(3), free_ports(3)
+    ports = free_ports(9)   # one call: separate calls may hand out the same just-closed port twice
+    cports, client_ports, plain_ports = ports[:3], ports[3:6], ports[6:]
     nodes = [voter(n, cports, client_ports, plain_ports, certs) for n in (1, 2, 3)]
     async with anyio.create_task_group() as tg:
         for node in nodes:
