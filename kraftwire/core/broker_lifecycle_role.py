@@ -43,7 +43,6 @@ class BrokerLifecycleRole:
         self.core: Any = None
         self.inflight: int | None = None         # the request id of the machine's request in flight
         self.inflight_kind: str | None = None
-        self.on_event: list[Callable[[str], None]] = []   # each lifecycle transition, as logged
         self._clock: Callable[[], int] = _unbound_clock
         self._send: SendToController = _unbound_send
         if snapshotter is not None:
@@ -135,8 +134,6 @@ class BrokerLifecycleRole:
                 log.error("broker %d: %s", m.config.node_id, event)
             else:
                 log.info("broker %d: %s", m.config.node_id, event)
-            for fn in self.on_event:
-                fn(event)
 
 
 def _unbound_clock() -> int:

@@ -392,11 +392,14 @@ class ControllerSimulation(Simulation):
             self._broker_stopped(node, role)
 
     def _broker_stopped(self, node: SimNode, role: BrokerLifecycleRole) -> None:
-        """The broker's lifecycle ended: controlled shutdown done, so the process exits (its log
-        flushed, as a clean stop does) and starts again later."""
+        """The broker's lifecycle ended: controlled shutdown done, so the process exits."""
         if role.machine.fatal is not None:
             raise Violation(f"broker {node.node_id} stopped: {role.machine.fatal}")
         self.shutdowns += 1
+        self._exit_broker(node)
+
+    def _exit_broker(self, node: SimNode) -> None:
+        """The broker process exits (its log flushed, as a clean stop does) and starts again later."""
         mode = "crash"
         try:
             node.log.flush()
@@ -525,11 +528,7 @@ class ControllerSimulation(Simulation):
                 or role.state != BrokerState.PENDING_CONTROLLED_SHUTDOWN):
             return
         self.shutdown_timeouts += 1
-        try:
-            node.log.flush()
-        except SimulatedCrash:
-            pass
-        self.crash(bid, "crash", restart_after=self.rng.randint(200, 1500))
+        self._exit_broker(node)
 
     def _admin_step(self) -> None:
         adm = self.admin
