@@ -197,7 +197,7 @@ class RaftDriver:
         node = peers.candidate()
         try:
             resp = await peers.send(node, out.request, self.request_timeout_s, lane="heartbeats")
-        except RequestFailed as e:
+        except (RequestFailed, DecodeError, KafkaProtocolError) as e:   # a garbled answer is no answer
             log.debug("%s to controller %d failed: %s", out.kind, node, e)
             peers.failed(node)
             self.call(self.node.handle_controller_failed, out.request_id)
