@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kraftwire.controller import acls, cluster, configs, replication, scram
+from kraftwire.controller import acls, cluster, configs, quotas, replication, scram
 from kraftwire.controller import feature_control as features_cmd
 from kraftwire.controller.dir_index import DirectoryIndex
 from kraftwire.controller.elr import cluster_min_isr_record
@@ -446,6 +446,8 @@ _COMMANDS: dict[str, _Command] = {
     "DeleteAclsRequest": acls.delete_acls,
     "DescribeAclsRequest": acls.describe_acls,
     "UpdateFeaturesRequest": features_cmd.update_features,
+    "AlterClientQuotasRequest": quotas.alter_client_quotas,
+    "DescribeClientQuotasRequest": quotas.describe_client_quotas,
     "AlterUserScramCredentialsRequest": scram.alter_credentials,
     "DescribeUserScramCredentialsRequest": scram.describe_credentials,
 }

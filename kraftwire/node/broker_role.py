@@ -33,6 +33,7 @@ from kraftwire.broker.metadata_cache import (
 )
 from kraftwire.controller import acls as acl_cmds
 from kraftwire.controller import configs as config_cmds
+from kraftwire.controller import quotas as quota_cmds
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.controller.result import CommandError
 from kraftwire.core import BrokerLifecycleRole
@@ -228,7 +229,7 @@ class BrokerRole:
         return Reply(await self.groups.route(request.api_key, v, request.body, request.header.client_id or ""), v)
 
     async def _on_describe(self, request: Request, ctx: RequestContext) -> Reply:
-        """DescribeAcls / DescribeConfigs / DescribeUserScramCredentials from the local image (retriable
+        """DescribeAcls / DescribeConfigs / DescribeClientQuotas / DescribeUserScramCredentials from the local image (retriable
         error while not serving)."""
         key, body, version = request.api_key, request.body, request.api_version
         if not self.lifecycle.serving:
@@ -240,6 +241,8 @@ class BrokerRole:
                 resp = acl_cmds.describe(image, body)
             elif key == 32:
                 resp = config_cmds.describe(image, body, version, {})
+            elif key == 48:
+                resp = quota_cmds.describe(image, body, version)
             else:
                 resp = scram_cmds.describe(image, body)
         except CommandError as e:

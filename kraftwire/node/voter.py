@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from kraftwire.controller import ControllerConfig, QuorumController
+from kraftwire.controller import quotas as quota_cmds
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.core import ControllerObserver, ControllerRole, GroupRole
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
@@ -25,7 +26,14 @@ from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.server import Reply, RequestContext
 from kraftwire.node import reads
-from kraftwire.node.apis import CONTROLLER_APIS, ENVELOPE_APIS, Dispatcher, Features, supported
+from kraftwire.node.apis import (
+    CONTROLLER_APIS,
+    CONTROLLER_LOCAL_APIS,
+    ENVELOPE_APIS,
+    Dispatcher,
+    Features,
+    supported,
+)
 from kraftwire.node.controller_registration import ControllerRegistrar, listener_endpoint
 from kraftwire.node.envelope import ENVELOPE, handle_envelope
 from kraftwire.node.group_shell import GroupShell
@@ -160,8 +168,8 @@ class VoterRole:
         d.on(3, self._on_metadata)
         d.on(60, self._on_describe_cluster)
         d.on(GROUP_APIS, self._on_group)
-        d.on(50, self._on_describe_scram)   # any controller answers from its committed image
-        d.on([k for k in CONTROLLER_APIS if k != 50], self._on_controller)
+        d.on(CONTROLLER_LOCAL_APIS, self._on_describe_local)   # any controller answers from its committed image
+        d.on([k for k in CONTROLLER_APIS if k not in CONTROLLER_LOCAL_APIS], self._on_controller)
         d.on_fast(63, self._fast_controller)   # BrokerHeartbeat: thousands a second, most answered at once
         d.on(ENVELOPE, self._on_envelope)
 
@@ -194,8 +202,12 @@ class VoterRole:
         resp = await self.groups.handle(key, v, request.body, request.header.client_id or "", ctx.client_host)
         return Reply(self._own_coordinator(resp, v, ctx.listener) if key == 10 else resp, v)
 
-    async def _on_describe_scram(self, request: Request, ctx: RequestContext) -> Reply:
-        return Reply(scram_cmds.describe(self.image(), request.body), request.api_version)
+    async def _on_describe_local(self, request: Request, ctx: RequestContext) -> Reply:
+        """DescribeClientQuotas / DescribeUserScramCredentials from the committed image."""
+        body, v = request.body, request.api_version
+        if request.api_key == 48:
+            return Reply(quota_cmds.describe(self.image(), body, v), v)
+        return Reply(scram_cmds.describe(self.image(), body), v)
 
     async def _on_controller(self, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version
