@@ -43,6 +43,8 @@ SPECS: dict[str, Spec] = {
     "AlterConfigs": Spec({"Responses": Each("Resources", {
         "ResourceType": "item.resource_type", "ResourceName": "item.resource_name", **CODE})}),
     "AlterPartition": TOP,
+    "AlterPartitionReassignments": Spec({**CODE, "Responses": Each("Topics", {
+        "Name": "item.name", "Partitions": Each("Partitions", {"PartitionIndex": "item.partition_index", **CODE})})}),
     "AlterUserScramCredentials": Spec({"Results": Each(
         None, {"User": "item", **CODE},
         expr="sorted({d.name for d in self.deletions} | {u.name for u in self.upsertions})")}),
@@ -91,6 +93,8 @@ SPECS: dict[str, Spec] = {
                        "Leader": "''", "MemberId": "''"}),
     "LeaveGroup": TOP,
     "ListGroups": TOP,
+    "ListPartitionReassignments": Spec({**CODE, "Topics": Each("Topics", {
+        "Name": "item.name", "Partitions": Each("PartitionIndexes", {"PartitionIndex": "item"})})}),
     "ListOffsets": Spec({"Topics": Each("Topics", {"Name": "item.name", "Partitions": Each("Partitions", {
         "PartitionIndex": "item.partition_index", **CODE, "Offset": "-1", "Timestamp": "-1"})})}),
     "Metadata": Spec({"Topics": Each("Topics", {

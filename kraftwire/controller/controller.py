@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kraftwire.controller import acls, cluster, configs, quotas, replication, scram
+from kraftwire.controller import acls, cluster, configs, quotas, reassignment, replication, scram
 from kraftwire.controller import feature_control as features_cmd
 from kraftwire.controller.dir_index import DirectoryIndex
 from kraftwire.controller.elr import cluster_min_isr_record
@@ -439,6 +439,8 @@ _COMMANDS: dict[str, _Command] = {
     "AlterPartitionRequest": replication.alter_partition,
     "ElectLeadersRequest": replication.elect_leaders,
     "AllocateProducerIdsRequest": replication.allocate_producer_ids,
+    "AlterPartitionReassignmentsRequest": reassignment.alter_reassignments,
+    "ListPartitionReassignmentsRequest": reassignment.list_reassignments,
     "DescribeConfigsRequest": configs.describe_configs,
     "AlterConfigsRequest": configs.alter_configs,
     "IncrementalAlterConfigsRequest": configs.incremental_alter_configs,

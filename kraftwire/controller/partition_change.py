@@ -6,6 +6,11 @@ shut down uncleanly), an ELR member may be elected when the ISR is empty, and th
 kept in LastKnownElr when the partition becomes leaderless, so that it can lead again alone. With
 ELR off the pre-4.0 rules hold: the ISR never becomes empty (the last member stays, the partition
 becomes leaderless) and an unclean election resets the ISR to the new leader.
+
+A partition reassignment (KIP-455) rides on the same builder: the target replica list and its adding /
+removing replicas are part of the change, and any change whose ISR holds every target replica completes
+the reassignment (the removing replicas leave the replica list and the ISR, a new leader is elected if
+the old one is being removed).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Callable, Sequence
 from enum import Enum
 
 from kraftwire.metadata.features import RecordVersions
-from kraftwire.metadata.image import NO_LEADER, NO_LEADER_CHANGE, Partition
+from kraftwire.metadata.image import NO_LEADER, NO_LEADER_CHANGE, UNASSIGNED_DIR, Partition
 from kraftwire.protocol.messages.partition_change_record import PartitionChangeRecord
 
 RECOVERED = 0
@@ -31,12 +36,33 @@ class Election(Enum):
 class _Target:
     """The partition state a change aims at (Kafka's builder fields)."""
 
-    __slots__ = ("isr", "elr", "last_known_elr")
+    __slots__ = ("isr", "elr", "last_known_elr", "replicas", "adding", "removing")
 
-    def __init__(self, part: Partition, isr: Sequence[int]) -> None:
+    def __init__(self, part: Partition, isr: Sequence[int], replicas: Sequence[int] | None,
+                 adding: Sequence[int] | None, removing: Sequence[int] | None) -> None:
         self.isr = list(isr)
         self.elr = list(part.elr)
         self.last_known_elr = list(part.last_known_elr)
+        self.replicas = list(part.replicas if replicas is None else replicas)
+        self.adding = list(part.adding_replicas if adding is None else adding)
+        self.removing = list(part.removing_replicas if removing is None else removing)
+
+
+def _complete_reassignment(t: _Target) -> None:
+    """Kafka's completion test: once the ISR (without the removing replicas) holds every replica that
+    stays, the removing replicas leave both lists and adding/removing are cleared."""
+    if not t.adding and not t.removing:
+        return
+    isr, replicas = t.isr, t.replicas
+    if t.removing:
+        gone = set(t.removing)
+        isr = [r for r in t.isr if r not in gone]
+        replicas = [r for r in t.replicas if r not in gone]
+        if not isr or not replicas:
+            return
+    if not set(replicas) <= set(isr):
+        return
+    t.isr, t.replicas, t.adding, t.removing = isr, replicas, [], []
 
 
 def _populate_elr(part: Partition, t: _Target, min_isr: int, unclean_shutdown: Sequence[int]) -> None:
@@ -60,7 +86,7 @@ def _elect(part: Partition, t: _Target, ok: Callable[[int], bool], election: Ele
         return (elr_on and not t.elr and not t.isr and len(part.last_known_elr) == 1
                 and ok(part.last_known_elr[0]))
 
-    replicas = part.replicas
+    replicas = t.replicas
     if election is Election.PREFERRED and replicas and valid(replicas[0]):
         return replicas[0], False
     if part.leader != NO_LEADER and valid(part.leader):
@@ -90,6 +116,10 @@ def build_change(
     elr: bool = False,
     min_isr: int = 1,
     unclean_shutdown: Sequence[int] = (),
+    target_replicas: Sequence[int] | None = None,
+    target_adding: Sequence[int] | None = None,
+    target_removing: Sequence[int] | None = None,
+    default_dir: Callable[[int], uuid.UUID] | None = None,
 ) -> PartitionChangeRecord | None:
     """The PartitionChangeRecord moving ``part`` towards ``target_isr`` with a valid leader, or None.
 
@@ -97,9 +127,14 @@ def build_change(
     controlled shutdown). The current leader is kept while it is valid (in the target ISR and
     acceptable) unless ``election`` is PREFERRED and the first replica is valid. ``elr`` turns on
     KIP-966 with the topic's effective ``min_isr``; ``unclean_shutdown`` replicas never join the ELR.
+    ``target_replicas`` / ``target_adding`` / ``target_removing`` (None: unchanged) move the partition's
+    assignment; ``default_dir(broker)`` names the directory of a replica new to the partition (metadata
+    versions with directory assignment).
     """
-    t = _Target(part, part.isr if target_isr is None else target_isr)
+    t = _Target(part, part.isr if target_isr is None else target_isr, target_replicas, target_adding,
+                target_removing)
     rec = PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id)
+    _complete_reassignment(t)
     if elr:
         _populate_elr(part, t, min_isr, unclean_shutdown)
     leader, unclean = _elect(part, t, acceptable, election, elr)
@@ -112,6 +147,8 @@ def build_change(
             rec.isr = [leader]
             if part.leader_recovery_state != RECOVERING:
                 rec.leader_recovery_state = RECOVERING
+    if rec.leader == NO_LEADER_CHANGE and not set(part.replicas) <= set(t.replicas):
+        rec.leader = part.leader   # replicas leave: a new leader epoch fences them
     _record_elr(part, t, rec, elr)
     if rec.isr is None and (t.isr or elr) and tuple(t.isr) != part.isr:
         rec.isr = t.isr
@@ -120,13 +157,30 @@ def build_change(
         rec.leader = part.leader
     if elr:
         _record_last_known_leader(part, rec)
+    _record_assignment(part, t, rec, versions, default_dir)
     if (target_recovery_state is not None and rec.leader_recovery_state == -1
             and target_recovery_state != part.leader_recovery_state):
         rec.leader_recovery_state = target_recovery_state
     if (rec.leader == NO_LEADER_CHANGE and rec.isr is None and rec.leader_recovery_state == -1
-            and rec.eligible_leader_replicas is None and rec.last_known_elr is None):
+            and rec.eligible_leader_replicas is None and rec.last_known_elr is None and rec.replicas is None
+            and rec.adding_replicas is None and rec.removing_replicas is None):
         return None
     return rec
+
+
+def _record_assignment(part: Partition, t: _Target, rec: PartitionChangeRecord, versions: RecordVersions,
+                       default_dir: Callable[[int], uuid.UUID] | None) -> None:
+    """Replicas (with their directories), adding and removing replicas where the target differs."""
+    if t.replicas and tuple(t.replicas) != part.replicas:
+        rec.replicas = t.replicas
+        if versions.directories:
+            known = dict(zip(part.replicas, part.directories, strict=False))   # none before 3.7
+            rec.directories = [known[r] if r in known else default_dir(r) if default_dir else UNASSIGNED_DIR
+                               for r in t.replicas]
+    if tuple(t.removing) != part.removing_replicas:
+        rec.removing_replicas = t.removing
+    if tuple(t.adding) != part.adding_replicas:
+        rec.adding_replicas = t.adding
 
 
 def _record_elr(part: Partition, t: _Target, rec: PartitionChangeRecord, elr: bool) -> None:

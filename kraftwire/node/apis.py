@@ -39,6 +39,8 @@ CONTROLLER_APIS = {
     37: (0, 3),   # CreatePartitions
     43: (0, 2),   # ElectLeaders
     44: (0, 1),   # IncrementalAlterConfigs
+    45: (0, 1),   # AlterPartitionReassignments (v1: AllowReplicationFactorChange)
+    46: (0, 0),   # ListPartitionReassignments
     48: (0, 1),   # DescribeClientQuotas (answered from the local image, as 50 is)
     49: (0, 1),   # AlterClientQuotas
     50: (0, 0),   # DescribeUserScramCredentials (answered from the local image, not only by the active one)
@@ -63,7 +65,7 @@ ENVELOPE_APIS = {58: (0, 0)}
 BROKER_LOCAL_APIS = {k: CONTROLLER_APIS[k] for k in (29, 32, 48, 50)}
 # Served by brokers only, from their image: DescribeTopicPartitions (KIP-966's view of ELRs, Kafka 3.8+).
 BROKER_ONLY_APIS = {75: (0, 0)}
-BROKER_FORWARDED_APIS = {k: CONTROLLER_APIS[k] for k in (19, 20, 30, 31, 33, 37, 43, 44, 49, 51, 57)}
+BROKER_FORWARDED_APIS = {k: CONTROLLER_APIS[k] for k in (19, 20, 30, 31, 33, 37, 43, 44, 45, 46, 49, 51, 57)}
 
 
 def supported(extra: dict[int, tuple[int, int]] | None = None, *, raft: bool = True) -> dict[int, tuple[int, int]]:

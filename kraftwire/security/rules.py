@@ -487,6 +487,8 @@ RULES: dict[int, Rule] = {
     44: _configs(ALTER_CONFIGS, lambda c, r: iacr.AlterConfigsResourceResponse(c, None, r.resource_type,
                                                                                r.resource_name),
                  lambda errs: iacr.IncrementalAlterConfigsResponse(responses=errs), "responses"),
+    45: _controller_api(ALTER),             # AlterPartitionReassignments
+    46: _controller_api(DESCRIBE),          # ListPartitionReassignments
     48: _controller_api(DESCRIBE_CONFIGS),  # DescribeClientQuotas
     49: _controller_api(ALTER_CONFIGS),     # AlterClientQuotas
     50: _controller_api(DESCRIBE),          # DescribeUserScramCredentials
