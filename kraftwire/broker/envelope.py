@@ -23,7 +23,8 @@ from kraftwire.protocol.messages.response_header import ResponseHeader
 # kraftwire's controller implements).
 FORWARDED_APIS: dict[int, str] = {
     19: "CreateTopics", 20: "DeleteTopics", 30: "CreateAcls", 31: "DeleteAcls", 33: "AlterConfigs",
-    37: "CreatePartitions", 43: "ElectLeaders", 44: "IncrementalAlterConfigs", 49: "AlterClientQuotas", 51: "AlterUserScramCredentials",
+    37: "CreatePartitions", 43: "ElectLeaders", 44: "IncrementalAlterConfigs", 45: "AlterPartitionReassignments",
+    46: "ListPartitionReassignments", 49: "AlterClientQuotas", 51: "AlterUserScramCredentials",
     57: "UpdateFeatures",
 }
 # Every API a Kafka broker may wrap in an Envelope (``ApiKeys.forwardable`` in Kafka 3.7 to 4.1). A controller
@@ -31,7 +32,6 @@ FORWARDED_APIS: dict[int, str] = {
 # connection (its ApiVersions, cut to what the controller serves, never offered them).
 FORWARDABLE_APIS: dict[int, str] = {
     **FORWARDED_APIS, 38: "CreateDelegationToken", 39: "RenewDelegationToken", 40: "ExpireDelegationToken",
-    45: "AlterPartitionReassignments", 46: "ListPartitionReassignments",
     55: "DescribeQuorum", 64: "UnregisterBroker", 67: "AllocateProducerIds", 80: "AddRaftVoter",
     81: "RemoveRaftVoter",
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +43,7 @@ class ConfigDef:
     min: float | None = None
     max: float | None = None
     choices: frozenset[str] | None = None
+    check: Callable[[str, str], None] | None = None   # an extra rule (raises ValueError)
 
     def validate(self, name: str, value: str) -> None:
         """Raise ValueError when ``value`` is not a legal value of this config."""
@@ -71,6 +74,8 @@ class ConfigDef:
                 for x in items:
                     if x not in self.choices:
                         raise ValueError(f"invalid value {x!r} for {name}: must be one of {sorted(self.choices)}")
+            if self.check is not None:
+                self.check(name, value)
         elif self.choices is not None and value not in self.choices:
             raise ValueError(f"invalid value {value!r} for {name}: must be one of {sorted(self.choices)}")
 
@@ -86,6 +91,19 @@ def _c(type_: str, default: str | None, lo: float | None = None, hi: float | Non
     return ConfigDef(type_, default, lo, hi, frozenset(choices) if choices else None)
 
 
+_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+def throttled_replicas(name: str, value: str) -> None:
+    """Kafka's ThrottledReplicaListValidator: ``*`` or ``partition:broker`` entries, comma-separated."""
+    items = [x.strip() for x in value.strip().split(",")] if value.strip() else []
+    if all(_REPLICA.fullmatch(x) for x in items) or "".join(items) == "*":
+        return
+    raise ValueError(f"Invalid value [{', '.join(items)}] for configuration {name}: {name} must be the literal "
+                     "'*' or a list of replicas in the following format: [partitionId]:[brokerId],"
+                     "[partitionId]:[brokerId],...")
+
+
 _LMAX = str(LONG_MAX)
 TOPIC_CONFIGS: dict[str, ConfigDef] = {
     "cleanup.policy": _c("list", "delete", choices=("delete", "compact")),
@@ -98,9 +116,9 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
     "file.delete.delay.ms": _c("long", "60000", 0),
     "flush.messages": _c("long", _LMAX, 1),
     "flush.ms": _c("long", _LMAX, 0),
-    "follower.replication.throttled.replicas": _c("list", ""),
+    "follower.replication.throttled.replicas": ConfigDef("list", "", check=throttled_replicas),
     "index.interval.bytes": _c("int", "4096", 0),
-    "leader.replication.throttled.replicas": _c("list", ""),
+    "leader.replication.throttled.replicas": ConfigDef("list", "", check=throttled_replicas),
     "local.retention.bytes": _c("long", "-2", -2),
     "local.retention.ms": _c("long", "-2", -2),
     "max.compaction.lag.ms": _c("long", _LMAX, 1),
@@ -148,6 +166,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
     "num.io.threads": _c("int", "8", 1),
     "num.network.threads": _c("int", "3", 1),
     "num.replica.fetchers": _c("int", "1"),
+    "replica.alter.log.dirs.io.max.bytes.per.second": _c("long", _LMAX, 0),
     "unclean.leader.election.enable": _c("boolean", "false"),
 }
 

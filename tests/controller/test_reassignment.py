@@ -271,3 +271,41 @@ def test_with_eligible_leader_replicas() -> None:
     assert _ap_code(resp) == Errors.NEW_LEADER_ELECTED
     p = _part(h)
     assert p.replicas == (2, 3) and p.isr == (2, 3) and p.leader == 2 and p.elr == ()
+
+
+def test_replication_throttle_configs(h: Harness) -> None:
+    """What kafka-reassign-partitions --execute --throttle sets and --verify removes."""
+    from kraftwire.protocol.messages import incremental_alter_configs_request as iaq
+
+    def inc(rtype: int, name: str, ops: list[tuple[str, int, str | None]]):
+        res = iaq.AlterConfigsResource(rtype, name, [iaq.AlterableConfig(k, op, v) for k, op, v in ops])
+        return h.run(iaq.IncrementalAlterConfigsRequest(resources=[res])).responses[0]
+
+    set_, delete = 0, 1
+    ok = inc(2, "t", [("leader.replication.throttled.replicas", set_, "0:1,0:2"),
+                      ("follower.replication.throttled.replicas", set_, "0:3 , 0:4")])
+    assert ok.error_code == 0
+    assert h.image.configs[(2, "t")]["leader.replication.throttled.replicas"] == "0:1,0:2"
+    assert inc(2, "t", [("leader.replication.throttled.replicas", set_, "*")]).error_code == 0
+    assert inc(2, "t", [("leader.replication.throttled.replicas", set_, "")]).error_code == 0
+    bad = inc(2, "t", [("follower.replication.throttled.replicas", set_, "0:1,x")])
+    assert bad.error_code == Errors.INVALID_CONFIG
+    assert bad.error_message == (
+        "Invalid value [0:1, x] for configuration follower.replication.throttled.replicas: "
+        "follower.replication.throttled.replicas must be the literal '*' or a list of replicas in the following "
+        "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+    assert inc(2, "t", [("leader.replication.throttled.replicas", set_, "*,0:1")]).error_code == Errors.INVALID_CONFIG
+    for broker in ("1", "2"):
+        assert inc(4, broker, [("leader.replication.throttled.rate", set_, "1000000"),
+                               ("follower.replication.throttled.rate", set_, "1000000")]).error_code == 0
+    assert h.image.configs[(4, "1")]["follower.replication.throttled.rate"] == "1000000"
+    assert inc(4, "1", [("leader.replication.throttled.rate", set_, "-1")]).error_code == Errors.INVALID_CONFIG
+    assert inc(4, "1", [("follower.replication.throttled.rate", set_, "fast")]).error_code == Errors.INVALID_CONFIG
+    # --verify's clean-up deletes all three broker keys, set or not
+    r = inc(4, "1", [("leader.replication.throttled.rate", delete, None),
+                     ("follower.replication.throttled.rate", delete, None),
+                     ("replica.alter.log.dirs.io.max.bytes.per.second", delete, None)])
+    assert r.error_code == 0 and "leader.replication.throttled.rate" not in h.image.configs.get((4, "1"), {})
+    assert inc(2, "t", [("leader.replication.throttled.replicas", delete, None),
+                        ("follower.replication.throttled.replicas", delete, None)]).error_code == 0
+    assert "leader.replication.throttled.replicas" not in h.image.configs.get((2, "t"), {})
