@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kraftwire.controller import elr
+from kraftwire.controller import resource_configs as rc
 from kraftwire.controller.result import CommandError
 from kraftwire.metadata.features import wrap
 from kraftwire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
@@ -171,8 +172,27 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
 }
 
 
+BROKER_LOGGER, CLIENT_METRICS, GROUP = 8, 16, 32
+#: Kafka's ConfigResource.Type names by id (any other id is UNKNOWN)
+RESOURCE_TYPES = {TOPIC_RESOURCE: "TOPIC", BROKER_RESOURCE: "BROKER", BROKER_LOGGER: "BROKER_LOGGER",
+                  CLIENT_METRICS: "CLIENT_METRICS", GROUP: "GROUP"}
+SOURCE_BROKER_LOGGER, SOURCE_CLIENT_METRICS, SOURCE_GROUP = 6, 7, 8
+CLIENT_METRICS_SCHEMA: dict[str, ConfigDef] = {k: _c(t, d) for k, (t, d) in rc.CLIENT_METRICS_CONFIGS.items()}
+GROUP_SCHEMA: dict[str, ConfigDef] = {k: _c(t, d, lo) for k, (t, d, lo, _) in rc.GROUP_CONFIGS.items()}
+_SCHEMAS = {TOPIC_RESOURCE: TOPIC_CONFIGS, BROKER_RESOURCE: BROKER_CONFIGS, CLIENT_METRICS: CLIENT_METRICS_SCHEMA,
+            GROUP: GROUP_SCHEMA}
+
+#: Answers a DescribeConfigs for a BROKER_LOGGER resource from the node's own loggers (the node is not pure);
+#: raises CommandError for a name that is not this node.
+LoggerDescriber = Callable[[str, int], list[Any]]
+
+
 def schema(rtype: int) -> dict[str, ConfigDef]:
-    return TOPIC_CONFIGS if rtype == TOPIC_RESOURCE else BROKER_CONFIGS
+    return _SCHEMAS.get(rtype, {})
+
+
+def type_name(rtype: int) -> str:
+    return RESOURCE_TYPES.get(rtype, "UNKNOWN")
 
 
 def validate_topic_config(name: str, value: str | None) -> None:
@@ -189,6 +209,7 @@ def validate_topic_config(name: str, value: str | None) -> None:
 
 
 def _check_resource(image: MetadataImage, rtype: int, rname: str) -> None:
+    """DescribeConfigs' resource checks (an unknown topic, a bad broker name, an unsupported type)."""
     if rtype == TOPIC_RESOURCE:
         if not rname:
             raise CommandError(Errors.INVALID_REQUEST, "default topic resources are not allowed")
@@ -197,11 +218,49 @@ def _check_resource(image: MetadataImage, rtype: int, rname: str) -> None:
     elif rtype == BROKER_RESOURCE:
         if rname and not (rname.isdigit() and int(rname) <= INT_MAX):
             raise CommandError(Errors.INVALID_REQUEST, f"illegal broker resource name {rname!r}")
+    elif rtype == CLIENT_METRICS:
+        if not rname:
+            raise CommandError(Errors.INVALID_REQUEST, "Client metrics subscription name must not be empty")
+    elif rtype == GROUP:
+        if not rname:
+            raise CommandError(Errors.INVALID_REQUEST, "Group name must not be empty")
     else:
-        raise CommandError(Errors.INVALID_REQUEST, f"unsupported config resource type {rtype}")
+        raise CommandError(Errors.INVALID_REQUEST, f"Unsupported resource type: {type_name(rtype)}")
 
 
-def _validate_all(rtype: int, rname: str, configs: dict[str, str]) -> None:
+def _validate_alter(ctl: QuorumController, image: MetadataImage, rtype: int, rname: str,
+                    merged: dict[str, str], changed: dict[str, str | None]) -> None:
+    """Kafka's checks of an altered resource, in its order: the name and the resulting configs
+    (ControllerConfigurationValidator), then that the resource exists (the controller's existence checker)."""
+    if rtype == TOPIC_RESOURCE:
+        if not rname:
+            raise CommandError(Errors.INVALID_REQUEST, "Default topic resources are not allowed.")
+        from kraftwire.controller.replication import validate_topic_name  # replication imports this module
+        validate_topic_name(rname)
+        _validate_values(rtype, {k: v for k, v in merged.items() if k in changed})
+        if rname not in image.topic_ids:
+            raise CommandError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{rname}' does not exist.")
+    elif rtype == BROKER_RESOURCE:
+        if rname:
+            try:
+                node = int(rname, 10)
+            except ValueError:
+                raise CommandError(Errors.INVALID_REQUEST,
+                                   "Unable to parse broker name as a base 10 number.") from None
+            if node < 0:
+                raise CommandError(Errors.INVALID_REQUEST, "Invalid negative broker ID.")
+        _validate_values(rtype, {k: v for k, v in merged.items() if k in changed})
+        if rname and int(rname) not in image.brokers and int(rname) not in ctl.config.quorum_node_ids:
+            raise CommandError(Errors.BROKER_ID_NOT_REGISTERED, f"No node with id {int(rname)} found.")
+    elif rtype == CLIENT_METRICS:
+        rc.validate_client_metrics(rname, merged)
+    elif rtype == GROUP:
+        rc.validate_group(rname, merged, ctl.config.static_broker_configs)
+    else:   # BROKER_LOGGER is never stored; the node answers it (see node/loggers.py)
+        raise CommandError(Errors.INVALID_REQUEST, f"Unexpected resource type {type_name(rtype)}.")
+
+
+def _validate_values(rtype: int, configs: dict[str, str]) -> None:
     sch = schema(rtype)
     for k, v in configs.items():
         d = sch.get(k)
@@ -228,9 +287,8 @@ def _records_for(image: MetadataImage, rtype: int, rname: str, current: dict[str
     return out
 
 
-def _incremental_one(image: MetadataImage, res: Any) -> Records:
+def _incremental_one(ctl: QuorumController, image: MetadataImage, res: Any) -> Records:
     rtype, rname = res.resource_type, res.resource_name
-    _check_resource(image, rtype, rname)
     current = image.configs.get((rtype, rname), {})
     sch = schema(rtype)
     changes: dict[str, str | None] = {}
@@ -249,8 +307,8 @@ def _incremental_one(image: MetadataImage, res: Any) -> Records:
             d = sch.get(c.name)
             if d is None or d.type != "list":
                 raise CommandError(Errors.INVALID_CONFIG,
-                                   f"can't {'APPEND' if op == APPEND else 'SUBTRACT'} to key {c.name} "
-                                   "because its type is not LIST")
+                                   f"Can't {'APPEND' if op == APPEND else 'SUBTRACT'} to key {c.name} "
+                                   "because its type is not LIST.")
             base = value if value is not None else (d.default or "")
             parts = [x.strip() for x in base.split(",") if x.strip()]
             for x in (c.value or "").split(","):
@@ -271,20 +329,19 @@ def _incremental_one(image: MetadataImage, res: Any) -> Records:
             merged.pop(k, None)
         else:
             merged[k] = v
-    _validate_all(rtype, rname, {k: v for k, v in merged.items() if k in changes})
+    _validate_alter(ctl, image, rtype, rname, merged, changes)
     return _records_for(image, rtype, rname, current, changes)
 
 
-def _legacy_one(image: MetadataImage, res: Any) -> Records:
+def _legacy_one(ctl: QuorumController, image: MetadataImage, res: Any) -> Records:
     rtype, rname = res.resource_type, res.resource_name
-    _check_resource(image, rtype, rname)
     current = image.configs.get((rtype, rname), {})
     new: dict[str, str] = {}
     for c in res.configs:
         if c.value is None:
             raise CommandError(Errors.INVALID_REQUEST, f"null value not supported for {c.name}")
         new[c.name] = c.value
-    _validate_all(rtype, rname, new)
+    _validate_alter(ctl, image, rtype, rname, new, new)
     changes: dict[str, str | None] = dict(new)
     for k in current:
         if k not in new:
@@ -292,37 +349,54 @@ def _legacy_one(image: MetadataImage, res: Any) -> Records:
     return _records_for(image, rtype, rname, current, changes)
 
 
-def incremental_alter_configs(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:
+def _screen(resources: list[Any]) -> tuple[list[Any], list[tuple[Any, int, str]]]:
+    """Kafka's ControllerApis pass over the resources before the controller sees them: an unknown type is
+    answered UNSUPPORTED_VERSION, a resource given twice INVALID_REQUEST (once, and neither copy is applied).
+    Returns the resources to alter (request order) and the answers already made."""
+    kept: dict[tuple[int, str], Any] = {}
+    dropped: set[tuple[int, str]] = set()
+    answered: list[tuple[Any, int, str]] = []
+    for res in resources:
+        key = (res.resource_type, res.resource_name)
+        if res.resource_type not in RESOURCE_TYPES:
+            answered.append((res, int(Errors.UNSUPPORTED_VERSION), f"Unknown resource type {res.resource_type}."))
+        elif key in dropped:
+            continue
+        elif key in kept:
+            del kept[key]
+            dropped.add(key)
+            answered.append((res, int(Errors.INVALID_REQUEST), "Duplicate resource."))
+        else:
+            kept[key] = res
+    return list(kept.values()), answered
+
+
+def _alter(ctl: QuorumController, req: Any, one: Callable[..., Records],
+           make: Callable[[int, str | None, int, str], Any]) -> tuple[Records, list[Any]]:
     image = ctl.image
     out: Records = []
-    resp = iacr.IncrementalAlterConfigsResponse()
-    for res in req.resources:
+    kept, answered = _screen(req.resources)
+    responses = [make(code, msg, r.resource_type, r.resource_name) for r, code, msg in answered]
+    for res in kept:
         code, msg = Errors.NONE, None
         try:
-            recs = _incremental_one(image, res)
+            recs = one(ctl, image, res)
             if not req.validate_only:
                 out.extend(recs)
         except CommandError as e:
             code, msg = e.code, e.message
-        resp.responses.append(iacr.AlterConfigsResourceResponse(int(code), msg, res.resource_type,
-                                                                res.resource_name))
-    return out + elr.clear_elr_records(image, out), resp
+        responses.append(make(int(code), msg, res.resource_type, res.resource_name))
+    return out + elr.clear_elr_records(image, out), responses
+
+
+def incremental_alter_configs(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:
+    records, responses = _alter(ctl, req, _incremental_one, iacr.AlterConfigsResourceResponse)
+    return records, iacr.IncrementalAlterConfigsResponse(responses=responses)
 
 
 def alter_configs(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:
-    image = ctl.image
-    out: Records = []
-    resp = AlterConfigsResponse()
-    for res in req.resources:
-        code, msg = Errors.NONE, None
-        try:
-            recs = _legacy_one(image, res)
-            if not req.validate_only:
-                out.extend(recs)
-        except CommandError as e:
-            code, msg = e.code, e.message
-        resp.responses.append(AlterConfigsResourceResponse(int(code), msg, res.resource_type, res.resource_name))
-    return out + elr.clear_elr_records(image, out), resp
+    records, responses = _alter(ctl, req, _legacy_one, AlterConfigsResourceResponse)
+    return records, AlterConfigsResponse(responses=responses)
 
 
 def _entry(name: str, value: str | None, source: int, d: ConfigDef | None,
@@ -338,12 +412,25 @@ def _entry(name: str, value: str | None, source: int, d: ConfigDef | None,
 
 
 def describe_resource(image: MetadataImage, static: dict[str, str], rtype: int, rname: str,
-                      keys: list[str] | None, version: int) -> list[Any]:
+                      keys: list[str] | None, version: int, loggers: LoggerDescriber | None = None) -> list[Any]:
     """Effective configs of one resource for a DescribeConfigs ``version`` (no synonyms); ``static``
-    are the answering node's own server.properties values."""
+    are the answering node's own server.properties values, ``loggers`` its BROKER_LOGGER answer."""
+    if rtype == BROKER_LOGGER and loggers is not None:
+        out = loggers(rname, version)
+        return out if keys is None else [e for e in out if e.name in set(keys)]
     _check_resource(image, rtype, rname)
     out = []
-    if rtype == TOPIC_RESOURCE:
+    if rtype == CLIENT_METRICS:   # only what the subscription sets, as Kafka describes it
+        out = [_entry(k, v, SOURCE_CLIENT_METRICS, None, version)
+               for k, v in sorted(image.configs.get((rtype, rname), {}).items())]
+    elif rtype == GROUP:
+        own = image.configs.get((rtype, rname), {})
+        for k, d in GROUP_SCHEMA.items():
+            if k in own:
+                out.append(_entry(k, own[k], SOURCE_GROUP, d, version))
+            else:
+                out.append(_entry(k, rc.group_default(k, static), SOURCE_DEFAULT, d, version))
+    elif rtype == TOPIC_RESOURCE:
         own = image.configs.get((rtype, rname), {})
         for k, d in TOPIC_CONFIGS.items():
             if k in own:
@@ -371,17 +458,19 @@ def describe_resource(image: MetadataImage, static: dict[str, str], rtype: int, 
 
 
 def describe_configs(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:
-    """The controller-command form of ``describe`` (the latest image, this controller's static configs)."""
+    """The controller-command form of ``describe`` (the latest image, this controller's static configs;
+    BROKER_LOGGER resources are answered by the node, which knows its loggers)."""
     return [], describe(ctl.image, req, version, ctl.config.static_broker_configs)
 
 
-def describe(image: MetadataImage, req: Any, version: int, static: dict[str, str]) -> Any:
+def describe(image: MetadataImage, req: Any, version: int, static: dict[str, str],
+             loggers: LoggerDescriber | None = None) -> Any:
     """DescribeConfigs answered from ``image`` (controllers and brokers alike)."""
     resp = dcr.DescribeConfigsResponse()
     for r in req.resources:
         try:
             entries = describe_resource(image, static, r.resource_type, r.resource_name, r.configuration_keys,
-                                        version)
+                                        version, loggers)
             resp.results.append(dcr.DescribeConfigsResult(0, None, r.resource_type, r.resource_name, entries))
         except CommandError as e:
             resp.results.append(dcr.DescribeConfigsResult(int(e.code), e.message, r.resource_type,

@@ -40,6 +40,7 @@ from kraftwire.core import BrokerLifecycleRole
 from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.server import Reply, RequestContext
+from kraftwire.node import loggers
 from kraftwire.node.apis import (
     BROKER_FORWARDED_APIS,
     BROKER_LOCAL_APIS,
@@ -240,7 +241,8 @@ class BrokerRole:
             if key == 29:
                 resp = acl_cmds.describe(image, body)
             elif key == 32:
-                resp = config_cmds.describe(image, body, version, {})
+                resp = config_cmds.describe(image, body, version, {},
+                                            lambda name, v: loggers.describe(self.node_id, name, v))
             elif key == 48:
                 resp = quota_cmds.describe(image, body, version)
             else:

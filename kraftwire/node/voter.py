@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from kraftwire.controller import ControllerConfig, QuorumController
+from kraftwire.controller import configs as config_cmds
 from kraftwire.controller import quotas as quota_cmds
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.core import ControllerObserver, ControllerRole, GroupRole
@@ -25,7 +26,7 @@ from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.server import Reply, RequestContext
-from kraftwire.node import reads
+from kraftwire.node import loggers, reads
 from kraftwire.node.apis import (
     CONTROLLER_APIS,
     CONTROLLER_LOCAL_APIS,
@@ -47,11 +48,17 @@ from kraftwire.protocol.messages.describe_cluster_response import (
     DescribeClusterBroker,
     DescribeClusterResponse,
 )
+from kraftwire.protocol.messages.incremental_alter_configs_response import (
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsResponse,
+)
+from kraftwire.protocol.runtime import replace
 from kraftwire.security.sasl import SASL_APIS
 
 log = logging.getLogger(__name__)
 
 RAFT_KEYS = (52, 53, 54, 59)   # DescribeQuorum (55) and Fetch (1) are the server's
+INCREMENTAL_ALTER_CONFIGS = 44   # BROKER_LOGGER resources are answered by the node itself
 
 
 class _ControllerMetrics(ControllerObserver):
@@ -94,7 +101,8 @@ class VoterRole:
             max_idle_interval_ms=cfg["metadata.max.idle.interval.ms"],
             default_num_partitions=cfg["num.partitions"],
             default_replication_factor=cfg["default.replication.factor"],
-            static_broker_configs={k: str(cfg[k]) for k in ("min.insync.replicas",) if k in cfg.raw})),
+            static_broker_configs={k: str(v) for k, v in cfg.raw.items()   # group.*: GROUP config bounds
+                                   if k == "min.insync.replicas" or k.startswith("group.")})),
             bootstrap or bootstrap_records(), snapshotter=snapshotter, observer=_ControllerMetrics(server))
         self.controller.on_fatal.append(lambda e: server.stop(str(e)))
         server.raft_listeners.add(self.controller)
@@ -169,7 +177,9 @@ class VoterRole:
         d.on(60, self._on_describe_cluster)
         d.on(GROUP_APIS, self._on_group)
         d.on(CONTROLLER_LOCAL_APIS, self._on_describe_local)   # any controller answers from its committed image
-        d.on([k for k in CONTROLLER_APIS if k not in CONTROLLER_LOCAL_APIS], self._on_controller)
+        d.on(INCREMENTAL_ALTER_CONFIGS, self._on_incremental_alter_configs)
+        d.on([k for k in CONTROLLER_APIS if k not in CONTROLLER_LOCAL_APIS and k != INCREMENTAL_ALTER_CONFIGS],
+             self._on_controller)
         d.on_fast(63, self._fast_controller)   # BrokerHeartbeat: thousands a second, most answered at once
         d.on(ENVELOPE, self._on_envelope)
 
@@ -203,11 +213,30 @@ class VoterRole:
         return Reply(self._own_coordinator(resp, v, ctx.listener) if key == 10 else resp, v)
 
     async def _on_describe_local(self, request: Request, ctx: RequestContext) -> Reply:
-        """DescribeClientQuotas / DescribeUserScramCredentials from the committed image."""
-        body, v = request.body, request.api_version
-        if request.api_key == 48:
+        """DescribeConfigs / DescribeClientQuotas / DescribeUserScramCredentials from the committed image
+        (BROKER_LOGGER resources from this process's loggers)."""
+        body, v, key = request.body, request.api_version, request.api_key
+        if key == 32:
+            static = self.controller.controller.config.static_broker_configs
+            return Reply(config_cmds.describe(self.image(), body, v, static,
+                                              lambda name, ver: loggers.describe(self.node_id, name, ver)), v)
+        if key == 48:
             return Reply(quota_cmds.describe(self.image(), body, v), v)
         return Reply(scram_cmds.describe(self.image(), body), v)
+
+    async def _on_incremental_alter_configs(self, request: Request, ctx: RequestContext) -> Reply:
+        """BROKER_LOGGER resources change this node's log levels here (they never reach the metadata log, as in
+        Kafka's ControllerApis); the others go to the controller. Their answers follow the controller's."""
+        body, v = request.body, request.api_version
+        ours = [r for r in body.resources if loggers.is_logger_resource(r)]
+        if not ours:
+            return await self._on_controller(request, ctx)
+        rest = replace(body, resources=[r for r in body.resources if not loggers.is_logger_resource(r)])
+        resp = await self.submit(rest, v) if rest.resources else IncrementalAlterConfigsResponse(responses=[])
+        for r in ours:
+            code, msg = loggers.alter(self.node_id, r, body.validate_only)
+            resp.responses.append(AlterConfigsResourceResponse(code, msg, r.resource_type, r.resource_name))
+        return Reply(resp, v)
 
     async def _on_controller(self, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version

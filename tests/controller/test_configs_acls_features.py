@@ -42,6 +42,9 @@ def test_incremental_alter_configs_ops() -> None:
 def test_broker_configs() -> None:
     h = Harness()
     assert _inc(h, 4, "", [("log.retention.ms", SET, "1000")]).error_code == 0
+    r = _inc(h, 4, "1", [("num.io.threads", SET, "4")])   # Kafka's existence check: a registered node only
+    assert (r.error_code, r.error_message) == (Errors.BROKER_ID_NOT_REGISTERED, "No node with id 1 found.")
+    h.start_brokers(1)
     assert _inc(h, 4, "1", [("num.io.threads", SET, "0")]).error_code == Errors.INVALID_CONFIG
     assert _inc(h, 4, "1", [("num.io.threads", SET, "4"), ("custom.key", SET, "x")]).error_code == 0
     assert _inc(h, 4, "abc", [("num.io.threads", SET, "4")]).error_code == Errors.INVALID_REQUEST
