@@ -42,6 +42,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name in (*JOBS, "all"):
         jp = jobs.add_parser(name, parents=[common], help=HELP[name], description=HELP[name])
         jp.set_defaults(func=run)
+    diff = jobs.add_parser("diff", help="metadata-diff FROM TO computed by Spark over a log directory",
+                           description="The images at two offsets or times of a log directory, selected by "
+                                       "Spark from the kraftwire source and diffed as metadata-diff does; "
+                                       "writes diff.json into --out and prints the text.")
+    diff.add_argument("from_point", metavar="FROM", help="offset (N, offset:N) or time (ISO-8601, time:EPOCH_MS)")
+    diff.add_argument("to_point", metavar="TO", help="offset or time, as FROM")
+    diff.add_argument("--log-dir", required=True, metavar="DIR", help="metadata log directory")
+    diff.add_argument("--out", required=True, metavar="DIR", help="output directory (diff.json)")
+    diff.add_argument("--master", metavar="URL", help="Spark master URL (default local[*])")
+    diff.add_argument("--json", action="store_true", help="print the JSON document instead of the text")
+    diff.set_defaults(func=run_diff)
     demo = jobs.add_parser("demo-log", help="write the scripted demo metadata log into DIR",
                            description="Write a real metadata log (FileLog) from a scripted controller: "
                                        "brokers fenced and unfenced, topics, ISR changes, elections.")
@@ -59,6 +70,47 @@ def run_demo(args: argparse.Namespace) -> int:
         return 1
     demo_log(root, snapshot=not args.no_snapshot).close()
     print(f"wrote {root / '__cluster_metadata-0'}")
+    return 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    import json
+
+    from kraftwire.cli import time_travel
+    from kraftwire.cli.errors import ExitCode, OperatorError
+    from kraftwire.cli.metadata_diff import document, write_text
+    from kraftwire.cli.metadata_shell import image_tree
+    from kraftwire.metadata.diff import diff_trees
+
+    if not Path(args.log_dir).exists():
+        raise OperatorError(f"{args.log_dir}: no such directory", ExitCode.USAGE)
+    points = [time_travel.parse_point(args.from_point), time_travel.parse_point(args.to_point)]
+    try:
+        from kraftwire.analytics.diff import PointError, image_at, point_offset
+        from kraftwire.analytics.report import load
+        from kraftwire.analytics.session import spark_session
+    except ImportError as e:
+        raise OperatorError(f"analytics need PySpark (pip install 'kraftwire[spark]'): {e}") from None
+    spark = spark_session(args.master)
+    df = load(spark, log_dir=str(Path(args.log_dir).resolve())).cache()
+    try:
+        trees = []
+        for point in points:
+            image, prov = image_at(df, point_offset(df, point))
+            prov["source"] = f"{args.log_dir} at {point} (spark)"
+            trees.append(image_tree(image, prov))
+    except PointError as e:
+        raise OperatorError(f"{args.log_dir}: {e}", ExitCode.USAGE) from None
+    changes = diff_trees(trees[0], trees[1])
+    doc = document(trees[0]["provenance"], trees[1]["provenance"], changes)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "diff.json").write_text(json.dumps(doc, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        write_text(trees[0]["provenance"], trees[1]["provenance"], changes, sys.stdout)
+        print(f"diff.json: {out / 'diff.json'}")
     return 0
 
 

@@ -44,7 +44,7 @@ from kraftwire.metadata.image import MetadataReplayError
 from kraftwire.net.client import RequestFailed
 from kraftwire.protocol.errors import KafkaProtocolError
 from kraftwire.storage import StorageError
-from kraftwire.storage.reader import MetadataSource, read_metadata
+from kraftwire.storage.reader import MetadataSource, batch_span, read_metadata
 
 Tree = dict[str, Any]  # a directory: name -> Tree or str (a file)
 
@@ -538,6 +538,7 @@ async def _fetch_live(addr: str, timeout: float, security: Any = None) -> Metada
                                             if r.value is not None and offset <= b.base_offset + i < end]
                         if b.base_offset < end:
                             out.last_offset, out.last_epoch = min(b.last_offset, end - 1), b.leader_epoch
+                            out.batches.append(batch_span(b))
                         offset = max(offset, b.next_offset)
         except (RequestFailed, KafkaProtocolError, OSError, TimeoutError) as e:
             failure = e     # re-raised outside the task group, unwrapped
@@ -561,6 +562,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--bootstrap-controller", "--bootstrap-server", dest="bootstrap", metavar="HOST:PORT",
                      help="fetch the committed __cluster_metadata log from this controller (live view)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds allowed for the live fetch")
+    at = p.add_mutually_exclusive_group()
+    at.add_argument("--at-offset", metavar="N", help="the image as of log offset N (inclusive): the newest "
+                    "snapshot at or below it plus the log's records up to it")
+    at.add_argument("--at-time", metavar="T", help="the image as of time T (ISO-8601 or epoch ms): up to the "
+                    "last batch appended at or before it")
     p.add_argument("--follow", type=float, default=None, metavar="SECONDS",
                    help="with a one-shot command: re-read the source every SECONDS and print the command's "
                         "output whenever it changes (Ctrl-C stops)")
@@ -571,29 +577,51 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def load_source(snapshot: str | None, bootstrap: str | None, timeout: float, security: Any = None,
+                point: Any = None) -> MetadataSource:
+    """The records of a file/log directory or of the first answering controller of ``bootstrap``,
+    as of ``point`` (a ``time_travel.Point``) when given."""
+    from kraftwire.cli import time_travel
+
+    if snapshot is not None:
+        if not os.path.exists(snapshot):
+            raise OperatorError(f"{snapshot}: no such file or directory", ExitCode.USAGE)
+        return read_metadata(snapshot) if point is None else time_travel.read_at(snapshot, point)
+    from kraftwire.cli.bootstrap import parse_bootstrap
+
+    addresses = parse_bootstrap(bootstrap or "", "--bootstrap-controller")
+    for i, (host, port) in enumerate(addresses):   # the first node that answers
+        try:
+            src = load_live(f"{host}:{port}", timeout, security)
+            break
+        except (RequestFailed, OSError, TimeoutError):
+            if i == len(addresses) - 1:
+                raise
+    return src if point is None else time_travel.live_at(src, point)
+
+
+def point_of(args: argparse.Namespace) -> Any:
+    """The ``--at-offset``/``--at-time`` point asked for, or None."""
+    from kraftwire.cli import time_travel
+
+    if args.at_offset is not None:
+        return time_travel.Point(offset=time_travel.parse_offset(args.at_offset))
+    if args.at_time is not None:
+        return time_travel.Point(time_ms=time_travel.parse_time(args.at_time))
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     security = None
     if args.bootstrap:
         from kraftwire.cli.client_config import command_security
 
         security = command_security(args.command_config)
+    point = point_of(args)
 
     def load(warn: bool = False) -> Tree:
         try:
-            if args.bootstrap:
-                from kraftwire.cli.bootstrap import parse_bootstrap
-
-                src = None
-                addresses = parse_bootstrap(args.bootstrap, "--bootstrap-controller")
-                for i, (host, port) in enumerate(addresses):   # the first node that answers
-                    try:
-                        src = load_live(f"{host}:{port}", args.timeout, security)
-                        break
-                    except (RequestFailed, OSError, TimeoutError):
-                        if i == len(addresses) - 1:
-                            raise
-            else:
-                src = read_metadata(args.snapshot)
+            src = load_source(args.snapshot, args.bootstrap, args.timeout, security, point)
             if warn:
                 for w in src.warnings:
                     print(f"warning: {w}", file=sys.stderr)
@@ -601,8 +629,6 @@ def run(args: argparse.Namespace) -> int:
         except (MetadataReplayError, KafkaProtocolError) as e:
             raise StorageError(f"cannot rebuild the image: {e or type(e).__name__}") from None
 
-    if args.snapshot and not os.path.exists(args.snapshot):
-        raise OperatorError(f"{args.snapshot}: no such file or directory", ExitCode.USAGE)
     shell = Shell(load(warn=True), reload=load)
     if args.command:
         line = shlex.join(args.command)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from kraftwire.protocol.errors import KafkaProtocolError
 from kraftwire.protocol.metadata import MetadataRecord, decode_record
-from kraftwire.protocol.records import iter_batches
+from kraftwire.protocol.records import RecordBatch, iter_batches
 from kraftwire.raft import SnapshotId
 from kraftwire.storage import StorageError
 from kraftwire.storage.snapshot import parse_snapshot, parse_snapshot_name, snapshot_records
@@ -19,9 +20,25 @@ from kraftwire.storage.snapshot import parse_snapshot, parse_snapshot_name, snap
 PARTITION_DIR = "__cluster_metadata-0"
 
 
+class BatchSpan(NamedTuple):
+    """Where a batch of the log sits: its offsets, leader epoch and append time (epoch ms)."""
+
+    base: int
+    last: int
+    epoch: int
+    time_ms: int
+
+
+def batch_span(batch: RecordBatch) -> BatchSpan:
+    """A batch's span; its append time is its largest record timestamp (KRaft writes one per batch)."""
+    delta = max((r.timestamp_delta for r in batch.records), default=0)
+    return BatchSpan(batch.base_offset, batch.last_offset, batch.leader_epoch, batch.base_timestamp + delta)
+
+
 @dataclass(slots=True)
 class MetadataSource:
-    """What was read: snapshot records (if any), then log records at their offsets."""
+    """What was read: snapshot records (if any), then log records at their offsets, and the span of
+    every batch read (control batches and batches below the snapshot included)."""
 
     source: str
     snapshot_id: SnapshotId | None = None
@@ -30,6 +47,7 @@ class MetadataSource:
     last_offset: int = -1
     last_epoch: int = -1
     warnings: list[str] = field(default_factory=list)
+    batches: list[BatchSpan] = field(default_factory=list)
 
 
 def read_snapshot_file(path: Path) -> MetadataSource:
@@ -47,8 +65,10 @@ def read_snapshot_file(path: Path) -> MetadataSource:
     return out
 
 
-def _read_segment(path: Path, out: MetadataSource, skip_below: int, expected: int | None) -> int | None:
-    """Append a segment's records to ``out``; returns the next expected offset, None after a bad tail."""
+def _read_segment(path: Path, out: MetadataSource, skip_below: int, expected: int | None,
+                  upto: int | None = None) -> int | None:
+    """Append a segment's records (up to offset ``upto`` when given) to ``out``; returns the next
+    expected offset, None after a bad tail or past ``upto``."""
     data = path.read_bytes()
     end = 0
     try:
@@ -57,19 +77,30 @@ def _read_segment(path: Path, out: MetadataSource, skip_below: int, expected: in
                 out.warnings.append(f"{path.name}: batch at position {pos} has offset {batch.base_offset}, "
                                     f"expected {expected}; stopping there")
                 return None
+            if upto is not None and batch.base_offset > upto:
+                return None
             end = pos + size
             expected = batch.next_offset
-            if batch.control or batch.next_offset <= skip_below:
+            out.batches.append(batch_span(batch))
+            if batch.next_offset <= skip_below:
+                continue
+            if batch.control:
+                if upto is not None and batch.last_offset >= upto:   # the point is a control record
+                    out.last_offset, out.last_epoch = upto, batch.leader_epoch
+                    return None
                 continue
             for i, rec in enumerate(batch.records):
                 offset = batch.base_offset + i
-                if offset < skip_below or rec.value is None:
+                if offset < skip_below or rec.value is None or (upto is not None and offset > upto):
                     continue
                 try:
                     out.records.append((offset, decode_record(rec.value)))
                 except KafkaProtocolError as e:
                     raise StorageError(f"{path}: record at offset {offset} cannot be decoded ({e})") from None
             out.last_offset, out.last_epoch = batch.last_offset, batch.leader_epoch
+            if upto is not None and batch.last_offset >= upto:
+                out.last_offset = upto
+                return None
     except KafkaProtocolError as e:
         out.warnings.append(f"{path.name}: {e} at position {end}; stopping there")
         return None
@@ -79,14 +110,18 @@ def _read_segment(path: Path, out: MetadataSource, skip_below: int, expected: in
     return expected
 
 
-def read_log_dir(path: Path) -> MetadataSource:
-    """The latest valid snapshot of a partition (or metadata log) directory plus the segments after it."""
+def read_log_dir(path: Path, upto: int | None = None) -> MetadataSource:
+    """The latest valid snapshot of a partition (or metadata log) directory plus the segments after it;
+    with ``upto``, the image as of that offset: the newest snapshot at or below it plus the records
+    up to it (``last_offset`` tells how far the log really went)."""
     directory = Path(path)
     if (directory / PARTITION_DIR).is_dir():
         directory = directory / PARTITION_DIR
     out = MetadataSource(str(directory))
     snaps = sorted((p for p in directory.iterdir() if (n := parse_snapshot_name(p.name)) and not n[1]),
                    key=lambda p: parse_snapshot_name(p.name)[0].end_offset)  # type: ignore[index]
+    if upto is not None:
+        snaps = [p for p in snaps if parse_snapshot_name(p.name)[0].end_offset <= upto + 1]  # type: ignore[index]
     for snap in reversed(snaps):
         try:
             loaded = read_snapshot_file(snap)
@@ -102,11 +137,14 @@ def read_log_dir(path: Path) -> MetadataSource:
         raise StorageError(f"{directory}: no snapshot (*.checkpoint) and no log segment (*.log) found")
     skip_below = out.snapshot_id.end_offset if out.snapshot_id else 0
     if segments and int(segments[0].stem) > skip_below:
+        if upto is not None:
+            raise StorageError(f"{directory}: offset {upto} is before the log start {int(segments[0].stem)} "
+                               "and no snapshot ends at or below it; pick a later offset or time")
         raise StorageError(f"{directory}: the log starts at offset {int(segments[0].stem)} but no snapshot "
                            f"covers the offsets below it")
     expected: int | None = None
     for seg in segments:
-        nxt = _read_segment(seg, out, skip_below, expected)
+        nxt = _read_segment(seg, out, skip_below, expected, upto)
         if nxt is None:
             break
         expected = nxt
