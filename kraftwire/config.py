@@ -170,6 +170,9 @@ SPEC: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "controller.quorum.request.timeout.ms": (_int(1), "2000"),
     "controller.quorum.retry.backoff.ms": (_int(0), "20"),
     "controller.quorum.append.linger.ms": (_int(0), "25"),
+    # Kafka's NetworkClient keys: how soon a node dials a peer (or bootstrap server) that failed it again.
+    "reconnect.backoff.ms": (_int(0), "50"),
+    "reconnect.backoff.max.ms": (_int(0), "1000"),
     "socket.request.max.bytes": (_int(1), str(100 << 20)),
     "connections.max.idle.ms": (_int(1), "600000"),
     "max.connections": (_int(1), "2147483647"),

@@ -2,7 +2,10 @@
 
 ``Connection`` speaks to one address: it connects lazily, asks ApiVersions once, then sends
 requests tagged with correlation ids while one reader task matches responses to waiters. Any
-transport error fails every waiter and drops the connection; the next request reconnects.
+transport error fails every waiter and drops the connection; the next request reconnects, unless
+the address is in reconnect backoff (``kraftwire.net.backoff``: after failed attempts it fails at
+once instead of opening a socket). Connections given the same ``AddressBackoff`` share it (a node's
+``PeerClient`` does so per peer); one without gets its own with Kafka's defaults.
 
 A ``ClientSecurity`` adds TLS and a SASL login (after ApiVersions, before any other request);
 without one the connection is PLAINTEXT. A node's own connections to its peers take the node's
@@ -21,6 +24,7 @@ import anyio
 from anyio.abc import ByteStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from kraftwire.net.backoff import AddressBackoff, ReconnectBackoff
 from kraftwire.protocol.api import request_class
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.framing import decode_response, encode_request
@@ -51,7 +55,7 @@ class Connection:
 
     def __init__(self, task_group: TaskGroup, host: str, port: int, *, client_id: str = "kraftwire", connect_timeout_s: float = 2.0,
                  max_response_bytes: int = 100 << 20, negotiate: bool = True,
-                 security: ClientSecurity | None = None) -> None:
+                 security: ClientSecurity | None = None, backoff: AddressBackoff | None = None) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -66,6 +70,7 @@ class Connection:
         self._send_lock = anyio.Lock()
         self._tg = task_group
         self.versions: dict[int, tuple[int, int]] = {}
+        self.backoff = backoff if backoff is not None else ReconnectBackoff().for_address(host, port)
 
     async def __aenter__(self) -> Connection:
         return self
@@ -90,33 +95,56 @@ class Connection:
         async with self._connect_lock:
             if self._stream is not None:
                 return self._stream
-            sec = self.security
-            tls = sec is not None and sec.ssl_context is not None
-            with anyio.fail_after(self.connect_timeout_s):
-                if tls:
-                    assert sec is not None
-                    stream: ByteStream = await anyio.connect_tcp(self.host, self.port, ssl_context=sec.ssl_context,
-                                                                 tls_hostname=self.host, tls_standard_compatible=False)
-                else:
-                    stream = await anyio.connect_tcp(self.host, self.port)
-            self._stream = stream
-            self._tg.start_soon(self._reader, stream)
+            state = self.backoff
+            while state.probe is not None:   # another connection is probing this address: its outcome decides
+                await state.probe.wait()
+            wait = state.delay_s()
+            if wait > 0:
+                raise RequestFailed(f"{self.host}:{self.port} is in reconnect backoff for {wait * 1000:.0f} ms "
+                                    f"after {state.failures} failed connection attempt(s)")
+            probe = state.probe = anyio.Event() if state.failures else None
             try:
-                if self.negotiate or (sec is not None and sec.uses_sasl):
-                    resp = await self._send(stream, ApiVersionsRequest(client_software_name="kraftwire",
-                                                                       client_software_version="0.1.0"), 3, 5.0)
-                    if resp.error_code == Errors.UNSUPPORTED_VERSION:
-                        resp = await self._send(stream, ApiVersionsRequest(), 0, 5.0)
-                    self.versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-                if sec is not None and sec.uses_sasl:
-                    await sasl_login(lambda body, v: self._send(stream, body, v, 10.0), sec, self.versions)
-            except SaslAuthenticationError as e:
-                await self.close()
-                raise RequestFailed(f"SASL authentication to {self.host}:{self.port} failed: {e}") from e
+                stream = await self._open()
             except BaseException:
-                await self.close()
+                state.failed()
                 raise
+            else:
+                state.succeeded()
+            finally:
+                if probe is not None:
+                    state.probe = None
+                    probe.set()
             return stream
+
+    async def _open(self) -> ByteStream:
+        """Connect, exchange ApiVersions and log in (SASL); closes what it opened on any failure."""
+        sec = self.security
+        tls = sec is not None and sec.ssl_context is not None
+        with anyio.fail_after(self.connect_timeout_s):
+            if tls:
+                assert sec is not None
+                stream: ByteStream = await anyio.connect_tcp(self.host, self.port, ssl_context=sec.ssl_context,
+                                                             tls_hostname=self.host, tls_standard_compatible=False)
+            else:
+                stream = await anyio.connect_tcp(self.host, self.port)
+        self._stream = stream
+        self._tg.start_soon(self._reader, stream)
+        try:
+            if self.negotiate or (sec is not None and sec.uses_sasl):
+                resp = await self._send(stream, ApiVersionsRequest(client_software_name="kraftwire",
+                                                                   client_software_version="0.1.0"), 3, 5.0)
+                if resp.error_code == Errors.UNSUPPORTED_VERSION:
+                    resp = await self._send(stream, ApiVersionsRequest(), 0, 5.0)
+                self.versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+            if sec is not None and sec.uses_sasl:
+                await sasl_login(lambda body, v: self._send(stream, body, v, 10.0), sec, self.versions)
+        except SaslAuthenticationError as e:
+            await self.close()
+            raise RequestFailed(f"SASL authentication to {self.host}:{self.port} failed: {e}") from e
+        except BaseException:
+            await self.close()
+            raise
+        return stream
 
     async def connect(self) -> ByteStream:
         """Connect and exchange ApiVersions now (``versions`` is then the peer's); raises RequestFailed."""

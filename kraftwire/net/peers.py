@@ -17,6 +17,10 @@ connection exchanges ApiVersions before its first request, so the version of eac
 chosen from the peer's answer. ``candidate``/``failed``/``succeeded`` track which voter to ask for
 the active controller: the Raft leader (``leader_hint``) unless it failed lately, else each other
 voter in turn. Every failure (no connection, timeout, unreadable answer) raises ``RequestFailed``.
+
+Every connection it opens (lanes, relays, and one-off ones from ``open_address``) shares one
+``ReconnectBackoff``: a peer that refused us is not dialled again before its backoff ends
+(``reconnect.backoff.ms`` doubling up to ``reconnect.backoff.max.ms``); a request for it fails at once.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 from anyio.abc import TaskGroup
 
+from kraftwire.net.backoff import ReconnectBackoff
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.protocol.errors import DecodeError, KafkaProtocolError
 from kraftwire.security.settings import ClientSecurity
@@ -41,8 +46,9 @@ class PeerClient:
 
     def __init__(self, peers: dict[int, Address], *, security: ClientSecurity | None, client_id: str,
                  connect_timeout_s: float = 2.0, leader_hint: Callable[[], int | None] | None = None,
-                 max_idle: int = 8) -> None:
+                 max_idle: int = 8, backoff: ReconnectBackoff | None = None) -> None:
         self.peers = dict(peers)
+        self.backoff = backoff if backoff is not None else ReconnectBackoff()
         self.security = security
         self.client_id = client_id
         self.connect_timeout_s = connect_timeout_s
@@ -59,16 +65,28 @@ class PeerClient:
         """The task group the connections' reader tasks run in (the node's, for its whole life)."""
         self._tg = tg
 
+    @property
+    def attached(self) -> bool:
+        return self._tg is not None
+
     def set_peers(self, peers: dict[int, Address]) -> None:
         """Replace the address table (a broker that discovered the voters at start)."""
         self.peers = dict(peers)
 
     def _open(self, node_id: int, client_id: str, connect_timeout_s: float) -> Connection:
         addr = self.peers.get(node_id)
-        if addr is None or self._tg is None:
+        if addr is None:
             raise RequestFailed(f"no connection to node {node_id}")
+        return self.open_address(addr, client_id, connect_timeout_s)
+
+    def open_address(self, addr: Address, client_id: str, connect_timeout_s: float, *,
+                     negotiate: bool = True) -> Connection:
+        """A new (unconnected) connection to ``addr`` with this node's security and reconnect backoff;
+        the caller closes it."""
+        if self._tg is None:
+            raise RequestFailed(f"no connection to {addr[0]}:{addr[1]}: the peer client is not attached")
         return Connection(self._tg, addr[0], addr[1], client_id=client_id, connect_timeout_s=connect_timeout_s,
-                          security=self.security)
+                          negotiate=negotiate, security=self.security, backoff=self.backoff.for_address(*addr))
 
     # -- lanes: one multiplexed connection per peer and purpose ---------------------------------
     async def connect(self, node_id: int, lane: str, timeout_s: float | None = None) -> Connection:

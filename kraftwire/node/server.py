@@ -30,6 +30,7 @@ import anyio
 
 from kraftwire.config import NodeConfig
 from kraftwire.core import FanOutListener, NodeCore
+from kraftwire.net.backoff import ReconnectBackoff
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.peers import PeerClient
@@ -80,16 +81,19 @@ def directory_uuid(directory_id: str) -> uuid.UUID:
 
 
 async def discover_voters(servers: list[str], listener: str, timeout_s: float,
-                          security: ClientSecurity | None) -> dict[int, Address]:
-    """Voter ids and controller endpoints from DescribeQuorum v2 on controller.quorum.bootstrap.servers."""
+                          security: ClientSecurity | None, backoff: ReconnectBackoff) -> dict[int, Address]:
+    """Voter ids and controller endpoints from DescribeQuorum v2 on controller.quorum.bootstrap.servers
+    (a server that refused lately is skipped until its reconnect backoff ends)."""
     from kraftwire.protocol.messages import describe_quorum_request as dq
 
     last: Exception | None = None
     async with anyio.create_task_group() as tg:
         for server in servers:
             host, _, port = server.rpartition(":")
-            conn = Connection(tg, host.strip("[]"), int(port), client_id="kraftwire-broker-bootstrap",
-                              connect_timeout_s=timeout_s, security=security)
+            host = host.strip("[]")
+            conn = Connection(tg, host, int(port), client_id="kraftwire-broker-bootstrap",
+                              connect_timeout_s=timeout_s, security=security,
+                              backoff=backoff.for_address(host, int(port)))
             try:
                 resp = await conn.request(dq.DescribeQuorumRequest([dq.TopicData(
                     reads.METADATA_TOPIC, [dq.PartitionData(0)])]), None, timeout_s)
@@ -150,7 +154,7 @@ class Server:
         # Every request to another node goes through this one client (lanes per purpose: Raft's own,
         # heartbeats, forwarding; relays for requests made on a client's behalf).
         self.peers = PeerClient(self.voters, security=outbound_security(cfg), client_id=f"kraftwire-{cfg.node_id}",
-                                leader_hint=self.leader_hint,
+                                leader_hint=self.leader_hint, backoff=ReconnectBackoff.from_config(cfg),
                                 connect_timeout_s=cfg["controller.quorum.request.timeout.ms"] / 1000)
         self.voter = VoterRole(self, bootstrap, offset_store) if cfg.is_controller else None
         self.broker = BrokerRole(self) if cfg.is_broker else None
@@ -248,7 +252,8 @@ class Server:
         while True:
             try:
                 return await discover_voters(cfg["controller.quorum.bootstrap.servers"], cfg.controller_listener,
-                                             cfg["controller.quorum.request.timeout.ms"] / 1000, self.peers.security)
+                                             cfg["controller.quorum.request.timeout.ms"] / 1000, self.peers.security,
+                                             self.peers.backoff)
             except FatalNodeError as e:
                 if self.voter_set is None:
                     raise

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from kraftwire.net.client import Connection, RequestFailed
+from kraftwire.net.client import RequestFailed
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.messages.add_raft_voter_request import AddRaftVoterRequest, Listener
 from kraftwire.protocol.messages.add_raft_voter_response import AddRaftVoterResponse
@@ -126,14 +126,13 @@ class VoterChangeApis:
                          Errors(resp.error_code).name)
                 continue
             addr = server.voters.get(core.leader_id)
-            if addr is None or server.peers._tg is None:
+            if addr is None or not server.peers.attached:
                 continue
             body = urv.UpdateRaftVoterRequest(
                 cluster_id=server.cluster_id, current_leader_epoch=core.epoch, voter_id=server.node_id,
                 voter_directory_id=server.directory_id, listeners=[urv.Listener(n, h, p) for n, h, p in endpoints],
                 k_raft_version_feature=urv.KRaftVersionFeature(*ours))
-            conn = Connection(server.peers._tg, addr[0], addr[1], client_id=f"kraftwire-{server.node_id}",
-                              connect_timeout_s=interval, security=server.peers.security)
+            conn = server.peers.open_address(addr, f"kraftwire-{server.node_id}", interval)
             try:
                 resp = await conn.request(body, 0, interval + 1)
                 log.info("UpdateRaftVoter for node %d (endpoints %s) answered %s", server.node_id, endpoints,
@@ -155,13 +154,12 @@ class VoterChangeApis:
                     or server.directory_id is None):
                 continue
             addr = server.voters.get(core.leader_id)
-            if addr is None or server.peers._tg is None:
+            if addr is None or not server.peers.attached:
                 continue
             body = AddRaftVoterRequest(cluster_id=server.cluster_id, timeout_ms=int(interval * 1000),
                                        voter_id=server.node_id, voter_directory_id=server.directory_id,
                                        listeners=[Listener(n, h, p) for n, h, p in self.own_endpoints()])
-            conn = Connection(server.peers._tg, addr[0], addr[1], client_id=f"kraftwire-{server.node_id}",
-                              connect_timeout_s=interval, security=server.peers.security)
+            conn = server.peers.open_address(addr, f"kraftwire-{server.node_id}", interval)
             try:
                 resp = await conn.request(body, 0, interval + 1)
                 log.info("auto-join: AddRaftVoter for node %d answered %s %s", server.node_id,
@@ -176,11 +174,10 @@ class VoterChangeApis:
         listener = self.server.cfg.controller_listener
         ep = next(((h, p) for n, h, p in msg.listeners if n == listener), None)
         peers = self.server.peers
-        if ep is None or peers._tg is None:
+        if ep is None or not peers.attached:
             return m.KraftVersionsResponse(int(Errors.INVALID_REQUEST))
         timeout = self.server.cfg["controller.quorum.request.timeout.ms"] / 1000
-        conn = Connection(peers._tg, ep[0], ep[1], client_id=f"kraftwire-{self.server.node_id}",
-                          connect_timeout_s=timeout, negotiate=False, security=peers.security)
+        conn = peers.open_address(ep, f"kraftwire-{self.server.node_id}", timeout, negotiate=False)
         try:
             with anyio.fail_after(timeout):
                 resp = await conn.request(ApiVersionsRequest(client_software_name="kraftwire",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import pytest
 from kraftwire.analytics.rows import COLUMN_NAMES, SEGMENT, list_log_files
 from kraftwire.analytics.scenario import churn_log
 from kraftwire.protocol.records import iter_batches
+from tests.ports import free_ports
 
 pytestmark = pytest.mark.spark
 
@@ -85,12 +85,6 @@ def test_bad_options_are_reported(spark, demo_dir, tmp_path):
 
 
 # -- live ----------------------------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def live_node(tmp_path_factory):
     """One `kraftwire server` (single voter) writing NoOpRecords every 50 ms."""
@@ -101,7 +95,7 @@ def live_node(tmp_path_factory):
     from kraftwire.storage.meta_properties import random_uuid
 
     root = tmp_path_factory.mktemp("live")
-    port = _free_port()
+    port = free_ports(1)[0]
     cfg = write_configs(root, 1, port)[0]
     format_storage(load_config(cfg), random_uuid(), quiet=True)
     log = open(root / "server.log", "wb")  # noqa: SIM115 - closed below

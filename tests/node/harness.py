@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from contextlib import asynccontextmanager
 
 import anyio
@@ -11,16 +10,9 @@ from kraftwire.config import load_config
 from kraftwire.group import MemoryOffsetStore
 from kraftwire.node.server import Server
 from kraftwire.raft import MemoryLog, MemoryStateStore
+from tests.ports import free_ports
 
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+__all__ = ["free_ports", "memory_cluster", "node_config", "wait_for"]
 
 
 def node_config(node_id: int, ports: list[int], **extra: str):

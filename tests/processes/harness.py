@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,33 +14,13 @@ from kraftwire.cli.quickstart import broker_port, write_configs
 from kraftwire.cli.storage import format_storage
 from kraftwire.config import load_config
 from kraftwire.storage.meta_properties import random_uuid
+from tests.ports import free_port_block
+
+__all__ = ["FAST", "Cluster", "free_port_block", "write_broker_config"]
 
 FAST = ["controller.quorum.election.timeout.ms=500", "controller.quorum.fetch.timeout.ms=1000",
         "controller.quorum.election.backoff.max.ms=300", "controller.quorum.request.timeout.ms=1000",
         "metadata.max.idle.interval.ms=100"]
-
-
-def free_port_block(n: int, offsets: list[int] | None = None) -> int:
-    """A base port with n consecutive free ports, or free ports at base + each of ``offsets`` (best effort).
-
-    The block lies below the kernel's ephemeral range (32768-60999): a port from that range, free when
-    chosen, could be taken by any outgoing connection on the box before the node binds it."""
-    wanted = list(range(n)) if offsets is None else offsets
-    rng = random.Random()
-    for _ in range(200):
-        base = rng.randrange(21000, 32700 - max(wanted))
-        ok = True
-        for p in (base + o for o in wanted):
-            t = socket.socket()
-            try:
-                t.bind(("127.0.0.1", p))
-            except OSError:
-                ok = False
-            finally:
-                t.close()
-        if ok:
-            return base
-    raise RuntimeError("no free port block")
 
 
 def write_broker_config(root: Path, node: int, port: int, voters: str, extra: list[str]) -> Path:

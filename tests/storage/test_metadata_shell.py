@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import socket
 import subprocess
 import sys
 import uuid
@@ -26,14 +25,9 @@ from kraftwire.protocol.messages.broker_heartbeat_request import BrokerHeartbeat
 from kraftwire.raft import MemoryLog, MemoryStateStore
 from kraftwire.storage.reader import read_metadata
 from kraftwire.storage.snapshot import snapshot_name
+from tests.ports import free_ports
 
 from .metadata_fixture import CLUSTER_ID, populated
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -183,7 +177,7 @@ async def _call(conn: Connection, request, timeout: float = 20.0):
 
 
 async def test_live_view_from_a_running_controller() -> None:
-    port = free_port()
+    port = free_ports(1)[0]
     cfg = load_config({"process.roles": "controller", "node.id": "1",
                        "controller.quorum.voters": f"1@127.0.0.1:{port}",
                        "listeners": f"CONTROLLER://127.0.0.1:{port}",
