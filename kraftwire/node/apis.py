@@ -68,6 +68,24 @@ BROKER_ONLY_APIS = {75: (0, 0)}
 BROKER_FORWARDED_APIS = {k: CONTROLLER_APIS[k] for k in (19, 20, 30, 31, 33, 37, 43, 44, 45, 46, 49, 51, 57)}
 
 
+def controller_plane_apis() -> dict[int, tuple[int, int]]:
+    """What a kraftwire voter's controller plane advertises (``VoterRole.apis``)."""
+    from kraftwire.group import GROUP_APIS
+    from kraftwire.node.voter_changes import VOTER_CHANGE_APIS
+    from kraftwire.security.sasl import SASL_APIS
+
+    return supported({**CONTROLLER_APIS, **GROUP_APIS, **ENVELOPE_APIS, **SASL_APIS, **VOTER_CHANGE_APIS})
+
+
+def broker_plane_apis() -> dict[int, tuple[int, int]]:
+    """What a kraftwire broker advertises (``BrokerRole.apis``): no Raft APIs but DescribeQuorum (relayed)."""
+    from kraftwire.group import GROUP_APIS
+    from kraftwire.security.sasl import SASL_APIS
+
+    return supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS, **GROUP_APIS, 55: RAFT_APIS[55],
+                      **BROKER_ONLY_APIS, **SASL_APIS}, raft=False)
+
+
 def supported(extra: dict[int, tuple[int, int]] | None = None, *, raft: bool = True) -> dict[int, tuple[int, int]]:
     """The ApiVersions table: client APIs, raft APIs (voters only) and ``extra``."""
     table = dict(CLIENT_APIS)

@@ -41,15 +41,7 @@ from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.server import Reply, RequestContext
 from kraftwire.node import loggers
-from kraftwire.node.apis import (
-    BROKER_FORWARDED_APIS,
-    BROKER_LOCAL_APIS,
-    BROKER_ONLY_APIS,
-    RAFT_APIS,
-    Dispatcher,
-    Features,
-    supported,
-)
+from kraftwire.node.apis import BROKER_LOCAL_APIS, Dispatcher, Features, broker_plane_apis
 from kraftwire.node.group_proxy import FIND_COORDINATOR, LIST_GROUPS, GroupRouter, find_coordinator, java_hash
 from kraftwire.node.group_proxy import error_response as group_error_response
 from kraftwire.node.metrics import ForwardingMetrics
@@ -58,7 +50,6 @@ from kraftwire.node.snapshots import snapshotter_for
 from kraftwire.node.view import LogPartitionView
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
-from kraftwire.security.sasl import SASL_APIS
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +107,7 @@ class BrokerRole:
         # offsets quorum's leader, or the hash owner).
         self.groups = GroupRouter(self._voter_list(), server.peers,
                                   replicated=cfg["kraftwire.group.offsets.replication"] == "raft")
-        self.apis = supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS, **GROUP_APIS, 55: RAFT_APIS[55],
-                               75: BROKER_ONLY_APIS[75], **SASL_APIS}, raft=False)
+        self.apis = broker_plane_apis()
         # Client listeners are bound at once but accept only once the broker has caught up with the
         # metadata log and been unfenced: a restarted broker must not answer from an empty image.
         self.opening: dict[str, Any] = {

@@ -30,10 +30,9 @@ from kraftwire.node import loggers, reads
 from kraftwire.node.apis import (
     CONTROLLER_APIS,
     CONTROLLER_LOCAL_APIS,
-    ENVELOPE_APIS,
     Dispatcher,
     Features,
-    supported,
+    controller_plane_apis,
 )
 from kraftwire.node.controller_registration import ControllerRegistrar, listener_endpoint
 from kraftwire.node.envelope import ENVELOPE, handle_envelope
@@ -53,7 +52,6 @@ from kraftwire.protocol.messages.incremental_alter_configs_response import (
     IncrementalAlterConfigsResponse,
 )
 from kraftwire.protocol.runtime import replace
-from kraftwire.security.sasl import SASL_APIS
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +90,7 @@ class VoterRole:
         snapshotter = snapshotter_for(cfg)
         snapshotter.control = server.snapshot_control
         self.snapshotter = snapshotter
-        from kraftwire.node.voter_changes import VOTER_CHANGE_APIS, VoterChangeApis
+        from kraftwire.node.voter_changes import VoterChangeApis
 
         self.voter_changes = VoterChangeApis(server)
         self.controller = ControllerRole(cfg.node_id, QuorumController(ControllerConfig(
@@ -124,7 +122,7 @@ class VoterRole:
             local = GroupRole(cfg.node_id, group_config,
                               coordinator=GroupCoordinator(cfg.node_id, offset_store, group_config))
             self.groups = GroupShell(local, wall_ms, server.peers, group_voters, node_id=cfg.node_id)
-        self.apis = supported({**CONTROLLER_APIS, **GROUP_APIS, **ENVELOPE_APIS, **SASL_APIS, **VOTER_CHANGE_APIS})
+        self.apis = controller_plane_apis()
         self.opening: dict[str, Any] = {}   # controller listeners accept at once
         self.view: Any = None
         # Every voter of a multi-voter quorum registers its listeners (KIP-919), as Kafka's controllers do: the
