@@ -24,6 +24,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "console-consumer": ("console_consumer", "print __cluster_metadata records as they commit"),
     "metadata-shell": ("metadata_shell", "browse the metadata image (snapshot, log directory or live controller)"),
     "metadata-diff": ("metadata_diff", "what changed in the metadata between two offsets or times"),
+    "what-if": ("what_if", "which partitions go offline or under min ISR if brokers fail"),
     "protocol": ("protocol", "decode Kafka protocol frames to JSON and encode them back"),
     "acls": ("acls", "add, remove and list ACLs (like kafka-acls.sh)"),
     "analytics": ("analytics", "Spark analytics over a metadata log (Parquet, PNG, summary)"),

@@ -19,6 +19,10 @@ pytestmark = pytest.mark.processes
 PROPS = ["broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=300"]
 
 
+def rack(node: int) -> str:
+    return f"broker.rack={'a' if node == 1 else 'b'}"
+
+
 def kw(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kraftwire", *argv], capture_output=True, text=True,
                           timeout=timeout)
@@ -43,7 +47,7 @@ def quorum(tmp_path_factory):
     c = Cluster(Path(tmp_path_factory.mktemp("ops")), 3, combined=True)
     try:
         for node in (1, 2, 3):
-            c.start(node, *PROPS)
+            c.start(node, *PROPS, rack(node))
         admin = wait_for(lambda: KafkaAdminClient(bootstrap_servers=[c.client_addr(n) for n in (1, 2, 3)],
                                                   request_timeout_ms=5000), 60, "an admin client")
         wait_for(lambda: len(admin.describe_cluster()["brokers"]) == 3, 60, "three brokers")
@@ -86,3 +90,66 @@ def test_time_travel_and_diff_on_a_live_quorum(quorum) -> None:
     assert removed["/configs/TOPIC"] == {"travel": {"retention.ms": "60000"}}   # its only topic config went
     after = kw("metadata-diff", "--bootstrap-controller", controllers(c), "0", str(now + 10_000))
     assert after.returncode == 2 and "after the end of the log" in after.stderr
+
+
+def image_partitions(c: Cluster) -> dict[str, dict[str, str]]:
+    out = kw("metadata-shell", "--bootstrap-controller", controllers(c), "find", "/topics")
+    tree = kw("metadata-shell", "--bootstrap-controller", controllers(c), "tree", "/topics")
+    assert out.returncode == 0 and tree.returncode == 0
+    parts: dict[str, dict[str, str]] = {}
+    topic = partition = None
+    for line in tree.stdout.splitlines()[1:]:
+        depth = (len(line) - len(line.lstrip())) // 2
+        key, _, value = line.strip().partition(": ")
+        if depth == 1:
+            topic = key.rstrip(":")
+        elif depth == 2 and key.endswith(":"):
+            partition = key.rstrip(":")
+            parts[f"{topic}-{partition}"] = {}
+        elif depth == 3:
+            parts[f"{topic}-{partition}"][key] = value
+    return parts
+
+
+def test_what_if_predicts_what_the_controller_does_when_the_broker_dies(quorum) -> None:
+    c = quorum
+    c.admin.create_topics([NewTopic("wi-three", 3, 3, topic_configs={"min.insync.replicas": "3"}),
+                           NewTopic("wi-one", 3, 1)])
+    wait_for(lambda: {"wi-three-2", "wi-one-2"} <= set(image_partitions(c)), 30, "both topics in the image")
+    time.sleep(1)     # let every ISR settle
+    text = kw("what-if", "--bootstrap-controller", controllers(c), "--fail", "broker=3")
+    assert text.returncode == 0, text.stderr
+    doc = json.loads(kw("what-if", "--bootstrap-controller", controllers(c), "--fail", "broker=3", "--json").stdout)
+    assert doc["failed"] == [3] and doc["recordsTheControllerWouldWrite"] > 0
+    before = image_partitions(c)
+    offline = {f"{p['topic']}-{p['partition']}" for p in doc["offline"]}
+    on_three = {k for k, p in before.items() if k.startswith("wi-one") and p["replicas"] == "[3]"}
+    assert offline == on_three and on_three, (offline, before)
+    assert {f"{p['topic']}-{p['partition']}" for p in doc["underMinIsr"]} >= {"wi-three-0", "wi-three-1",
+                                                                            "wi-three-2"}
+    moves = {f"{p['topic']}-{p['partition']}": p for p in doc["leaderMoves"]}
+    assert moves and all(p["leaderBefore"] == 3 and p["leaderAfter"] != 3 for p in moves.values())
+    for name in offline:
+        assert f"  {name}  replicas [3]: leader 3 -> none" in text.stdout
+    by_rack = kw("what-if", "--bootstrap-controller", controllers(c), "--fail", "rack=b")
+    assert by_rack.returncode == 0 and "failing brokers 2 (rack b), 3 (rack b)" in by_rack.stdout
+    doc_rack = json.loads(kw("what-if", "--bootstrap-controller", controllers(c), "--fail", "rack=b",
+                             "--json").stdout)
+    assert {f"{p['topic']}-{p['partition']}" for p in doc_rack["offline"]} == {
+        k for k, p in before.items() if k.startswith("wi-one") and p["replicas"] != "[1]"}
+    bad = kw("what-if", "--bootstrap-controller", controllers(c), "--fail", "rack=z")
+    assert bad.returncode == 2 and bad.stderr == "error: --fail: no broker in rack 'z' (racks: a, b)\n"
+    assert image_partitions(c) == before       # nothing was written
+    c.kill(3)
+    try:
+        wait_for(lambda: kw("metadata-shell", "--bootstrap-controller", c.addr(1) + "," + c.addr(2), "cat",
+                            "/cluster/brokers/3/fenced").stdout.strip() == "true", 60, "broker 3 fenced")
+        after = {k: v for k, v in image_partitions(c).items() if k.startswith("wi-")}
+        predicted = {f"{p['topic']}-{p['partition']}": p for key in ("offline", "leaderMoves", "underMinIsr")
+                     for p in doc[key]}
+        for name, p in predicted.items():
+            real_leader = int(after[name]["leader"])
+            assert real_leader == p["leaderAfter"], (name, after[name], p)
+            assert json.loads(after[name]["isr"]) == p["isrAfter"], (name, after[name], p)
+    finally:
+        c.start(3, *PROPS, rack(3))
