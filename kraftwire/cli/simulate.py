@@ -74,6 +74,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "convert back) at the versions kraftwire advertises")
     p.add_argument("--reconfig", action="store_true",
                    help="KIP-853: a kraft.version 1 quorum whose voters an admin adds and removes under the faults")
+    p.add_argument("--never-started", type=int, default=0, metavar="N",
+                   help="voters that never run (a fresh quorum with machines missing; default 0)")
+    p.add_argument("--start-spread-ms", type=int, default=0, metavar="MS",
+                   help="each node starts at a random time in [0, MS] (default 0: all at once)")
+    p.add_argument("--first-leader-within-ms", type=int, default=None, metavar="MS",
+                   help="liveness check: a leader must exist MS after the start")
     p.add_argument("--bugs", default="", help=argparse.SUPPRESS)  # test-only deliberate bugs
     p.add_argument("--spark", action="store_true", help="run the seeds as Spark tasks (needs PySpark)")
     p.add_argument("--master", default=None, metavar="URL", help="Spark master URL with --spark (default local[*])")
@@ -86,7 +92,9 @@ def _run(args: argparse.Namespace) -> int:
     bugs = frozenset(b for b in args.bugs.split(",") if b)
     cfg = SimConfig(voters=args.voters, observers=args.observers, faults=args.faults,
                     duration_ms=args.duration_ms, bugs=bugs, controller=args.controller,
-                    metadata_version=max(0, args.metadata_version), wire=args.wire, reconfig=args.reconfig)
+                    metadata_version=max(0, args.metadata_version), wire=args.wire, reconfig=args.reconfig,
+                    never_started=args.never_started, start_spread_ms=args.start_spread_ms,
+                    first_leader_within_ms=args.first_leader_within_ms)
     seeds = [args.seed] if args.seed is not None else range(args.start_seed, args.start_seed + args.seeds)
     import time
 

@@ -113,9 +113,10 @@ class _Inflight:
 
 @dataclass(slots=True)
 class _Rejoin:
-    """A voter restarted on a wiped disk: it neither votes nor stands until this completes."""
+    """A voter started without its history (fresh, or wiped): it neither votes nor stands until this completes."""
 
     unprobed: set[int]
+    election_deadline: int            # its election timer runs from its own start (Kafka's), used on a fresh quorum
     floor_epoch: int | None = None
     target_hw: int | None = None
 
@@ -165,7 +166,8 @@ class RaftCore:
         self._reported_leader: tuple[int | None, int] | None = None
         self._rejoin: _Rejoin | None = None
         if rejoining and self.is_voter and len(self.voters) > 1:
-            self._rejoin = _Rejoin(unprobed=set(self.voters) - {self.node_id})
+            self._rejoin = _Rejoin(unprobed=set(self.voters) - {self.node_id},
+                                   election_deadline=now_ms + self._election_timeout())
         self.state: State = self._initial_state(now_ms)
         self._persist()  # the shell's first ``tick`` produces the initial sends
 
@@ -1204,23 +1206,36 @@ class RaftCore:
                 self._persist()
 
     def _probed(self, now: int, dest: int) -> bool:
-        """A re-joining voter heard from ``dest``; True if that ended the re-join (fresh quorum)."""
+        """A re-joining voter heard from ``dest``; True if that ended the re-join (a fresh quorum)."""
         rj = self._rejoin
         if rj is None or dest not in rj.unprobed:
             return False
         # Any Fetch answer from a voter (a probe, or a fetch from the leader we follow) sent after the
         # restart shows its epoch; the leader is never probed separately (it is busy with fetches).
         rj.unprobed.discard(dest)
+        if self._fresh_majority(rj):
+            # A majority, ourselves included, answered and every answer said epoch 0 (an answer with a
+            # higher epoch would have raised ours): none of them ever saw a candidate, so no election
+            # and no commit can have happened without one of them (docs/raft.md, *Fresh quorums*).
+            self._rejoin = None
+            story.fresh_quorum(self, len(self.voters) - len(rj.unprobed), len(self.voters))
+            st = self.state
+            if isinstance(st, Observer):
+                # Unattached with the timer drawn at our start: if it already ran out we stand at once.
+                self._set_state(Unattached(st.epoch, rj.election_deadline))
+            return True
         if rj.unprobed:
             return False
         rj.floor_epoch = self.state.epoch
-        if not self._nothing_ever_happened():
+        return False
+
+    def _fresh_majority(self, rj: _Rejoin) -> bool:
+        """A majority of the voters (ourselves included) answered and none of them has a history."""
+        answered = len(self.voters) - len(rj.unprobed)
+        needed = len(self.voters) if self.faults.rejoin_waits_for_all else self.majority
+        if answered < needed:
             return False
-        # Every voter is still at epoch 0: nobody ever stood, so we never voted and nothing was
-        # committed. A fresh quorum's first boot ends here.
-        self._rejoin = None
-        self._to_unattached(now, self.state.epoch)
-        return True
+        return self.faults.rejoin_ignores_history or self._nothing_ever_happened()
 
     def _nothing_ever_happened(self) -> bool:
         return self.state.epoch == 0 and self.log.end_offset == 0 and self.log.latest_snapshot_id() is None

@@ -23,6 +23,8 @@ class RaftFaults:
     prevote_lost_stands: bool = False     # stand as a candidate after losing the pre-vote
     two_changes_in_flight: bool = False   # KIP-853: start a voter change before the previous one committed
     hw_old_majority: bool = False         # KIP-853: commit on a majority of the first voter set, not the one in force
+    rejoin_ignores_history: bool = False  # a voter without history votes once a majority answered, whatever their epochs
+    rejoin_waits_for_all: bool = False    # a fresh voter waits for every other voter, not a majority, to answer
 
     @classmethod
     def named(cls, names: Iterable[str]) -> RaftFaults:

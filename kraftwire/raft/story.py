@@ -154,3 +154,9 @@ def voters_changed(core: Any, old: list[int], new: list[int]) -> None:
     if log.isEnabledFor(logging.INFO):
         log.info("[%s id=%s] The voter set in force changed from %s to %s (epoch %s)", _tag(core), core.node_id,
                  old, new, core.state.epoch)
+
+
+def fresh_quorum(core: Any, answered: int, voters: int) -> None:
+    if log.isEnabledFor(logging.INFO):
+        log.info("[%s id=%s] A fresh quorum: %s of %s voters (a majority, this one included) answered and none has "
+                 "a history (epoch 0); taking part in elections", _tag(core), core.node_id, answered, voters)

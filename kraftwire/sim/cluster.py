@@ -29,7 +29,7 @@ from kraftwire.sim.wire import WireCodec
 
 RESPONSE_API = {m.VoteResponse: 52, m.BeginQuorumEpochResponse: 53, m.EndQuorumEpochResponse: 54, m.FetchResponse: 1,
                 m.DescribeQuorumResponse: 55, m.FetchSnapshotResponse: 59}
-DELIVER_REQ, DELIVER_RESP, REQ_TIMEOUT, TICK, RESTART, APPEND, FAULT, HEAL, END, UNDO, PERSISTED = range(11)
+DELIVER_REQ, DELIVER_RESP, REQ_TIMEOUT, TICK, RESTART, APPEND, FAULT, HEAL, END, UNDO, PERSISTED, FIRST_LEADER = range(12)
 
 
 DIGEST_KEY = b"digest"
@@ -118,6 +118,9 @@ class Simulation:
         self.snapshot_every: dict[int, int] = {}
         self.snapshot_downloads = 0   # FetchSnapshot answers that completed a snapshot
         self.isolations: list[list[int]] = []   # [node, start, end (or -1 while cut off)]
+        self.never_started: set[int] = set()    # voters that never run (SimConfig.never_started)
+        self.started_at: dict[int, int] = {}     # node -> time of its first start
+        self.rejoined_at: dict[int, int] = {}    # voter -> time it first ended a re-join (e.g. found a fresh quorum)
         if cfg.snapshot_records is not None:
             lo, hi = cfg.snapshot_records
             self.snapshot_every = {nid: self.rng.randint(lo, hi) for nid in self.nodes}
@@ -128,11 +131,20 @@ class Simulation:
         heapq.heappush(self._heap, (at, self._seq, kind, payload))
 
     def start(self) -> None:
-        """Boot every node and schedule the workload, faults, heal and end."""
+        """Boot every node (but the never-started ones) and schedule the workload, faults, heal and end."""
+        if self.cfg.never_started:
+            self.never_started = set(self.rng.sample(self.voter_ids, self.cfg.never_started))
         for nid, node in self.nodes.items():
             # As a production voter on an empty directory: re-joining until the others say they are fresh.
             node.rejoining = node.is_voter and len(self.voter_ids) > 1
-            self._start(nid, rejoining=node.rejoining)
+            if nid in self.never_started:
+                continue
+            if self.cfg.start_spread_ms:
+                self.schedule(self.rng.randint(0, self.cfg.start_spread_ms), RESTART, (nid, node.incarnation))
+            else:
+                self._start(nid, rejoining=node.rejoining)
+        if self.cfg.first_leader_within_ms is not None:
+            self.schedule(self.cfg.first_leader_within_ms, FIRST_LEADER)
         self.schedule(0, APPEND)
         if self.faults:
             self.schedule(self.rng.randint(0, self.cfg.fault_interval_ms), FAULT)
@@ -167,6 +179,7 @@ class Simulation:
         result.committed = len(self.checker.committed)
         result.max_epoch = max((n.store.read().epoch for n in self.nodes.values() if n.store.read()), default=0)
         result.elections = len(self.checker.leaders)
+        result.first_leader_ms = min(self.checker.leader_since.values(), default=None)
         result.snapshots = self.checker.snapshots_created
         result.snapshot_loads = self.checker.snapshots_loaded
         result.snapshot_downloads = self.snapshot_downloads
@@ -178,6 +191,7 @@ class Simulation:
         node.incarnation += 1
         node.pending.clear()
         node.rejoining = rejoining
+        self.started_at.setdefault(nid, self.now)
         try:
             raft = replace(self.raft, pre_vote=False) if nid in self.cfg.old_vote_nodes else self.raft
             node.core = RaftCore(nid, self.voter_ids, raft, node.log, node.store,
@@ -248,6 +262,8 @@ class Simulation:
             return
         self._route(node, outputs)
         if node.core is core:
+            if node.rejoining and not core.rejoining:
+                self.rejoined_at.setdefault(node.node_id, self.now)
             node.rejoining = core.rejoining
             self._schedule_tick(node)
 
@@ -379,7 +395,9 @@ class Simulation:
                 self._inject()
                 self.schedule(now + self.rng.randint(1, 2 * self.cfg.fault_interval_ms), FAULT)
             return None
-        if kind == HEAL:
+        if kind == FIRST_LEADER:
+            self.checker.check_first_leader()
+        elif kind == HEAL:
             self._heal()
         elif kind == UNDO:
             payload()
@@ -428,7 +446,8 @@ class Simulation:
             if any(n.rejoining for n in self.nodes.values()):
                 return
             # A sole voter's disk is the whole quorum: wiping it is data loss no protocol can undo.
-            up = [i for i in self._up() if len(self.voter_ids) > 1 or not self.nodes[i].is_voter]
+            up = [i for i in self._up() if (len(self.voter_ids) > 1 or not self.nodes[i].is_voter)
+                  and self._history_survives_wipe(i)]
             if up:
                 self.crash(r.choice(up), "crash", restart_after=r.randint(50, 1000), wipe=True)
         elif fault == "partition":
@@ -474,6 +493,18 @@ class Simulation:
             d = r.randint(20, 300)
             self._for(dur, lambda: setattr(node, "slow_extra", d), lambda: setattr(node, "slow_extra", 0))
 
+    def _history_survives_wipe(self, nid: int) -> bool:
+        """Wiping ``nid`` stays within the fault model of the fresh-quorum rule (docs/raft.md): once the
+        quorum has a history, fewer than a majority of its voters may be without one (at epoch 0: never
+        took part, or lost their disk) — as Raft assumes no majority fails, counting amnesia as failure."""
+        def epoch(v: int) -> int:
+            saved = self.nodes[v].store.read()
+            return 0 if saved is None or v == nid else saved.epoch
+        if not self.nodes[nid].is_voter or all(epoch(v) == 0 for v in self.voter_ids):
+            return True
+        blank = sum(1 for v in self.voter_ids if epoch(v) == 0)
+        return blank < len(self.voter_ids) // 2 + 1
+
     def _for(self, duration: int, start: Any, stop: Any) -> None:
         start()
         self.schedule(self.now + duration, UNDO, stop)
@@ -493,6 +524,6 @@ class Simulation:
         for node in self.nodes.values():
             node.slow_extra = 0
             node.log.fail_next = node.store.fail_next = False
-            if node.core is None:
+            if node.core is None and node.node_id not in self.never_started:
                 self._start(node.node_id, rejoining=node.rejoining)
         self.checker.on_heal()

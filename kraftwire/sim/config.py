@@ -32,6 +32,9 @@ class SimConfig:
     ``snapshot_clean_p``. With ``controller`` the workload is a quorum controller on every voter driven
     by scripted brokers and an admin client (see ``kraftwire.sim.controller_sim``), bootstrapped at
     ``metadata_version``.
+
+    A fresh quorum with machines missing: ``never_started`` voters never run, the others start within
+    ``start_spread_ms``; with ``first_leader_within_ms`` the checker also demands a leader by then.
     """
 
     voters: int = 3
@@ -54,6 +57,9 @@ class SimConfig:
     metadata_version: int = 0  # with ``controller``: the level the cluster bootstraps at (0 = latest)
     wire: bool = False         # every message crosses the Kafka wire format (kraftwire.sim.wire)
     reconfig: bool = False     # KIP-853: an admin adds and removes voters meanwhile (kraftwire.sim.reconfig_sim)
+    never_started: int = 0     # voters (drawn per seed) that never run: a fresh quorum with machines missing
+    start_spread_ms: int = 0   # each node starts at a time drawn in [0, start_spread_ms] (0: all at once)
+    first_leader_within_ms: int | None = None   # liveness: a leader must exist this long after the start
 
     @property
     def stable_leader_check(self) -> bool:
@@ -86,6 +92,7 @@ class SeedResult:
     snapshot_loads: int = 0
     snapshot_downloads: int = 0
     voter_changes: int = 0     # with ``reconfig``: AddRaftVoter/RemoveRaftVoter answered NONE
+    first_leader_ms: int | None = None   # when the first leader was seen (simulated ms from the start)
     repro: str = ""
 
     @property

@@ -275,6 +275,13 @@ class InvariantChecker:
                 raise Violation(f"node {nid}: state after {what} up to offset {end} differs from the committed log")
 
     # ------------------------------------------------------------------------------ end
+    def check_first_leader(self) -> None:
+        """A fresh quorum with a majority running elects within ``first_leader_within_ms`` of the start."""
+        if not self.leaders:
+            sim = self.sim
+            raise Violation(f"liveness: no leader {sim.cfg.first_leader_within_ms} ms after the start of a fresh "
+                            f"quorum ({len(sim.never_started)} of {len(sim.voter_ids)} voters never started)")
+
     def check_liveness(self) -> None:
         sim = self.sim
         for node in sim.nodes.values():

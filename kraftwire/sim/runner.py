@@ -20,6 +20,12 @@ def repro_command(seed: int, cfg: SimConfig) -> str:
         cmd += " --wire"
     if cfg.reconfig:
         cmd += " --reconfig"
+    if cfg.never_started:
+        cmd += f" --never-started {cfg.never_started}"
+    if cfg.start_spread_ms:
+        cmd += f" --start-spread-ms {cfg.start_spread_ms}"
+    if cfg.first_leader_within_ms is not None:
+        cmd += f" --first-leader-within-ms {cfg.first_leader_within_ms}"
     if cfg.bugs:
         cmd += f" --bugs {','.join(sorted(cfg.bugs))}"
     return cmd

@@ -247,8 +247,9 @@ class FileLog:
         candidates at least that up to date, and stands once its log is back there (raft/core.py).
         """
         if vote_floor is None:
-            log.info("%s: %s: re-joining (it votes for nobody until the other voters have answered and, if the "
-                     "quorum has a history, it holds the committed log)", self.dir, reason)
+            log.info("%s: %s: re-joining (it votes for nobody until a majority of the voters answered and none has "
+                     "a history, or, if the quorum has one, until every voter answered and it holds the committed "
+                     "log)", self.dir, reason)
         text = reason + "\n" + ("" if vote_floor is None else f"vote-floor {vote_floor[0]} {vote_floor[1]}\n")
         write_durably(self.rejoin_marker, text.encode())
 
