@@ -637,11 +637,48 @@ def check_kraftwire_shell_on_kafka(c: Cluster) -> Result:
     return Result("pass", "; ".join(details))
 
 
+def check_kraftwire_live_tools_on_kafka(c: Cluster) -> Result:
+    """``kraftwire metadata-shell`` and ``metadata-quorum`` with ``--bootstrap-controller`` at each Kafka controller
+    (the leader and the followers): the shell reads the live log as a Raft observer (the leader's snapshot through
+    FetchSnapshot, then the log above it) and lists the same brokers and topics as the broker's Metadata; the
+    quorum tool names the same leader as Kafka's own."""
+    truth = c.wait_leader()
+    leader = truth["LeaderId"]
+    wait_for(lambda: sorted(c.nodes[leader].metadata_dir.glob("*.checkpoint")), 90, "a Kafka snapshot")
+    topics = sorted(t for t in c.admin().list_topics(timeout=10).topics if not t.startswith("__"))
+    details = []
+    for node in c.voters():
+        addr = c.nodes[node].controller_address
+        rc, out = kraftwire_cli("metadata-shell", "--bootstrap-controller", addr, "ls", "/cluster/brokers")
+        listed = sorted(int(x) for x in re.findall(r"^(\d+)$", out, re.M))
+        if rc != 0 or listed != c.brokers():
+            return Result("fail", f"metadata-shell at {node}: exit {rc}, /cluster/brokers {listed}: {out.strip()[-300:]}")
+        rc, out = kraftwire_cli("metadata-shell", "--bootstrap-controller", addr, "ls", "/topics")
+        seen = sorted(t for t in out.split() if not t.startswith("__"))
+        if rc != 0 or not set(topics) <= set(seen):
+            return Result("fail", f"metadata-shell at {node}: exit {rc}, /topics {seen}, Metadata lists {topics}")
+        rc, out = kraftwire_cli("metadata-shell", "--bootstrap-controller", addr, "cat", "/provenance/snapshot")
+        if rc != 0 or out.strip() == "none":
+            return Result("fail", f"metadata-shell at {node}: the leader's snapshot was not read: {out.strip()[-300:]}")
+        status = describe_quorum(addr)
+        if not isinstance(status, dict) or status.get("LeaderId") != leader:
+            return Result("fail", f"metadata-quorum at {node}: {status}, Kafka's leader is {leader}")
+        details.append(f"{node}{' (leader)' if node == leader else ''}")
+    krc, kout = c.dist.run("kafka-metadata-quorum.sh", ["--bootstrap-controller", c.nodes[c.voters()[-1]].controller_address,
+                                                        "describe", "--status"], timeout_s=90)
+    theirs = re.search(r"LeaderId:\s+(\d+)", kout)
+    if krc != 0 or theirs is None or int(theirs.group(1)) != leader:
+        return Result("fail", f"kafka-metadata-quorum: exit {krc}: {kout[-300:]}")
+    return Result("pass", f"metadata-shell and metadata-quorum at controllers {', '.join(details)}: brokers "
+                          f"{c.brokers()}, topics {topics}, snapshot read, leader {leader} as Kafka's tool says")
+
+
 KAFKA_CONTROLLER_CHECKS: list[tuple[str, str, Callable[[Cluster], Result]]] = [
     ("(c) kraftwire broker on Kafka controllers", "register, unfence, serve metadata", check_kraftwire_broker_registers),
     ("(c) kraftwire broker on Kafka controllers", "forward admin writes", check_kraftwire_broker_forwards),
     ("(e) kraftwire reads Kafka's files", "kraftwire dump-log", check_kraftwire_dump_log_on_kafka),
     ("(e) kraftwire reads Kafka's files", "kraftwire metadata-shell", check_kraftwire_shell_on_kafka),
+    ("(e) kraftwire reads Kafka's files", "kraftwire live tools at Kafka controllers", check_kraftwire_live_tools_on_kafka),
 ]
 
 

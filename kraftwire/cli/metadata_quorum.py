@@ -86,6 +86,13 @@ async def _describe(tg: Any, addresses: list[tuple[str, int]], timeout_s: float,
                                        timeout_s=timeout_s, security=security)
     if cluster.error_code:
         raise RequestFailed(f"DescribeCluster failed: {kafka_error(cluster.error_code)}")
+    active = _cluster_endpoint(cluster, cluster.controller_id) if cluster.endpoint_type == 2 else None
+    if active is not None and active != (conn.host, conn.port):
+        # a controller lists the controllers: ask the active one, as Kafka's Admin does (a Kafka follower
+        # answers DescribeQuorum NOT_LEADER_OR_FOLLOWER without naming the leader)
+        await conn.close()
+        conn = Connection(tg, active[0], active[1], client_id="kraftwire-metadata-quorum",
+                          connect_timeout_s=timeout_s, security=security)
     request = DescribeQuorumRequest(topics=[TopicData(METADATA_TOPIC, [PartitionData(0)])])
     for _ in range(3):
         resp = await conn.request(request, None, timeout_s)

@@ -3,7 +3,7 @@
 The image is rebuilt by replaying records through ``QuorumController`` (standby replay): from a
 snapshot file, from a log directory (latest snapshot plus the segments after it, read-only), or —
 beyond Kafka — live, by fetching the committed ``__cluster_metadata`` log from a controller over
-the Kafka protocol. The tree (see docs/storage.md):
+the Kafka protocol (a kraftwire node or a Kafka controller: ``cli/live_metadata.py``). The tree (see docs/storage.md):
 
     /features/<name>                          finalized level
     /cluster/brokers/<id>/<field>             registration fields
@@ -38,13 +38,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from kraftwire.cli.errors import ExitCode, OperatorError, kafka_error
+from kraftwire.cli.errors import ExitCode, OperatorError
 from kraftwire.metadata import ImageLoader, MetadataImage
 from kraftwire.metadata.image import MetadataReplayError
 from kraftwire.net.client import RequestFailed
 from kraftwire.protocol.errors import KafkaProtocolError
 from kraftwire.storage import StorageError
-from kraftwire.storage.reader import MetadataSource, batch_span, read_metadata
+from kraftwire.storage.reader import MetadataSource, read_metadata
 
 Tree = dict[str, Any]  # a directory: name -> Tree or str (a file)
 
@@ -481,73 +481,14 @@ class Shell:
 
 # -- sources --------------------------------------------------------------------------------------------
 def load_live(addr: str, timeout: float, security: Any = None) -> MetadataSource:
-    """Fetch the committed ``__cluster_metadata`` log from ``addr`` (a controller) as a consumer would;
-    ``security`` is a ClientSecurity (from ``--command-config``) or None for plaintext."""
+    """The committed ``__cluster_metadata`` log of the quorum ``addr`` belongs to (``cli/live_metadata.py``:
+    as a consumer from a kraftwire node, as a Raft observer from a Kafka controller); ``security`` is a
+    ClientSecurity (from ``--command-config``) or None for plaintext."""
     import anyio
 
-    return anyio.run(_fetch_live, addr, timeout, security)
+    from kraftwire.cli.live_metadata import fetch_live
 
-
-async def _fetch_live(addr: str, timeout: float, security: Any = None) -> MetadataSource:
-    import anyio
-
-    from kraftwire.net.client import Connection
-    from kraftwire.node.reads import METADATA_TOPIC
-    from kraftwire.protocol.messages import fetch_request as fq
-    from kraftwire.protocol.messages import list_offsets_request as lq
-    from kraftwire.protocol.metadata import decode_record
-    from kraftwire.protocol.records import decode_batches
-
-    host, _, port = addr.rpartition(":")
-    out = MetadataSource(addr)
-    failure: Exception | None = None
-    async with anyio.create_task_group() as tg:
-        conn = Connection(tg, host.strip("[]"), int(port), client_id="kraftwire-metadata-shell", security=security)
-        try:
-            with anyio.fail_after(timeout):
-                bounds = []
-                for ts in (-2, -1):  # earliest, then the committed end
-                    req = lq.ListOffsetsRequest(replica_id=-1, isolation_level=1, topics=[
-                        lq.ListOffsetsTopic(METADATA_TOPIC, [lq.ListOffsetsPartition(0, timestamp=ts)])])
-                    resp = await conn.request(req, None, timeout)
-                    part = resp.topics[0].partitions[0]
-                    if part.error_code:
-                        raise RequestFailed(f"ListOffsets failed: {kafka_error(part.error_code)}")
-                    bounds.append(part.offset)
-                start, end = bounds
-                if start > 0:
-                    raise RequestFailed(f"the log at {addr} starts at offset {start}: older records were "
-                                        "cleaned into a snapshot that clients cannot fetch; copy the latest "
-                                        ".checkpoint file and use --snapshot")
-                offset = start
-                while offset < end:
-                    wanted = fq.FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=8 << 20)
-                    req = fq.FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=8 << 20,
-                                          isolation_level=1,
-                                          topics=[fq.FetchTopic(topic=METADATA_TOPIC, partitions=[wanted])])
-                    part = (await conn.request(req, 12, timeout)).responses[0].partitions[0]
-                    if part.error_code:
-                        raise RequestFailed(f"Fetch failed: {kafka_error(part.error_code)}")
-                    batches = decode_batches(part.records) if part.records else []
-                    if not batches:
-                        raise RequestFailed(f"Fetch at offset {offset} returned nothing below the end {end}")
-                    for b in batches:
-                        if not b.control:
-                            out.records += [(b.base_offset + i, decode_record(r.value))
-                                            for i, r in enumerate(b.records)
-                                            if r.value is not None and offset <= b.base_offset + i < end]
-                        if b.base_offset < end:
-                            out.last_offset, out.last_epoch = min(b.last_offset, end - 1), b.leader_epoch
-                            out.batches.append(batch_span(b))
-                        offset = max(offset, b.next_offset)
-        except (RequestFailed, KafkaProtocolError, OSError, TimeoutError) as e:
-            failure = e     # re-raised outside the task group, unwrapped
-        finally:
-            await conn.close()
-            tg.cancel_scope.cancel()
-    if failure is not None:
-        raise failure
-    return out
+    return anyio.run(fetch_live, addr, timeout, security)
 
 
 # -- CLI ------------------------------------------------------------------------------------------------

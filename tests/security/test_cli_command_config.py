@@ -10,9 +10,9 @@ import pytest
 
 from kraftwire.cli.client_config import command_security
 from kraftwire.cli.console_consumer import consume
+from kraftwire.cli.live_metadata import fetch_live
 from kraftwire.cli.main import main
 from kraftwire.cli.metadata_quorum import describe
-from kraftwire.cli.metadata_shell import _fetch_live
 from kraftwire.net.client import RequestFailed
 from kraftwire.security.authorizer import READ
 from kraftwire.security.settings import SecurityConfigError
@@ -94,7 +94,7 @@ async def test_console_consumer_and_metadata_shell(certs, tmp_path, capsys):
         assert code == 0, err
         assert len(text.splitlines()) == 2 and '"type"' in text.splitlines()[0]
         # the MTLS listener maps alice's certificate to User:alice (it has READ too)
-        src = await _fetch_live(f"127.0.0.1:{sn.port('MTLS')}", 10, command_security(mtls))
+        src = await fetch_live(f"127.0.0.1:{sn.port('MTLS')}", 10, command_security(mtls))
         assert src.records and src.records[0][1].message.name == "metadata.version"
         code, text, err = await run_cli(capsys, "metadata-shell", "--bootstrap-controller",
                                         f"127.0.0.1:{sn.port('SASL_SSL')}", "--command-config", alice, "ls", "/")

@@ -10,8 +10,9 @@ import uuid
 import anyio
 import pytest
 
+from kraftwire.cli.live_metadata import fetch_live
 from kraftwire.cli.main import main
-from kraftwire.cli.metadata_shell import Shell, _fetch_live, build_image, image_tree, kafka_uuid, provenance
+from kraftwire.cli.metadata_shell import Shell, build_image, image_tree, kafka_uuid, provenance
 from kraftwire.config import load_config
 from kraftwire.group import MemoryOffsetStore
 from kraftwire.metadata import image_to_records
@@ -203,7 +204,7 @@ async def test_live_view_from_a_running_controller() -> None:
             assert created.topics[0].error_code == Errors.NONE, created
             await conn.close()
             tg.cancel_scope.cancel()
-        src = await _fetch_live(f"127.0.0.1:{port}", 20)
+        src = await fetch_live(f"127.0.0.1:{port}", 20)
         outer.cancel_scope.cancel()
     image = build_image(src)
     assert "live-topic" in image.topic_ids and 7 in image.brokers
