@@ -21,6 +21,13 @@ class LogPartitionView:
         return -1 if leader is None else leader
 
     @property
+    def controller_id(self) -> int:
+        """The active controller as clients are told it (Metadata, DescribeCluster): -1 unless this node
+        knows the leader of the current epoch first-hand (``RaftCore.known_leader_id``)."""
+        leader = self.core.known_leader_id
+        return -1 if leader is None else leader
+
+    @property
     def leader_epoch(self) -> int:
         return self.core.epoch
 

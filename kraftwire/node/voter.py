@@ -194,11 +194,11 @@ class VoterRole:
         v = request.api_version
         return Reply(reads.metadata_response(request.body, v, view=self.view, brokers=self._brokers(ctx.listener),
                                              voters=list(self.server.voters), cluster_id=self.server.cluster_id,
-                                             controller_id=self.view.leader_id), v)
+                                             controller_id=self.view.controller_id), v)
 
     async def _on_describe_cluster(self, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version
-        resp = DescribeClusterResponse(cluster_id=self.server.cluster_id, controller_id=self.view.leader_id,
+        resp = DescribeClusterResponse(cluster_id=self.server.cluster_id, controller_id=self.view.controller_id,
                                        brokers=[DescribeClusterBroker(b.node_id, b.host, b.port, b.rack)
                                                 for b in self._brokers(ctx.listener)])
         if v >= 1:

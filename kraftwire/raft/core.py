@@ -188,6 +188,19 @@ class RaftCore:
         return None
 
     @property
+    def known_leader_id(self) -> int | None:
+        """The leader this replica knows to lead now: itself as Leader, or the leader that has answered its
+        Fetch in the current epoch. Unlike ``leader_id`` it is never a leader remembered from quorum-state
+        or one that resigned (a restarted former leader comes back Resigned and is no leader): what a
+        node tells clients as the active controller."""
+        st = self.state
+        if isinstance(st, Leader):
+            return self.node_id
+        if isinstance(st, Follower) and st.last_fetch_ok is not None:
+            return st.leader_id
+        return None
+
+    @property
     def is_leader(self) -> bool:
         return isinstance(self.state, Leader)
 
