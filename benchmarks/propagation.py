@@ -195,7 +195,7 @@ class Observers:
         while not self.stopping:
             node = self.leader
             try:
-                _, proto = await loop.create_connection(lambda: _Fetcher(self, replica_id, node), self.addrs[node],
+                _, proto = await loop.create_connection(lambda node=node: _Fetcher(self, replica_id, node), self.addrs[node],
                                                         CONTROLLER_PORT)
             except OSError:
                 await asyncio.sleep(0.2)
@@ -311,8 +311,9 @@ async def drive(setup: str, controllers: list, brokers: list, cluster_id: str, c
                 raise RuntimeError(f"{setup}: change {i} ({kind}) refused with error {code}")
             seen: list[float] = []
 
-            async def poll(conn: Connection, i: int = i, kind: str = kind, seen: list[float] = seen) -> None:
-                seen.append(await wait_visible(conn, kind, i, t_ack + 30))
+            async def poll(conn: Connection, i: int = i, kind: str = kind, seen: list[float] = seen,
+                           deadline: float = t_ack + 30) -> None:
+                seen.append(await wait_visible(conn, kind, i, deadline))
 
             async with anyio.create_task_group() as polls:
                 for p in pollers:
