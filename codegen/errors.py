@@ -37,6 +37,7 @@ NO_NODE = {"NodeId": "-1", "Host": "''", "Port": "-1"}
 SPECS: dict[str, Spec] = {
     "AddRaftVoter": TOP,
     "AllocateProducerIds": TOP,
+    "AssignReplicasToDirs": TOP,
     "AlterClientQuotas": Spec({"Entries": Each("Entries", {
         "Entity": Each("Entity", {"EntityType": "item.entity_type", "EntityName": "item.entity_name"}),
         **CODE})}),

@@ -315,6 +315,10 @@ def heartbeat(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[
             records = controlled_shutdown_records(ctl, bid)
     touch_session(ctl.sessions, bid, s, now)
     s.metadata_offset = req.current_metadata_offset
+    if req.offline_log_dirs and RecordVersions(image.metadata_version).directories:
+        from kraftwire.controller.directories import directories_offline
+
+        records = records + directories_offline(ctl, bid, req.broker_epoch, list(req.offline_log_dirs))
     resp = BrokerHeartbeatResponse(
         is_caught_up=req.current_metadata_offset >= reg_offset,
         is_fenced=nxt in (FENCED, SHUTDOWN_NOW),

@@ -24,6 +24,7 @@ from typing import Any
 from kraftwire.controller import acls, cluster, configs, quotas, reassignment, replication, scram
 from kraftwire.controller import feature_control as features_cmd
 from kraftwire.controller.dir_index import DirectoryIndex
+from kraftwire.controller.directories import assign_replicas_to_dirs
 from kraftwire.controller.elr import cluster_min_isr_record
 from kraftwire.controller.result import CommandError, ControllerConfig, ControllerResult
 from kraftwire.metadata.fast import partition_from_value
@@ -431,6 +432,7 @@ _Command = Callable[[QuorumController, int, Any, int], tuple[list[MetadataRecord
 _COMMANDS: dict[str, _Command] = {
     "BrokerRegistrationRequest": cluster.register_broker,
     "BrokerHeartbeatRequest": cluster.heartbeat,
+    "AssignReplicasToDirsRequest": assign_replicas_to_dirs,
     "UnregisterBrokerRequest": cluster.unregister_broker,
     "ControllerRegistrationRequest": cluster.register_controller,
     "CreateTopicsRequest": replication.create_topics,

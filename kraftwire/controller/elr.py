@@ -46,12 +46,17 @@ def topic_min_isr(image: MetadataImage, topic: str, replication_factor: int, sta
 
 
 def change_options(image: MetadataImage, topic: Any, static: dict[str, str], node_id: int = -1) -> dict:
-    """Keyword arguments of ``build_change`` for one topic: ELR on/off and its min ISR."""
+    """Keyword arguments of ``build_change`` for one topic: ELR on/off and its min ISR, and which replicas'
+    directories are online (KIP-858, ``directories.online_check``)."""
+    from kraftwire.controller.directories import online_check
+
+    online = online_check(image)
+    opts: dict = {} if online is None else {"dir_online": online}
     if not elr_enabled(image):
-        return {}
+        return opts
     first = topic.partitions.get(0)
     rf = len(first.replicas) if first is not None else 0
-    return {"elr": True, "min_isr": topic_min_isr(image, topic.name, rf, static, node_id)}
+    return {**opts, "elr": True, "min_isr": topic_min_isr(image, topic.name, rf, static, node_id)}
 
 
 def clear_elr_records(image: MetadataImage, records: list[MetadataRecord]) -> list[MetadataRecord]:

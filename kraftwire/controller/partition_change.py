@@ -120,6 +120,8 @@ def build_change(
     target_adding: Sequence[int] | None = None,
     target_removing: Sequence[int] | None = None,
     default_dir: Callable[[int], uuid.UUID] | None = None,
+    target_dirs: dict[int, uuid.UUID] | None = None,
+    dir_online: Callable[[int, uuid.UUID], bool] | None = None,
 ) -> PartitionChangeRecord | None:
     """The PartitionChangeRecord moving ``part`` towards ``target_isr`` with a valid leader, or None.
 
@@ -129,8 +131,17 @@ def build_change(
     KIP-966 with the topic's effective ``min_isr``; ``unclean_shutdown`` replicas never join the ELR.
     ``target_replicas`` / ``target_adding`` / ``target_removing`` (None: unchanged) move the partition's
     assignment; ``default_dir(broker)`` names the directory of a replica new to the partition (metadata
-    versions with directory assignment).
+    versions with directory assignment); ``target_dirs`` moves replicas to other directories (KIP-858);
+    ``dir_online(broker, directory)`` (``directories.online_check``) keeps replicas in offline
+    directories from being elected, as Kafka's LeaderAcceptor does.
     """
+    if dir_online is not None and part.directories:
+        dirs = dict(zip(part.replicas, part.directories, strict=False))
+        base = acceptable
+
+        def acceptable(r: int) -> bool:
+            return base(r) and dir_online(r, dirs.get(r, UNASSIGNED_DIR))
+
     t = _Target(part, part.isr if target_isr is None else target_isr, target_replicas, target_adding,
                 target_removing)
     rec = PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id)
@@ -157,26 +168,30 @@ def build_change(
         rec.leader = part.leader
     if elr:
         _record_last_known_leader(part, rec)
-    _record_assignment(part, t, rec, versions, default_dir)
+    _record_assignment(part, t, rec, versions, default_dir, target_dirs)
     if (target_recovery_state is not None and rec.leader_recovery_state == -1
             and target_recovery_state != part.leader_recovery_state):
         rec.leader_recovery_state = target_recovery_state
     if (rec.leader == NO_LEADER_CHANGE and rec.isr is None and rec.leader_recovery_state == -1
             and rec.eligible_leader_replicas is None and rec.last_known_elr is None and rec.replicas is None
-            and rec.adding_replicas is None and rec.removing_replicas is None):
+            and rec.adding_replicas is None and rec.removing_replicas is None and rec.directories is None):
         return None
     return rec
 
 
 def _record_assignment(part: Partition, t: _Target, rec: PartitionChangeRecord, versions: RecordVersions,
-                       default_dir: Callable[[int], uuid.UUID] | None) -> None:
+                       default_dir: Callable[[int], uuid.UUID] | None,
+                       target_dirs: dict[int, uuid.UUID] | None) -> None:
     """Replicas (with their directories), adding and removing replicas where the target differs."""
-    if t.replicas and tuple(t.replicas) != part.replicas:
+    moved = t.replicas and tuple(t.replicas) != part.replicas
+    if moved:
         rec.replicas = t.replicas
-        if versions.directories:
-            known = dict(zip(part.replicas, part.directories, strict=False))   # none before 3.7
-            rec.directories = [known[r] if r in known else default_dir(r) if default_dir else UNASSIGNED_DIR
-                               for r in t.replicas]
+    if versions.directories and (moved or target_dirs):
+        known = dict(zip(part.replicas, part.directories, strict=False))   # none before 3.7
+        known.update(target_dirs or {})
+        dirs = [known[r] if r in known else default_dir(r) if default_dir else UNASSIGNED_DIR for r in t.replicas]
+        if moved or tuple(dirs) != part.directories:
+            rec.directories = dirs
     if tuple(t.removing) != part.removing_replicas:
         rec.removing_replicas = t.removing
     if tuple(t.adding) != part.adding_replicas:

@@ -51,7 +51,7 @@ UNMODELLED: dict[int, tuple[str, tuple[str, ...]]] = {
     65: ("DescribeTransactions", (BROKER,)), 66: ("ListTransactions", (BROKER,)),
     68: ("ConsumerGroupHeartbeat", (BROKER,)), 69: ("ConsumerGroupDescribe", (BROKER,)),
     71: ("GetTelemetrySubscriptions", (BROKER,)), 72: ("PushTelemetry", (BROKER,)),
-    73: ("AssignReplicasToDirs", (CONTROLLER,)), 74: ("ListConfigResources", (BROKER,)),
+    74: ("ListConfigResources", (BROKER,)),
     76: ("ShareGroupHeartbeat", (BROKER,)), 77: ("ShareGroupDescribe", (BROKER,)), 78: ("ShareFetch", (BROKER,)),
     79: ("ShareAcknowledge", (BROKER,)), 83: ("InitializeShareGroupState", (BROKER,)),
     84: ("ReadShareGroupState", (BROKER,)), 85: ("WriteShareGroupState", (BROKER,)),
@@ -64,8 +64,6 @@ UNMODELLED: dict[int, tuple[str, tuple[str, ...]]] = {
 #: Why kraftwire's controller does not serve an API Kafka 4.1's controller advertises.
 CONTROLLER_REFUSED: dict[int, str] = {
     38: _TOKENS, 39: _TOKENS, 40: _TOKENS, 41: _TOKENS,
-    73: "JBOD directory assignment (KIP-858) is not built yet (issue #22 item 5); "
-        "a broker with one log directory never sends it",
 }
 
 #: Why a kraftwire broker does not serve an API Kafka 4.1's broker advertises.

@@ -52,6 +52,7 @@ CONTROLLER_APIS = {
     64: (0, 0),   # UnregisterBroker
     67: (0, 0),   # AllocateProducerIds
     70: (0, 0),   # ControllerRegistration
+    73: (0, 0),   # AssignReplicasToDirs (KIP-858)
 }
 
 # Controller APIs any controller answers from its committed image (not only the active one).

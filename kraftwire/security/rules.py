@@ -507,6 +507,7 @@ RULES: dict[int, Rule] = {
     64: _controller_api(ALTER),             # UnregisterBroker (Kafka requires ALTER here)
     67: _controller_api(CLUSTER_ACTION),    # AllocateProducerIds
     70: _controller_api(CLUSTER_ACTION),    # ControllerRegistration
+    73: _controller_api(CLUSTER_ACTION),    # AssignReplicasToDirs
     80: _controller_api(ALTER),             # AddRaftVoter (Kafka: ALTER on the cluster)
     81: _controller_api(ALTER),             # RemoveRaftVoter
     82: _controller_api(CLUSTER_ACTION),    # UpdateRaftVoter (voter to leader)
