@@ -25,6 +25,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "metadata-shell": ("metadata_shell", "browse the metadata image (snapshot, log directory or live controller)"),
     "metadata-diff": ("metadata_diff", "what changed in the metadata between two offsets or times"),
     "what-if": ("what_if", "which partitions go offline or under min ISR if brokers fail"),
+    "doctor": ("doctor", "explain why a quorum or broker is unhealthy (plain words, with evidence)"),
     "protocol": ("protocol", "decode Kafka protocol frames to JSON and encode them back"),
     "acls": ("acls", "add, remove and list ACLs (like kafka-acls.sh)"),
     "analytics": ("analytics", "Spark analytics over a metadata log (Parquet, PNG, summary)"),

@@ -4,6 +4,7 @@ kraftwire quorum of three combined nodes."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -153,3 +154,42 @@ def test_what_if_predicts_what_the_controller_does_when_the_broker_dies(quorum) 
             assert json.loads(after[name]["isr"]) == p["isrAfter"], (name, after[name], p)
     finally:
         c.start(3, *PROPS, rack(3))
+
+
+def doctor(c: Cluster, *extra: str) -> subprocess.CompletedProcess:
+    return kw("doctor", "--bootstrap-controller", controllers(c), *extra)
+
+
+def test_doctor_explains_a_dead_node_then_a_lost_quorum(quorum) -> None:
+    c = quorum
+    c.admin.create_topics([NewTopic("dr-three", 3, 3, topic_configs={"min.insync.replicas": "3"}),
+                           NewTopic("dr-one", 3, 1)])
+    wait_for(lambda: doctor(c).returncode == 0, 60, "a healthy report")
+    healthy = doctor(c)
+    assert "ok      [quorum] node " in healthy.stdout and "ok      [brokers] brokers 1, 2, 3 are registered" \
+        in healthy.stdout and "PROBLEM" not in healthy.stdout
+    c.kill(3)
+    try:
+        wait_for(lambda: "broker 3 is fenced" in doctor(c).stdout, 60, "broker 3 reported fenced")
+        sick = doctor(c)
+        assert sick.returncode == 1
+        assert "node 3 (" + c.addr(3) + "): unreachable" in sick.stdout
+        assert re.search(r"PROBLEM \[brokers\] broker 3 is fenced: it (has not fetched|stopped fetching)", sick.stdout)
+        offline = [ln for ln in sick.stdout.splitlines() if re.match(r"\s+- dr-one-\d: replicas \[3\]", ln)]
+        assert offline and all("(3 fenced)" in ln for ln in offline)
+        assert re.search(r"\s+- dr-three-0: replicas \[[0-9, ]+\], isr \[[12], [12]\].*min.insync.replicas 3",
+                         sick.stdout)
+        doc = json.loads(doctor(c, "--json").stdout)
+        assert {f["area"] for f in doc["findings"] if f["severity"] == "problem"} == {"quorum", "brokers",
+                                                                                     "partitions"}
+        c.kill(2)
+        lost = wait_for(lambda: (r := doctor(c)).stdout.startswith("PROBLEM [quorum] no leader answers") and r,
+                        60, "no leader reported")
+        assert "a leader needs the votes of 2 of 3, and only 1 are reachable" in lost.stdout
+        assert lost.returncode == 1
+    finally:
+        for node in (2, 3):
+            if c.procs[node].poll() is not None:
+                c.start(node, *PROPS, rack(node))
+    one = kw("doctor", "--bootstrap-controller", "127.0.0.1:1")
+    assert one.returncode == 7 and "no controller answered" in one.stdout
