@@ -24,7 +24,10 @@ Checked after every event, on top of the raft invariants:
   from the leader) gets exactly that image;
 * every broker's image: replayed records are committed ones, no fenced broker leads a partition in
   it, and at the end it equals every controller's image at the same offset; a broker is never
-  unfenced before it has replayed its own registration; every broker up at the end is unfenced.
+  unfenced before it has replayed its own registration; every broker up at the end is unfenced;
+* partition reassignments (``reassign_sim``: a mover client and a data-plane stand-in for the
+  partition leaders): ISR, adding and removing replicas within the replicas in every image, a move
+  ends only complete (every replica in the ISR) or cancelled, and none is still moving at the end.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from kraftwire.raft import RaftCore, SimulatedCrash, SnapshotId
 from kraftwire.sim.cluster import TICK, UNDO, SimNode, Simulation
 from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.invariants import InvariantChecker, Violation
+from kraftwire.sim.reassign_sim import CATCH_UP, MOVER, MoveChecker, ReassignWorkload, check_partition
 
 CTICK, AGENT_WAKE, AGENT_REQ, AGENT_RESP, AGENT_TIMEOUT = range(20, 25)
 NOT_CONTROLLER = int(Errors.NOT_CONTROLLER)
@@ -165,10 +169,16 @@ class ControllerChecker(InvariantChecker):
         self.reg_epochs: dict[tuple[int, uuid.UUID], int] = {}
         self.acked_topics: set[str] = set()
         self.topic_acks_after_heal = 0
+        self.moves = MoveChecker()
+
+    def after_event(self, node: Any) -> None:
+        super().after_event(node)
+        self.moves.follow(self.committed)
 
     def check_image(self, nid: int, image: MetadataImage, which: str) -> None:
         for topic in image.topics.values():
             for pid, p in topic.partitions.items():
+                check_partition(nid, which, topic.name, pid, p)
                 if p.leader < 0:
                     continue
                 b = image.brokers.get(p.leader)
@@ -242,6 +252,7 @@ class ControllerChecker(InvariantChecker):
             if role is not None and sim.nodes[bid].core is not None and not role.serving:
                 raise Violation(f"liveness: broker {bid} is up but not serving after the heal "
                                 f"({role.state.name}, replayed to {role.metadata.applied_offset})")
+        sim.moves.check_settled(self.moves.image)
 
     @property
     def _acked_by(self) -> int:
@@ -264,6 +275,7 @@ class ControllerSimulation(Simulation):
         self.shells: dict[int, SimControllerShell] = {}
         self.agents = {bid: BrokerAgent(bid) for bid in self.observer_ids}
         self.admin = AdminAgent()
+        self.moves = ReassignWorkload(self)
         self._agent_seq = 0
         self._agent_calls: dict[int, tuple[Any, Any, Any]] = {}   # seq -> (agent key, life, request)
         self.activations = 0
@@ -421,6 +433,7 @@ class ControllerSimulation(Simulation):
         super().start()
         self.admin.target = self.rng.choice(self.voter_ids)
         self.schedule(self.rng.randint(200, 500), AGENT_WAKE, ("admin", 0))
+        self.moves.start()
         if self.faults:
             self.schedule(self.rng.randint(0, self.ccfg.broker_fault_interval_ms), AGENT_WAKE, ("fault", 0))
 
@@ -480,6 +493,16 @@ class ControllerSimulation(Simulation):
             self.schedule(self.now + self._latency(target, target), AGENT_REQ, (seq, target, wired))
         return seq
 
+    def wake_agent(self, at: int, key: str) -> None:
+        self.schedule(at, AGENT_WAKE, (key, 0))
+
+    def send_agent(self, key: str, target: int, request: Any) -> int:
+        """Send a scripted client's request; its answer (or None on timeout) comes back to its agent."""
+        return self._send(key, 0, target, request)
+
+    def retarget(self, current: int) -> int:
+        return self._retarget(current)
+
     def _retarget(self, current: int) -> int:
         """The next voter to ask after NOT_CONTROLLER or no answer: the leader the refusing voter knows
         (what a client learns from Metadata's ControllerId), else a random other voter."""
@@ -500,6 +523,9 @@ class ControllerSimulation(Simulation):
             return
         if key == "admin":
             self._admin_step()
+            return
+        if key in (MOVER, CATCH_UP):
+            self.moves.wake(key)
             return
         raise ValueError(f"unknown agent {key!r}")
 
@@ -549,6 +575,9 @@ class ControllerSimulation(Simulation):
         key, life, request = call
         if key == "admin":
             self._admin_response(seq, dest, response)
+            return
+        if key in (MOVER, CATCH_UP):
+            self.moves.on_response(key, seq, response)
             return
         node, agent = self.nodes[key], self.agents[key]
         incarnation, rid = life

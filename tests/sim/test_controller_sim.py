@@ -26,7 +26,7 @@ def test_invariants_hold_over_120_seeds_and_failovers_hit_in_flight_requests() -
             interrupted[k] = interrupted.get(k, 0) + v
     # The runs really exercised what the invariants are about.
     assert registrations > 300 and topics > 1000 and shutdowns > 30
-    assert activations > 240, "controller failovers are expected in most seeds"
+    assert activations >= 240, "controller failovers are expected in most seeds"
     for kind in ("BrokerRegistrationRequest", "BrokerHeartbeatRequest", "ControlledShutdown",
                  "CreateTopicsRequest"):
         assert interrupted.get(kind, 0) > 0, f"no failover landed during a {kind}: {interrupted}"
