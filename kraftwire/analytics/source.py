@@ -6,12 +6,17 @@ with one Spark partition per snapshot (``.checkpoint``) file and per ``splitByte
 byte range of each segment (``<base>.log``; a range reads the batches that start inside it). The
 path must be readable by the executors (a local directory in local mode, a shared one otherwise).
 
-Live: ``.option("bootstrap", "HOST:PORT").load()`` reads the committed records of a running node
-over Fetch, split into ``partitions`` offset ranges (default 1) between ``startingOffset`` (default:
-the log start) and ``endingOffset`` (default: the high watermark when the query is planned).
+Live: ``.option("bootstrap", "HOST:PORT[,HOST:PORT...]").load()`` reads the committed records of a
+running quorum (kraftwire nodes, or Kafka controllers: ``net/metadata_log.py``) from the first listed node
+that answers, split into ``partitions`` offset ranges (default 1) between ``startingOffset`` (default: the
+log start) and ``endingOffset`` (default: the high watermark when the query is planned).
 
-Streaming: ``spark.readStream.format("kraftwire").option("bootstrap", "HOST:PORT").load()``
-follows the node's high watermark (``startingOffsets`` earliest/latest/N, ``maxRecordsPerTrigger``).
+Streaming: ``spark.readStream.format("kraftwire").option("bootstrap", ...)`` follows the quorum's high
+watermark (``startingOffsets`` earliest/latest/N, ``maxRecordsPerTrigger``); offsets are metadata log
+offsets, so Spark's checkpoint holds the next log offset to read. A node that fails is replaced by the next
+listed one. When a checkpointed offset is below the log start (a snapshot replaced the records), the
+micro-batch emits the snapshot's records first (``source_type`` = ``snapshot``, ``snapshot_end_offset``
+set, ``offset`` the position inside the snapshot, as for snapshot files) and goes on from its end.
 
 Other options: ``verifyCrc`` (default true), ``chunkRows`` (rows per Arrow batch, default 8192).
 Columns: see ``kraftwire.analytics.rows.COLUMNS``. The reader runs entirely in Python workers and
@@ -60,11 +65,16 @@ class FilePartition(InputPartition):
 
 
 class RangePartition(InputPartition):
-    """Offsets ``[start, end)`` of a live node's log."""
+    """Offsets ``[start, end)`` of a live quorum's log. Only the ``first`` range of a read emits the snapshot
+    that replaced records below the log start (the others skip to its end), so it is read once."""
 
-    def __init__(self, bootstrap: str, start: int, end: int) -> None:
-        super().__init__((bootstrap, start, end))
-        self.bootstrap, self.start, self.end = bootstrap, start, end
+    def __init__(self, bootstrap: str, start: int, end: int, first: bool = True) -> None:
+        super().__init__((bootstrap, start, end, first))
+        self.bootstrap, self.start, self.end, self.first = bootstrap, start, end, first
+
+
+def ranges(bootstrap: str, start: int, end: int, parts: int) -> list[RangePartition]:
+    return [RangePartition(bootstrap, a, b, i == 0) for i, (a, b) in enumerate(split_range(start, end, parts))]
 
 
 def _flag(options: Any, key: str, default: bool) -> bool:
@@ -136,7 +146,7 @@ class KraftwireReader(DataSourceReader):
         lo, hi = log_bounds(self.bootstrap)
         start = lo if self.starting is None else max(lo, self.starting)
         end = hi if self.ending is None else min(hi, self.ending)
-        return [RangePartition(self.bootstrap, a, b) for a, b in split_range(start, end, self.parts)]
+        return ranges(self.bootstrap, start, end, self.parts)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return read_partition(partition, self.verify_crc, self.chunk_rows)
@@ -146,7 +156,8 @@ class KraftwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     """``spark.readStream.format("kraftwire").option("bootstrap", ...)``: follow a node's committed log.
 
     Offsets are ``{"offset": N}`` (the next log offset to read). ``startingOffsets`` is ``earliest``
-    (default), ``latest`` or an offset; ``maxRecordsPerTrigger`` caps a micro-batch.
+    (default: offset 0, so the whole metadata comes, the snapshot first if the log start has moved),
+    ``latest`` or an offset; ``maxRecordsPerTrigger`` caps a micro-batch.
     """
 
     def __init__(self, options: Any) -> None:
@@ -169,8 +180,8 @@ class KraftwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def initialOffset(self) -> dict:
         lo, hi = self._bounds()
-        if self.starting == "earliest":
-            return {"offset": lo}
+        if self.starting == "earliest":   # offset 0: below a moved log start the snapshot comes first
+            return {"offset": 0}
         if self.starting == "latest":
             return {"offset": hi}
         return {"offset": min(max(int(self.starting), lo), hi)}
@@ -196,8 +207,7 @@ class KraftwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return {"offset": self._bounds()[1]}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        return [RangePartition(self.bootstrap, a, b)
-                for a, b in split_range(start["offset"], end["offset"], self.parts)]
+        return list(ranges(self.bootstrap, start["offset"], end["offset"], self.parts))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return read_partition(partition, self.verify_crc, self.chunk_rows)
@@ -257,10 +267,20 @@ def _rows(partition: InputPartition, verify_crc: bool) -> Iterator[tuple[Any, ..
     while lo < partition.end:
         hi = min(partition.end, lo + LIVE_STRETCH)
         batches: list[Any] = []
-        fetch_range(partition.bootstrap, lo, hi, batches.append)
+        snapshots: list[tuple[Any, list[Any]]] = []
+        fetch_range(partition.bootstrap, lo, hi, batches.append, _collect(snapshots))
+        for sid, snap in snapshots:   # the records below the log start, as the snapshot holds them
+            if partition.first:
+                for batch in snap:
+                    yield from batch_rows(batch, partition.bootstrap, SNAPSHOT, sid.end_offset)
+            lo = max(lo, sid.end_offset)
         for batch in batches:
             yield from batch_rows(batch, partition.bootstrap, LIVE, None, lo, hi)
-        lo = hi
+        lo = max(lo, hi)
+
+
+def _collect(into: list[tuple[Any, list[Any]]]) -> Any:
+    return lambda sid, batches: into.append((sid, batches))
 
 
 _ARROW: dict[str, Any] = {}

@@ -18,6 +18,7 @@ from kraftwire.protocol.messages.fetch_response import (
     FetchResponse,
     LeaderIdAndEpoch,
     PartitionData,
+    SnapshotId,
 )
 from kraftwire.protocol.messages.list_offsets_response import (
     ListOffsetsPartitionResponse,
@@ -167,6 +168,11 @@ def consumer_fetch_response(request: Any, version: int, view: PartitionView) -> 
                 pd.current_leader = LeaderIdAndEpoch(view.leader_id, view.leader_epoch)
             elif p.fetch_offset < view.log_start_offset or p.fetch_offset > view.high_watermark:
                 pd.error_code = int(Errors.OFFSET_OUT_OF_RANGE)
+                snapshot = getattr(view, "latest_snapshot_id", None)
+                if version >= 12 and snapshot is not None and p.fetch_offset < view.log_start_offset:
+                    # Below the log start the records live in the snapshot: name it, as Raft does for its
+                    # fetchers (a tagged field consumers ignore; kraftwire's readers fetch it: net/metadata_log).
+                    pd.snapshot_id = SnapshotId(end_offset=snapshot.end_offset, epoch=snapshot.epoch)
             elif p.fetch_offset < view.high_watermark and total < budget:
                 limit = min(p.partition_max_bytes, budget - total) if version >= 3 else p.partition_max_bytes
                 # Kafka returns at least one whole batch even past the limit, so progress is always possible.

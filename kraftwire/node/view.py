@@ -40,6 +40,12 @@ class LogPartitionView:
     def log_start_offset(self) -> int:
         return self.log.start_offset
 
+    @property
+    def latest_snapshot_id(self) -> Any:
+        """The newest snapshot (end offset, epoch), None without one: a consumer Fetch below the log start
+        is told to read it."""
+        return self.log.latest_snapshot_id()
+
     def read_committed_raw(self, offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one holding ``offset``, all below the high watermark, as bytes."""
         data = self.read_committed(offset, max_bytes, zero_copy=False)
