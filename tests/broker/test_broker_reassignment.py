@@ -58,3 +58,26 @@ async def test_reassignment_forwarded_and_seen_by_every_broker():
         listed = await request(c.port(12), lrq.ListPartitionReassignmentsRequest(
             topics=[lrq.ListPartitionReassignmentsTopics("moving", [0, 1])]), 0)
         assert listed.topics == []
+
+
+async def test_oversized_plan_through_a_broker_is_refused_whole():
+    """More records than Kafka lets one controller operation write: POLICY_VIOLATION for the whole plan (and
+    each partition), nothing written, the nodes keep serving."""
+    async with broker_cluster() as c:
+        await all_running(c)
+        n = 10_001
+        topic = ctq.CreatableTopic(name="wide", num_partitions=n, replication_factor=1)
+        created = await request(c.port(11), ctq.CreateTopicsRequest(topics=[topic], timeout_ms=60000), 7, timeout=60)
+        assert created.topics[0].error_code == 0
+        await wait_for(lambda: (t := c.broker(12).broker.metadata.image.topic_by_name("wide")) is not None
+                       and len(t.partitions) == n, 30)
+        parts = c.broker(12).broker.metadata.image.topic_by_name("wide").partitions
+        plan = arq.AlterPartitionReassignmentsRequest(topics=[arq.ReassignableTopic("wide", [
+            arq.ReassignablePartition(pid, [12 if p.replicas == (11,) else 11]) for pid, p in sorted(parts.items())])])
+        resp = await request(c.port(12), plan, 1, timeout=60)
+        assert (resp.error_code, resp.error_message) == (Errors.POLICY_VIOLATION,
+                                                         "Unable to perform excessively large batch operation.")
+        codes = {p.error_code for t in resp.responses for p in t.partitions}
+        assert codes == {Errors.POLICY_VIOLATION} and sum(len(t.partitions) for t in resp.responses) == n
+        listed = await request(c.port(11), lrq.ListPartitionReassignmentsRequest(topics=None), 0)
+        assert listed.error_code == 0 and listed.topics == []
