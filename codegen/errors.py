@@ -93,6 +93,7 @@ SPECS: dict[str, Spec] = {
     "JoinGroup": Spec({**CODE, "GenerationId": "-1", "ProtocolName": "None if version >= 7 else ''",
                        "Leader": "''", "MemberId": "''"}),
     "LeaveGroup": TOP,
+    "ListConfigResources": TOP,
     "ListGroups": TOP,
     "ListPartitionReassignments": Spec({**CODE, "Topics": Each("Topics", {
         "Name": "item.name", "Partitions": Each("PartitionIndexes", {"PartitionIndex": "item"})})}),

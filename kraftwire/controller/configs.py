@@ -20,6 +20,10 @@ from kraftwire.protocol.messages.alter_configs_response import (
     AlterConfigsResponse,
 )
 from kraftwire.protocol.messages.config_record import ConfigRecord
+from kraftwire.protocol.messages.list_config_resources_response import (
+    ConfigResource,
+    ListConfigResourcesResponse,
+)
 from kraftwire.protocol.metadata import MetadataRecord
 
 if TYPE_CHECKING:
@@ -476,3 +480,33 @@ def describe(image: MetadataImage, req: Any, version: int, static: dict[str, str
             resp.results.append(dcr.DescribeConfigsResult(int(e.code), e.message, r.resource_type,
                                                           r.resource_name, []))
     return resp
+
+
+def list_config_resources(image: MetadataImage, req: Any, version: int) -> Any:
+    """ListConfigResources (74) from ``image``, as Kafka 4.1's brokers answer it: v0 lists client metrics
+    subscriptions; v1 the asked types (all of them when none is asked) — groups and subscriptions with configs,
+    every unfenced broker (as BROKER_LOGGER and BROKER resources) and every topic. An unsupported type fails
+    the request with UNSUPPORTED_VERSION."""
+    supported = (CLIENT_METRICS,) if version == 0 else (TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER,
+                                                         CLIENT_METRICS, GROUP)
+    asked = list(getattr(req, "resource_types", None) or []) if version >= 1 else []
+    if any(t not in supported for t in asked):
+        return ListConfigResourcesResponse(error_code=int(Errors.UNSUPPORTED_VERSION), config_resources=[])
+    wanted = asked or list(supported)
+    out: list[Any] = []
+
+    def add(names: Any, rtype: int) -> None:
+        out.extend(ConfigResource(resource_name=n, resource_type=rtype) for n in names)
+
+    if GROUP in wanted:
+        add(sorted(n for (t, n), kv in image.configs.items() if t == GROUP and kv), GROUP)
+    if CLIENT_METRICS in wanted:
+        add(sorted(n for (t, n), kv in image.configs.items() if t == CLIENT_METRICS and kv), CLIENT_METRICS)
+    brokers = [str(b.id) for b in sorted(image.brokers.values(), key=lambda b: b.id) if not b.fenced]
+    if BROKER_LOGGER in wanted:
+        add(brokers, BROKER_LOGGER)
+    if BROKER_RESOURCE in wanted:
+        add(brokers, BROKER_RESOURCE)
+    if TOPIC_RESOURCE in wanted:
+        add(sorted(image.topic_ids), TOPIC_RESOURCE)
+    return ListConfigResourcesResponse(error_code=0, config_resources=out)

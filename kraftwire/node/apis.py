@@ -64,8 +64,9 @@ ENVELOPE_APIS = {58: (0, 0)}
 # Client APIs a broker serves from its own metadata image, and admin writes it forwards.
 # DescribeAcls, DescribeConfigs, DescribeClientQuotas, DescribeUserScramCredentials
 BROKER_LOCAL_APIS = {k: CONTROLLER_APIS[k] for k in (29, 32, 48, 50)}
-# Served by brokers only, from their image: DescribeTopicPartitions (KIP-966's view of ELRs, Kafka 3.8+).
-BROKER_ONLY_APIS = {75: (0, 0)}
+# Served by brokers only, from their image: ListConfigResources (KIP-1142), DescribeTopicPartitions (KIP-966's
+# view of ELRs, Kafka 3.8+).
+BROKER_ONLY_APIS = {74: (0, 1), 75: (0, 0)}
 BROKER_FORWARDED_APIS = {k: CONTROLLER_APIS[k] for k in (19, 20, 30, 31, 33, 37, 43, 44, 45, 46, 49, 51, 57)}
 
 

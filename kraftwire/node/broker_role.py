@@ -148,6 +148,7 @@ class BrokerRole:
         d.on(3, self._on_metadata)
         d.on(60, self._on_describe_cluster)
         d.on(75, self._on_describe_topic_partitions)
+        d.on(74, self._on_describe)
         d.on([k for k in FORWARDED_APIS if k in self.apis], self.forwarding.forward)
         d.on(BROKER_LOCAL_APIS, self._on_describe)
         d.on(FIND_COORDINATOR, self._on_find_coordinator)
@@ -220,7 +221,8 @@ class BrokerRole:
         return Reply(await self.groups.route(request.api_key, v, request.body, request.header.client_id or ""), v)
 
     async def _on_describe(self, request: Request, ctx: RequestContext) -> Reply:
-        """DescribeAcls / DescribeConfigs / DescribeClientQuotas / DescribeUserScramCredentials from the local image (retriable
+        """DescribeAcls / DescribeConfigs / DescribeClientQuotas / DescribeUserScramCredentials / ListConfigResources from
+        the local image (retriable
         error while not serving)."""
         key, body, version = request.api_key, request.body, request.api_version
         if not self.lifecycle.serving:
@@ -235,6 +237,8 @@ class BrokerRole:
                                             lambda name, v: loggers.describe(self.node_id, name, v))
             elif key == 48:
                 resp = quota_cmds.describe(image, body, version)
+            elif key == 74:
+                resp = config_cmds.list_config_resources(image, body, version)
             else:
                 resp = scram_cmds.describe(image, body)
         except CommandError as e:

@@ -460,6 +460,7 @@ RULES: dict[int, Rule] = {
     1: _fetch,
     2: _list_offsets,
     3: _metadata,
+    74: _controller_api(DESCRIBE_CONFIGS),  # ListConfigResources (a broker's, from its image)
     75: _describe_topic_partitions,
     8: _offset_commit,
     9: _offset_fetch,

@@ -152,3 +152,23 @@ def test_broker_logger_is_this_nodes_loggers() -> None:
         Errors.INVALID_REQUEST, "APPEND operation is not allowed for the BROKER_LOGGER resource")
     assert loggers.alter(3, _res(8, "x", []), False) == (
         Errors.INVALID_REQUEST, "Node id must be an integer, but it is: x")
+
+
+def test_list_config_resources() -> None:
+    from kraftwire.controller.configs import list_config_resources
+    from kraftwire.protocol.messages.list_config_resources_request import ListConfigResourcesRequest
+
+    h = Harness()
+    h.start_brokers(1)
+    h.create_topic("t")
+    _inc(h, _res(CLIENT_METRICS, "sub1", [("interval.ms", SET, "1000")]),
+         _res(GROUP, "g1", [("consumer.session.timeout.ms", SET, "50000")]))
+
+    def listed(types: list[int], version: int = 1) -> tuple[int, list[tuple[str, int]]]:
+        r = list_config_resources(h.image, ListConfigResourcesRequest(resource_types=types), version)
+        return r.error_code, [(c.resource_name, c.resource_type) for c in r.config_resources]
+
+    assert listed([]) == (0, [("g1", 32), ("sub1", 16), ("1", 8), ("1", 4), ("t", 2)])
+    assert listed([16, 2]) == (0, [("sub1", 16), ("t", 2)])
+    assert listed([], version=0) == (0, [("sub1", 16)])
+    assert listed([64]) == (Errors.UNSUPPORTED_VERSION, [])
