@@ -14,8 +14,23 @@ from pathlib import Path
 
 import pytest
 
-from compat.interop import KAFKA_BROKER_FAST, KAFKA_CONTROLLER_FAST, Cluster, KraftwireControllers, Producer
-from compat.kafka import CONTROLLER_PORT, KafkaDist, KafkaNode, loopback_hosts, start_all, wait_for
+from compat.interop import (
+    KAFKA_BROKER_FAST,
+    KAFKA_CONTROLLER_FAST,
+    KRAFTWIRE_FAST,
+    Cluster,
+    KraftwireControllers,
+    Producer,
+)
+from compat.kafka import (
+    CONTROLLER_PORT,
+    KafkaDist,
+    KafkaNode,
+    KraftwireNode,
+    loopback_hosts,
+    start_all,
+    wait_for,
+)
 from tests.interop.kafka import Fleet
 from tests.interop.test_kafka41 import consume
 
@@ -45,6 +60,27 @@ class KafkaQuorum(Cluster):
         start_all([self.nodes[i] for i in self.voters()], timeout_s)
         self.wait_leader(60)
         start_all([self.nodes[i] for i in self.brokers()], timeout_s)
+
+
+class KraftwireBrokers(Cluster):
+    """Kafka's tools against kraftwire brokers (4, 5) on 3 kraftwire voters: brokers that host no data."""
+
+    def __init__(self, dist: KafkaDist, root: Path) -> None:
+        super().__init__(dist, root)
+        hosts = loopback_hosts(5)
+        quorum = [(i, hosts[i - 1], CONTROLLER_PORT) for i in (1, 2, 3)]
+        for i in (1, 2, 3):
+            self.nodes[i] = KraftwireNode(self.root, i, "controller", hosts[i - 1], quorum, props=KRAFTWIRE_FAST)
+        for i in (OLD, NEW):
+            self.nodes[i] = KraftwireNode(self.root, i, "broker", hosts[i - 1], quorum)
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        for node in self.nodes.values():
+            node.format(self.cluster_id)
+        for node in self.nodes.values():
+            node.start()
+        for node in self.nodes.values():
+            node.wait_started(timeout_s)
 
 
 def _cluster(kind: str, dist: KafkaDist, root: Path) -> Cluster:
@@ -159,3 +195,32 @@ def test_reassign_partitions_tool(kafka_dist, quorum_kind, tmp_path):
         got = consume(c.nodes[NEW].bootstrap, "moving", MESSAGES)
         assert sorted(got) == sorted(values), f"{len(got)}/{MESSAGES} read from broker {NEW}"
         assert "No partition reassignments found." in _tool(c, "--list")
+
+
+def test_reassign_partitions_tool_on_kraftwire_brokers(kafka_dist, tmp_path):
+    """kraftwire brokers host no data, so a move to a new broker never gets its replica in sync: --execute
+    (throttled), --list and --verify show it in progress, --cancel puts the partition back and clears the
+    throttles — every call forwarded by a kraftwire broker to the kraftwire controller."""
+    if kafka_dist.version_tuple[:2] != (4, 1):
+        pytest.skip("Kafka's tool against kraftwire brokers runs once, at 4.1")
+    c = KraftwireBrokers(kafka_dist, tmp_path)
+    with Fleet(tmp_path) as fleet:
+        fleet.nodes = list(c.nodes.values())
+        c.start()
+        wait_for(lambda: sorted(c.admin().list_topics(timeout=10).brokers) == [OLD, NEW], 60, "both brokers")
+        _create(c, "moving")
+        plan = _plan(tmp_path / "moving.json", {"moving": [NEW]})
+        out = _tool(c, "--reassignment-json-file", plan, "--execute", "--throttle", "1000000")
+        assert "Successfully started partition reassignment" in out, out
+        assert "follower.replication.throttled.replicas=0:5" in _configs(c, "topics", "moving")
+        listed = _tool(c, "--list")
+        assert "moving-0: replicas: 5,4. adding: 5. removing: 4." in listed, listed
+        out = _tool(c, "--reassignment-json-file", plan, "--verify", "--preserve-throttles")
+        assert "Reassignment of partition moving-0 is still in progress." in out, out
+        assert c.partitions("moving")[0] == (OLD, [OLD, NEW], [OLD])
+        out = _tool(c, "--reassignment-json-file", plan, "--cancel")
+        assert "Successfully cancelled partition reassignment" in out and "moving-0" in out, out
+        wait_for(lambda: c.partitions("moving").get(0, (-1, []))[1] == [OLD], 60, "moving-0 back on broker 4")
+        assert "No partition reassignments found." in _tool(c, "--list")
+        assert "throttled" not in _configs(c, "topics", "moving")
+        assert "throttled" not in _configs(c, "brokers", str(NEW))
