@@ -95,6 +95,7 @@ class QuorumLog:
     # -- connections ----------------------------------------------------------------------------------
     async def _each(self, fn: Callable[[_Node], Any]) -> Any:
         errors = []
+        last: BaseException | None = None
         n = len(self.addresses)
         for k in range(n):
             i = (self._first + k) % n
@@ -119,7 +120,9 @@ class QuorumLog:
                 self._first = i
                 return result
             errors.append(f"{host}:{port}: {failure or type(failure).__name__}")
-        raise RequestFailed("no node could serve the metadata log: " + "; ".join(errors))
+            last = failure.__cause__ if isinstance(failure, RequestFailed) and failure.__cause__ else failure
+        # Caused by the last node's failure: an unreachable quorum reads as unreachable (cli/errors.classify).
+        raise RequestFailed("no node could serve the metadata log: " + "; ".join(errors)) from last
 
     async def _open(self, tg: Any, host: str, port: int) -> _Node:
         conn = Connection(tg, host, port, client_id=self.client_id, connect_timeout_s=self.timeout_s,
