@@ -56,6 +56,7 @@ SPECS: dict[str, Spec] = {
     "BrokerHeartbeat": TOP,
     "BrokerRegistration": TOP,
     "ControllerRegistration": TOP,
+    "CreateDelegationToken": TOP,
     "CreateAcls": Spec({"Results": Each("Creations", dict(CODE))}),
     "CreatePartitions": Spec({"Results": Each("Topics", {"Name": "item.name", **CODE})}),
     "CreateTopics": Spec({"Topics": Each("Topics", {"Name": "item.name", **CODE})}),
@@ -64,6 +65,7 @@ SPECS: dict[str, Spec] = {
         Each("TopicNames", {"Name": "item", **CODE}),
         Each("Topics", {"Name": "item.name", "TopicId": "item.topic_id", **CODE})]}),
     "DescribeAcls": TOP,
+    "DescribeDelegationToken": TOP,
     "DescribeClientQuotas": Spec({**CODE, "Entries": "None"}),
     "DescribeCluster": TOP,
     "DescribeConfigs": Spec({"Results": Each("Resources", {
@@ -78,6 +80,7 @@ SPECS: dict[str, Spec] = {
     "ElectLeaders": Spec({**CODE, "ReplicaElectionResults": Each("TopicPartitions", {
         "Topic": "item.topic", "PartitionResult": Each("Partitions", {"PartitionId": "item", **CODE})})}),
     "EndQuorumEpoch": TOP,
+    "ExpireDelegationToken": TOP,
     "Envelope": TOP,
     "Fetch": Spec({**CODE, "SessionId": "self.session_id", "Responses": Each("Topics", {
         "Topic": "item.topic", "TopicId": "item.topic_id", "Partitions": Each("Partitions", {
@@ -113,6 +116,7 @@ SPECS: dict[str, Spec] = {
     "Produce": Spec({"Responses": Each("TopicData", {"Name": "item.name", "PartitionResponses": Each(
         "PartitionData", {"Index": "item.index", **CODE, "BaseOffset": "-1", "LogAppendTimeMs": "-1",
                           "LogStartOffset": "-1"})})}, none_if="self.acks == 0"),
+    "RenewDelegationToken": TOP,
     "SaslAuthenticate": TOP,
     "SaslHandshake": TOP,
     "SyncGroup": TOP,

@@ -33,7 +33,7 @@ CONTROLLER, BROKER = "controller", "broker"
 _ZK_ERA = "a ZooKeeper-era inter-broker API: no Kafka 4.1 listener advertises it"
 _TXN = "transactions need partition data and a transaction coordinator; kraftwire brokers host neither"
 _DATA = "kraftwire brokers host no partition data (only the metadata log)"
-_TOKENS = "delegation tokens (KIP-900) are not built yet (issue #22 item 4)"
+_TOKENS = "delegation tokens (KIP-900): the layouts are in schemas/, the commands are not built yet (issue #22 item 4)"
 _SHARE = "share groups (KIP-932) are not built"
 _STREAMS = "streams groups (KIP-1071) are not built"
 _VOTERS = "voter changes go to a controller (`--bootstrap-controller`); kraftwire brokers do not forward them"
@@ -45,8 +45,6 @@ UNMODELLED: dict[int, tuple[str, tuple[str, ...]]] = {
     24: ("AddPartitionsToTxn", (BROKER,)), 25: ("AddOffsetsToTxn", (BROKER,)), 26: ("EndTxn", (BROKER,)),
     27: ("WriteTxnMarkers", (BROKER,)), 28: ("TxnOffsetCommit", (BROKER,)),
     34: ("AlterReplicaLogDirs", (BROKER,)), 35: ("DescribeLogDirs", (BROKER,)),
-    38: ("CreateDelegationToken", (BROKER, CONTROLLER)), 39: ("RenewDelegationToken", (BROKER, CONTROLLER)),
-    40: ("ExpireDelegationToken", (BROKER, CONTROLLER)), 41: ("DescribeDelegationToken", (BROKER, CONTROLLER)),
     42: ("DeleteGroups", (BROKER,)), 47: ("OffsetDelete", (BROKER,)), 61: ("DescribeProducers", (BROKER,)),
     65: ("DescribeTransactions", (BROKER,)), 66: ("ListTransactions", (BROKER,)),
     68: ("ConsumerGroupHeartbeat", (BROKER,)), 69: ("ConsumerGroupDescribe", (BROKER,)),
