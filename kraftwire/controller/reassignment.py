@@ -161,9 +161,14 @@ def alter_reassignments(ctl: QuorumController, now: int, req: Any, version: int)
 
 
 def list_reassignments(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:
-    """ListPartitionReassignments: the moving partitions among all (null topics) or the named ones, from
-    the committed image; unknown topics and partitions are left out, as Kafka does."""
-    image = ctl.committed_image
+    """ListPartitionReassignments as a controller command (the committed image; no records)."""
+    return [], describe(ctl.committed_image, req)
+
+
+def describe(image: MetadataImage, req: Any) -> Any:
+    """ListPartitionReassignments from a committed image, as any Kafka controller answers it (a read event):
+    the moving partitions among all (null topics) or the named ones; unknown topics and partitions, and
+    partitions not moving, are left out."""
     resp = lpr.ListPartitionReassignmentsResponse(error_code=0, error_message=None)
     if req.topics is None:
         wanted = [(t, sorted(t.partitions)) for t in sorted(image.topics.values(), key=lambda t: t.name)]
@@ -183,4 +188,4 @@ def list_reassignments(ctl: QuorumController, now: int, req: Any, version: int) 
                     removing_replicas=list(p.removing_replicas)))
         if parts:
             resp.topics.append(lpr.OngoingTopicReassignment(name=topic.name, partitions=parts))
-    return [], resp
+    return resp

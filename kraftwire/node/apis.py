@@ -56,7 +56,7 @@ CONTROLLER_APIS = {
 }
 
 # Controller APIs any controller answers from its committed image (not only the active one).
-CONTROLLER_LOCAL_APIS = (32, 48, 50)
+CONTROLLER_LOCAL_APIS = (32, 46, 48, 50)
 
 # Envelope (KIP-590): brokers forward admin writes to the active controller inside it.
 ENVELOPE_APIS = {58: (0, 0)}

@@ -19,6 +19,7 @@ import anyio
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import configs as config_cmds
 from kraftwire.controller import quotas as quota_cmds
+from kraftwire.controller import reassignment as reassignment_cmds
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.core import ControllerObserver, ControllerRole, GroupRole
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
@@ -211,13 +212,15 @@ class VoterRole:
         return Reply(self._own_coordinator(resp, v, ctx.listener) if key == 10 else resp, v)
 
     async def _on_describe_local(self, request: Request, ctx: RequestContext) -> Reply:
-        """DescribeConfigs / DescribeClientQuotas / DescribeUserScramCredentials from the committed image
-        (BROKER_LOGGER resources from this process's loggers)."""
+        """DescribeConfigs / ListPartitionReassignments / DescribeClientQuotas / DescribeUserScramCredentials from
+        the committed image (BROKER_LOGGER resources from this process's loggers)."""
         body, v, key = request.body, request.api_version, request.api_key
         if key == 32:
             static = self.controller.controller.config.static_broker_configs
             return Reply(config_cmds.describe(self.image(), body, v, static,
                                               lambda name, ver: loggers.describe(self.node_id, name, ver)), v)
+        if key == 46:
+            return Reply(reassignment_cmds.describe(self.image(), body), v)
         if key == 48:
             return Reply(quota_cmds.describe(self.image(), body, v), v)
         return Reply(scram_cmds.describe(self.image(), body), v)

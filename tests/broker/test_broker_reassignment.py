@@ -3,6 +3,7 @@ forwarded in Envelopes, and the moving partition's adding/removing replicas in e
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from kraftwire.protocol.errors import Errors
@@ -52,6 +53,13 @@ async def test_reassignment_forwarded_and_seen_by_every_broker():
         assert [(t.name, [(q.partition_index, q.replicas, q.adding_replicas, q.removing_replicas)
                           for q in t.partitions]) for t in listed.topics] == [("moving", [(0, [12, 11], [12], [11])])]
         assert c.broker(11).broker.forwarding_metrics.forwards.total >= 2
+        for port in c.controller_ports:   # a read: every controller answers it from its committed image
+            for _ in range(50):
+                got = await request(port, lrq.ListPartitionReassignmentsRequest(topics=None), 0)
+                if got.topics:
+                    break
+                await anyio.sleep(0.2)   # a standby's committed image may trail the brokers' by a fetch
+            assert got.error_code == 0 and [t.name for t in got.topics] == ["moving"], (port, got)
         resp = await request(c.port(11), _alter({("moving", 0): None}), 0)
         assert resp.responses[0].partitions[0].error_code == 0
         await wait_for(lambda: all(_partition(c, b, 0).replicas == (11,) for b in (11, 12)), 10)
