@@ -249,10 +249,16 @@ def test_oversized_plan_is_a_policy_violation() -> None:
 
 
 def test_snapshot_and_replay_carry_adding_and_removing(h: Harness) -> None:
+    from kraftwire.metadata.snapshot import image_from_snapshot, snapshot_batches
+    from kraftwire.raft import SnapshotId
+
     _reassign(h, {("t", 0): [3, 4]})
     image = h.image
     assert EMPTY_IMAGE.replay_all(image_to_records(image)) == image
     assert EMPTY_IMAGE.replay_all(r for _, r in h.log) == image
+    # snapshot bytes, read back through the PartitionRecord fast path
+    loaded = image_from_snapshot(snapshot_batches(image, SnapshotId(len(h.log), 1)))
+    assert loaded == image and loaded.topic_by_name("t").partitions[0].adding_replicas == (3, 4)
 
 
 def test_with_eligible_leader_replicas() -> None:
