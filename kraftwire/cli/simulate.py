@@ -89,6 +89,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if not 0 <= args.never_started < args.voters:
+        print(f"simulate: --never-started must be between 0 and {args.voters - 1} (--voters {args.voters})",
+              file=sys.stderr)
+        return 2
     bugs = frozenset(b for b in args.bugs.split(",") if b)
     cfg = SimConfig(voters=args.voters, observers=args.observers, faults=args.faults,
                     duration_ms=args.duration_ms, bugs=bugs, controller=args.controller,

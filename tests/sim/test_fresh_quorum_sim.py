@@ -106,3 +106,17 @@ def test_beyond_the_proviso_no_rule_can_be_safe(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(Simulation, "_history_survives_wipe", lambda self, nid: True)
     r = Simulation(1, SimConfig(voters=3, faults=frozenset({"wipe", "crash", "partition", "isolate"}))).run()
     assert r.violations and "durably hold committed offset" in r.violations[0], r.violations
+
+
+def test_cli_fresh_quorum_flags(capsys: pytest.CaptureFixture[str]):
+    from kraftwire.cli.main import main
+
+    args = ["simulate", "--seeds", "2", "--voters", "3", "--faults", "none", "--duration-ms", "1500",
+            "--first-leader-within-ms", str(FIRST_LEADER_BOUND)]
+    assert main([*args, "--never-started", "1"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "seeds=2 violations=0"
+    assert main([*args, "--never-started", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "liveness: no leader" in out and "--never-started 2 --first-leader-within-ms" in out
+    assert main([*args, "--never-started", "3"]) == 2
+    assert "--never-started must be between 0 and 2" in capsys.readouterr().err
