@@ -6,6 +6,12 @@ registration of this voter's listeners, and registers their APIs in its plane's 
 APIs, the controller APIs (answered by the active controller, NOT_CONTROLLER elsewhere), Envelopes
 from brokers, the group APIs, and Metadata/DescribeCluster listing the voters at their addresses
 on the client's listener. Its authorization reads the controller's committed image.
+
+A client's admin write (``FORWARDED_APIS``) reaching a voter that is not the active controller is
+forwarded there in an Envelope, as a broker does (``broker/forwarding``): a client that follows
+Metadata and keeps sending to the controller it last heard of (librdkafka does until its next
+metadata refresh) is answered by the active controller instead of NOT_CONTROLLER after every
+election. Envelopes and brokers' own requests still get NOT_CONTROLLER.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from typing import Any
 
 import anyio
 
+from kraftwire.broker.envelope import FORWARDED_APIS
+from kraftwire.broker.forwarding import ForwardingManager
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import configs as config_cmds
 from kraftwire.controller import quotas as quota_cmds
@@ -36,8 +44,9 @@ from kraftwire.node.apis import (
     controller_plane_apis,
 )
 from kraftwire.node.controller_registration import ControllerRegistrar, listener_endpoint
-from kraftwire.node.envelope import ENVELOPE, handle_envelope
+from kraftwire.node.envelope import ENVELOPE, ForwardedContext, handle_envelope
 from kraftwire.node.group_shell import GroupShell
+from kraftwire.node.metrics import ForwardingMetrics
 from kraftwire.node.offsets_quorum import OffsetsQuorum
 from kraftwire.node.raft_driver import wall_ms
 from kraftwire.node.secure import NodeSecurity
@@ -124,6 +133,9 @@ class VoterRole:
                               coordinator=GroupCoordinator(cfg.node_id, offset_store, group_config))
             self.groups = GroupShell(local, wall_ms, server.peers, group_voters, node_id=cfg.node_id)
         self.apis = controller_plane_apis()
+        self.forwarding = ForwardingManager(server.peers, ForwardingMetrics(),
+                                            default_timeout_ms=cfg["request.timeout.ms"],
+                                            retry_backoff_ms=max(10, cfg["controller.quorum.retry.backoff.ms"]))
         self.opening: dict[str, Any] = {}   # controller listeners accept at once
         self.view: Any = None
         # Every voter of a multi-voter quorum registers its listeners (KIP-919), as Kafka's controllers do: the
@@ -240,6 +252,9 @@ class VoterRole:
         return Reply(resp, v)
 
     async def _on_controller(self, request: Request, ctx: RequestContext) -> Reply:
+        if (request.api_key in FORWARDED_APIS and not isinstance(ctx, ForwardedContext)
+                and not self.controller.controller.active):
+            return await self.forwarding.forward(request, ctx)
         v = request.api_version
         return Reply(await self.submit(request.body, v), v)
 

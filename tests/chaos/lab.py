@@ -338,16 +338,24 @@ class Verdicts:
     unhealed: str = ""
     disk_stops: int = 0
     longest_unavailable_from: str = ""     # wall clock, as in the nodes' logs
+    clients: list = field(default_factory=list)   # admin_probe.Tally per client kind (runs with --clients)
+
+    @property
+    def not_controller_beyond_first(self) -> int:
+        return sum(t.beyond_first for t in self.clients)
 
     def line(self) -> str:
         return (f"acked={self.acked} lost={len(self.lost)} logs_identical={self.logs_identical} "
                 f"(over {self.compared_offsets} committed offsets) deaths={len(self.deaths)} "
                 f"longest_unavailable={self.longest_unavailable_s:.1f}s (from {self.longest_unavailable_from}) faults={self.faults} "
-                f"indeterminate={self.indeterminate} stopped_on_full_disk={self.disk_stops}" + (f" UNHEALED: {self.unhealed}" if self.unhealed else ""))
+                f"indeterminate={self.indeterminate} stopped_on_full_disk={self.disk_stops}"
+                + (f" not_controller_beyond_first={self.not_controller_beyond_first}" if self.clients else "")
+                + (f" UNHEALED: {self.unhealed}" if self.unhealed else ""))
 
     @property
     def ok(self) -> bool:
-        return not self.lost and self.logs_identical and not self.deaths and not self.unhealed
+        return (not self.lost and self.logs_identical and not self.deaths and not self.unhealed
+                and self.not_controller_beyond_first == 0)
 
 
 def compare_logs(c: ChaosCluster, hw: int) -> tuple[bool, int]:

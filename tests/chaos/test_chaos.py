@@ -1,7 +1,8 @@
 """Chaos runs of real voters: every fault ends with the same verdicts.
 
-``-k sample`` is the CI sample (a short run of each fault on 3 voters and a mixed run on 5); the
-``long`` runs are the documented 5-minute ones (docs/reliability.md).
+``-k sample`` is the CI sample (a short run of each fault on 3 voters, a mixed run on 5, and short runs
+where real admin clients create topics after each fault); the ``long`` runs are the documented 5-minute
+ones (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -46,6 +47,29 @@ def test_sample_3_voters(tmp_path, fault):
 
 def test_sample_mixed_5_voters(tmp_path):
     _check(run_chaos(tmp_path, "mixed", 5, 20.0, seed=2))
+
+
+def _check_clients(v) -> None:
+    assert v.clients, "no admin client library installed (confluent-kafka, kafka-python)"
+    for tally in v.clients:
+        assert tally.reached > 0, tally.line()
+        assert tally.beyond_first == 0, tally.line()
+
+
+@pytest.mark.parametrize("fault", ["kill9", "partition", "sigstop"])
+def test_sample_clients_reach_the_controller(tmp_path, fault):
+    """After each fault, librdkafka and kafka-python admin clients bootstrapped at every voter create topics
+    for 3 s: at most one NOT_CONTROLLER each per fault (issue #23 item 6)."""
+    v = run_chaos(tmp_path, fault, 3, 8.0, seed=3, clients_s=3.0)
+    _check(v)
+    _check_clients(v)
+
+
+@pytest.mark.parametrize("fault", ["kill9", "partition", "sigstop", "mixed"])
+def test_long_clients_reach_the_controller(tmp_path, fault):
+    v = run_chaos(tmp_path, fault, 3, 120.0, seed=4, clients_s=10.0)
+    _check(v)
+    _check_clients(v)
 
 
 @pytest.mark.parametrize("voters", [3, 5])

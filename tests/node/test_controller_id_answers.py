@@ -67,3 +67,20 @@ async def test_after_a_leader_change_every_voter_names_the_leader_or_nobody():
         await wait_for(lambda: all(n.voter.view.controller_id == new.node_id for n in nodes))
         for port in ports:
             assert await answers(port) == (new.node_id, new.node_id)
+
+
+async def test_an_admin_write_at_a_follower_is_answered_by_the_active_controller():
+    from kraftwire.protocol.errors import Errors
+    from kraftwire.protocol.messages import create_topics_request as ctq
+
+    async with memory_cluster(3) as (nodes, ports):
+        await wait_for(lambda: any(n.voter.controller.controller.active for n in nodes) and all(n.core.hw for n in nodes))
+        follower = next(n for n in nodes if not n.core.is_leader)
+        async with anyio.create_task_group() as tg:
+            conn = Connection(tg, "127.0.0.1", ports[follower.node_id - 1])
+            body = ctq.CreateTopicsRequest(topics=[ctq.CreatableTopic("t", 1, 1)], timeout_ms=5000, validate_only=True)
+            resp = await conn.request(body, 5, 10.0)
+            await conn.close()
+            tg.cancel_scope.cancel()
+        # no broker is registered: the active controller's own refusal, not the follower's NOT_CONTROLLER
+        assert resp.topics[0].error_code == Errors.INVALID_REPLICATION_FACTOR, resp.topics[0]
