@@ -85,6 +85,7 @@ def test_sample_every_advertised_api_and_version_with_malformed_frames(cluster):
     apis = anyio.run(advertised, *_target(cluster, 1))
     assert 18 in apis and 55 in apis and len(apis) > 20
     assert 45 in apis and 46 in apis     # partition reassignment (issue #22)
+    assert 48 in apis and 49 in apis     # client quotas (issue #22)
     cases = frame_cases(apis, seed=1)
     report = FuzzReport()
     fuzz_frames({n: _target(cluster, n) for n in (1, 2, 3)}, lambda n: _pid(cluster, n), cluster.start,
@@ -139,6 +140,7 @@ def test_sample_broker_listener_every_advertised_api_and_version(with_broker):
             time.sleep(0.5)
     assert 0 in apis and 1 in apis and 3 in apis     # Produce, Fetch, Metadata on a broker
     assert 45 in apis and 46 in apis                 # forwarded partition reassignment (issue #22)
+    assert {48, 49, 74} <= set(apis)                 # client quotas, ListConfigResources (issue #22)
     cases = frame_cases(apis, seed=2)
     report = FuzzReport()
     fuzz_frames({broker: _target(c, broker)}, lambda n: _pid(c, n), c.start, cases, 600.0, report)
