@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from codegen.emit import generate
-from codegen.index import generate_index
+from codegen.index import generate_api_keys, generate_index
 from codegen.schema import load_all, module_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +24,7 @@ def render_all(schemas_dir: Path = SCHEMAS) -> dict[str, str]:
         response = by_name[s.name[: -len("Request")] + "Response"] if s.kind == "request" else None
         files[f"{module_name(s.name)}.py"] = generate(s, response)
     files["__init__.py"] = generate_index(schemas)
+    files["api_keys.py"] = generate_api_keys(schemas)
     return files
 
 

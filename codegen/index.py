@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from codegen.emit import HEADER
-from codegen.schema import Schema, module_name
+from codegen.schema import Schema, module_name, snake
 
 
 def generate_index(schemas: list[Schema]) -> str:
@@ -47,5 +47,33 @@ def generate_index(schemas: list[Schema]) -> str:
         '    """The generated class for a schema name such as ``"FetchRequest"``."""',
         "    module = importlib.import_module(f'{__name__}.{MODULES[name]}')",
         "    return getattr(module, name)",
+        "",
+    ])
+
+
+def generate_api_keys(schemas: list[Schema]) -> str:
+    """``ApiKey``: every request schema's apiKey by name (``FetchRequest`` → ``ApiKey.FETCH``), and the
+    listeners (``controller``, ``broker``, ``zkBroker``) each schema says the API is served on."""
+    requests = sorted((s for s in schemas if s.kind == "request"), key=lambda s: s.api_key)
+    members = "".join(f"    {snake(s.name[: -len('Request')]).rstrip('_').upper()} = {s.api_key}\n" for s in requests)
+    listeners = "".join(f"    ApiKey.{snake(s.name[: -len('Request')]).rstrip('_').upper()}: "
+                        f"frozenset({sorted(s.listeners)!r}),\n" for s in requests)
+    return "\n".join([
+        HEADER.format(source="schemas/ (apiKey and name of each request)"),
+        '"""The Kafka API keys kraftwire has layouts for, named as Kafka names them, and where each is served."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from enum import IntEnum",
+        "",
+        "",
+        "class ApiKey(IntEnum):",
+        '    """A request header\'s API key (an ``int``: compares and hashes as the bare number)."""',
+        "",
+        members,
+        "",
+        "# API key -> the schema's ``listeners``: which kinds of listener Kafka serves the API on",
+        "LISTENERS: dict[ApiKey, frozenset[str]] = {",
+        listeners + "}",
         "",
     ])

@@ -13,7 +13,13 @@ import ipaddress
 import struct
 from typing import Any
 
-from kraftwire.protocol.api import request_header_version, response_class, response_header_version
+from kraftwire.protocol.api import (
+    API_NAMES,
+    ApiKey,
+    request_header_version,
+    response_class,
+    response_header_version,
+)
 from kraftwire.protocol.errors import DecodeError
 from kraftwire.protocol.framing import Request, encode_response
 from kraftwire.protocol.messages.default_principal_data import DefaultPrincipalData
@@ -21,21 +27,21 @@ from kraftwire.protocol.messages.response_header import ResponseHeader
 
 # Admin writes a broker forwards to the active controller (Kafka's "forwardable" APIs that
 # kraftwire's controller implements).
-FORWARDED_APIS: dict[int, str] = {
-    19: "CreateTopics", 20: "DeleteTopics", 30: "CreateAcls", 31: "DeleteAcls", 33: "AlterConfigs",
-    37: "CreatePartitions", 43: "ElectLeaders", 44: "IncrementalAlterConfigs", 45: "AlterPartitionReassignments",
-    46: "ListPartitionReassignments", 49: "AlterClientQuotas", 51: "AlterUserScramCredentials",
-    57: "UpdateFeatures",
-}
+FORWARDED_APIS: frozenset[ApiKey] = frozenset({
+    ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CONFIGS,
+    ApiKey.CREATE_PARTITIONS, ApiKey.ELECT_LEADERS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.ALTER_CLIENT_QUOTAS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.UPDATE_FEATURES,
+})
 # Every API a Kafka broker may wrap in an Envelope (``ApiKeys.forwardable`` in Kafka 3.7 to 4.1). A controller
 # answers those it serves; the others get UNSUPPORTED_VERSION, on which a Kafka broker closes the client's
-# connection (its ApiVersions, cut to what the controller serves, never offered them).
+# connection (its ApiVersions, cut to what the controller serves, never offered them). Names are written out
+# for the keys kraftwire has no layout for (no ``ApiKey`` member).
 FORWARDABLE_APIS: dict[int, str] = {
-    **FORWARDED_APIS, 38: "CreateDelegationToken", 39: "RenewDelegationToken", 40: "ExpireDelegationToken",
-    55: "DescribeQuorum", 64: "UnregisterBroker", 67: "AllocateProducerIds", 80: "AddRaftVoter",
-    81: "RemoveRaftVoter",
+    **{k: API_NAMES[k] for k in (*FORWARDED_APIS, ApiKey.DESCRIBE_QUORUM, ApiKey.UNREGISTER_BROKER,
+                                 ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER)},
+    38: "CreateDelegationToken", 39: "RenewDelegationToken", 40: "ExpireDelegationToken",
 }
-ENVELOPE = 58
 _VERSION = struct.Struct(">h")
 
 

@@ -30,6 +30,7 @@ from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import Reply, RequestContext
 from kraftwire.node.metrics import ForwardingMetrics
+from kraftwire.protocol.api import API_NAMES
 from kraftwire.protocol.errors import DecodeError, Errors
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages.envelope_request import EnvelopeRequest
@@ -60,7 +61,7 @@ class ForwardingManager:
         try:
             principal = serialize_principal(ctx.principal)
         except PrincipalError as e:
-            log.error("cannot forward %s: %s", FORWARDED_APIS[key], e)
+            log.error("cannot forward %s: %s", API_NAMES[key], e)
             return self._error(request, Errors.UNKNOWN_SERVER_ERROR, "the broker cannot forward this request")
         envelope = EnvelopeRequest(request_data=request_bytes(request), request_principal=principal,
                                    client_host_address=host_bytes(ctx.client_host))
@@ -84,7 +85,7 @@ class ForwardingManager:
             try:
                 resp = await self.peers.send(node, envelope, remaining, lane="forwarding")
             except RequestFailed as e:
-                log.debug("forwarding %s to controller %d failed: %s", FORWARDED_APIS[key], node, e)
+                log.debug("forwarding %s to controller %d failed: %s", API_NAMES[key], node, e)
                 self.peers.failed(node)
                 continue
             code = resp.error_code

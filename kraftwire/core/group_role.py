@@ -30,13 +30,13 @@ from kraftwire.group.replicated import (
 )
 from kraftwire.group.responses import error_response
 from kraftwire.group.store import StoreRecord
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.list_groups_response import ListGroupsResponse
 from kraftwire.protocol.records import Record
 
 log = logging.getLogger(__name__)
 
-OFFSET_COMMIT, LIST_GROUPS = 8, 16
 NOT_COORDINATOR = int(Errors.NOT_COORDINATOR)
 Answer = Callable[[Any], None]
 
@@ -133,10 +133,10 @@ class GroupRole:
         req = _Request(api_key, version, body, answer)
         coordinator = self.coordinator
         if coordinator is None:
-            answer(ListGroupsResponse() if api_key == LIST_GROUPS else   # coordinating nothing, listing nothing
+            answer(ListGroupsResponse() if api_key == ApiKey.LIST_GROUPS else   # coordinating nothing, listing nothing
                    error_response(api_key, version, body, NOT_COORDINATOR))
             return
-        if api_key == OFFSET_COMMIT and client_id == IMPORT_CLIENT_ID and self.replicated:
+        if api_key == ApiKey.OFFSET_COMMIT and client_id == IMPORT_CLIENT_ID and self.replicated:
             # a voter's legacy offsets relayed during an upgrade: adopted where no commit exists yet
             try:
                 coordinator.import_records(import_request_records(body, self.clock()), self.clock())

@@ -72,6 +72,7 @@ from kraftwire.group.store import (
     OffsetTombstone,
     StoreRecord,
 )
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.describe_groups_request import DescribeGroupsRequest
 from kraftwire.protocol.messages.describe_groups_response import (
@@ -105,16 +106,16 @@ from kraftwire.protocol.messages.sync_group_request import SyncGroupRequest
 log = logging.getLogger(__name__)
 
 # API key -> (min, max) version served; merge into the node's ApiVersions table.
-GROUP_APIS: dict[int, tuple[int, int]] = {
-    8: (0, 10),  # OffsetCommit (v10: topic ids)
-    9: (0, 10),  # OffsetFetch (v10: topic ids)
-    10: (0, 6),  # FindCoordinator
-    11: (0, 9),  # JoinGroup
-    12: (0, 4),  # Heartbeat
-    13: (0, 5),  # LeaveGroup
-    14: (0, 5),  # SyncGroup
-    15: (0, 6),  # DescribeGroups
-    16: (0, 5),  # ListGroups
+GROUP_APIS: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.OFFSET_COMMIT: (0, 10),   # v10: topic ids
+    ApiKey.OFFSET_FETCH: (0, 10),    # v10: topic ids
+    ApiKey.FIND_COORDINATOR: (0, 6),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 6),
+    ApiKey.LIST_GROUPS: (0, 5),
 }
 
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2

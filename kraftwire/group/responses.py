@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import describe_groups_response as dgr
 from kraftwire.protocol.messages import offset_commit_response as ocr
@@ -79,24 +80,24 @@ def find_coordinator_response(version: int, results: list[tuple[str, int, int, s
 
 def error_response(api_key: int, version: int, body: Any, error: int = int(Errors.COORDINATOR_NOT_AVAILABLE)) -> Any:
     """The answer of group API ``api_key`` at ``version`` carrying ``error`` for everything asked."""
-    if api_key == 11:
+    if api_key == ApiKey.JOIN_GROUP:
         return join_response(version, error, body.member_id)
-    if api_key == 14:
+    if api_key == ApiKey.SYNC_GROUP:
         return sync_response(version, error)
-    if api_key == 12:
+    if api_key == ApiKey.HEARTBEAT:
         return heartbeat_response(version, error)
-    if api_key == 13:
+    if api_key == ApiKey.LEAVE_GROUP:
         return LeaveGroupResponse(error_code=error)
-    if api_key == 16:
+    if api_key == ApiKey.LIST_GROUPS:
         return ListGroupsResponse(error_code=error)
-    if api_key == 15:
+    if api_key == ApiKey.DESCRIBE_GROUPS:
         return dgr.DescribeGroupsResponse(groups=[dgr.DescribedGroup(error_code=error, group_id=g)
                                                   for g in body.groups])
-    if api_key == 8:
+    if api_key == ApiKey.OFFSET_COMMIT:
         return ocr.OffsetCommitResponse(topics=[ocr.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
             ocr.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
             for p in t.partitions]) for t in body.topics])
-    if api_key == 9:
+    if api_key == ApiKey.OFFSET_FETCH:
         if version >= 8:
             return ofr.OffsetFetchResponse(groups=[ofr.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error)
                                                    for g in body.groups])

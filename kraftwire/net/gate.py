@@ -21,9 +21,12 @@ import asyncio
 from collections import deque
 from time import perf_counter
 
+from kraftwire.protocol.api import ApiKey
+
 # Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot and Fetch (a follower's: a consumer's Fetch
 # of the metadata log on a controller listener passes too, it cannot be told apart before decoding).
-PRIORITY_KEYS = frozenset({1, 52, 53, 54, 59})
+PRIORITY_KEYS = frozenset({ApiKey.FETCH, ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH,
+                           ApiKey.FETCH_SNAPSHOT})
 PER_SLICE = 1024      # most requests one slice admits
 SLICE_S = 0.02        # the client work one loop iteration aims at
 MIN_FIT = 8

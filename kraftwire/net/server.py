@@ -43,6 +43,7 @@ from anyio.streams.tls import TLSAttribute, TLSStream
 from kraftwire.net.framed import FramedConnection
 from kraftwire.net.gate import ClientGate, is_priority
 from kraftwire.net.limits import ConnectionLimits
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import DecodeError, Errors, KafkaProtocolError
 from kraftwire.protocol.framing import (
     Request,
@@ -95,7 +96,7 @@ Handler = Callable[[Request, RequestContext], Awaitable[Reply | None]]
 # (api key, version, listener) -> the synchronous form of the handler a request would reach, or None:
 # called ``(request, ctx)`` it returns the Reply when it is ready at once, else an awaitable of it.
 FastPath = Callable[[int, int, str], Callable[[Request, RequestContext], Any] | None]
-FAST_KEYS = frozenset({63})   # BrokerHeartbeat: the one request thousands of clients send every 2 s
+FAST_KEYS = frozenset({ApiKey.BROKER_HEARTBEAT})   # BrokerHeartbeat: the one request thousands of clients send every 2 s
 UnsupportedApiVersions = Callable[[], Reply]
 
 
@@ -410,7 +411,7 @@ class KafkaServer:
         if auth is None:
             body = not_sasl_listener(key)
         else:
-            step = auth.handshake(request.body, version) if key == 17 else auth.authenticate(request.body, version)
+            step = auth.handshake(request.body, version) if key == ApiKey.SASL_HANDSHAKE else auth.authenticate(request.body, version)
             body, close = step.response, step.close
             if step.authenticated and auth.principal is not None:
                 ctx.principal = auth.principal
@@ -425,9 +426,9 @@ class KafkaServer:
         try:
             return decode_request(frame)
         except UnsupportedRequestError as e:
-            if e.api_key == 18:  # ApiVersions: answer in the v0 layout so the client can retry.
+            if e.api_key == ApiKey.API_VERSIONS:  # ApiVersions: answer in the v0 layout so the client can retry.
                 reply = self.api_versions_fallback()
-                return encode_response(reply.body, 18, 0, e.correlation_id, header_version=0)
+                return encode_response(reply.body, ApiKey.API_VERSIONS, 0, e.correlation_id, header_version=0)
             log.info("closing connection from %s: %s", ctx.client_host, e)
             raise ConnectionError(str(e)) from None
         except (DecodeError, KafkaProtocolError) as e:

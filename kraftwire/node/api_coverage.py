@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraftwire.group import GROUP_APIS
 from kraftwire.node.apis import (
     BROKER_FORWARDED_APIS,
     BROKER_LOCAL_APIS,
@@ -23,6 +24,7 @@ from kraftwire.node.apis import (
     broker_plane_apis,
     controller_plane_apis,
 )
+from kraftwire.protocol.api import ApiKey
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas" / "message"
 DOC = Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
@@ -128,9 +130,10 @@ def broker_cell(api: KafkaApi, served: dict[int, tuple[int, int]]) -> str:
         how = _METADATA_LOG_ONLY[api.key]
     elif api.key in BROKER_FORWARDED_APIS:
         how = "forwarded to the active controller"
-    elif api.key in BROKER_LOCAL_APIS or api.key in BROKER_ONLY_APIS or api.key in (3, 60):
+    elif api.key in BROKER_LOCAL_APIS or api.key in BROKER_ONLY_APIS or api.key in (ApiKey.METADATA,
+                                                                                       ApiKey.DESCRIBE_CLUSTER):
         how = "served from its image"
-    elif api.key == 55 or 8 <= api.key <= 16:
+    elif api.key == ApiKey.DESCRIBE_QUORUM or api.key in GROUP_APIS:
         how = "relayed to a voter"
     else:
         how = "served"

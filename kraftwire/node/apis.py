@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from kraftwire.broker.envelope import FORWARDED_APIS
 from kraftwire.net.server import RefusedRequest, Reply
-from kraftwire.protocol.api import request_class
+from kraftwire.protocol.api import ApiKey, request_class
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.api_versions_response import (
     ApiVersion,
@@ -15,65 +16,70 @@ from kraftwire.protocol.messages.api_versions_response import (
     SupportedFeatureKey,
 )
 
+K = ApiKey
+
 # API key -> (min, max) this node answers. Produce is listed (and refused per request) because
 # librdkafka enables its modern Fetch versions only when Produce is advertised.
-RAFT_APIS = {52: (0, 2), 53: (0, 1), 54: (0, 1), 55: (0, 2), 59: (0, 1)}
+RAFT_APIS = {K.VOTE: (0, 2), K.BEGIN_QUORUM_EPOCH: (0, 1), K.END_QUORUM_EPOCH: (0, 1), K.DESCRIBE_QUORUM: (0, 2),
+             K.FETCH_SNAPSHOT: (0, 1)}
 CLIENT_APIS = {
-    0: (3, 13),   # Produce: advertised, always refused for __cluster_metadata
-    1: (4, 18),   # Fetch: consumers and replicas (v18: the fetcher's high watermark)
-    2: (1, 10),   # ListOffsets
-    3: (0, 13),   # Metadata
-    18: (0, 4),   # ApiVersions
-    60: (0, 2),   # DescribeCluster (v2: fenced brokers on request)
+    K.PRODUCE: (3, 13),   # advertised, always refused for __cluster_metadata
+    K.FETCH: (4, 18),   # consumers and replicas (v18: the fetcher's high watermark)
+    K.LIST_OFFSETS: (1, 10),
+    K.METADATA: (0, 13),
+    K.API_VERSIONS: (0, 4),
+    K.DESCRIBE_CLUSTER: (0, 2),   # v2: fenced brokers on request
 }
 
 # Controller APIs answered by the active controller (NOT_CONTROLLER elsewhere).
 CONTROLLER_APIS = {
-    19: (2, 7),   # CreateTopics
-    20: (1, 6),   # DeleteTopics
-    29: (1, 3),   # DescribeAcls
-    30: (1, 3),   # CreateAcls
-    31: (1, 3),   # DeleteAcls
-    32: (1, 4),   # DescribeConfigs
-    33: (0, 2),   # AlterConfigs
-    37: (0, 3),   # CreatePartitions
-    43: (0, 2),   # ElectLeaders
-    44: (0, 1),   # IncrementalAlterConfigs
-    45: (0, 1),   # AlterPartitionReassignments (v1: AllowReplicationFactorChange)
-    46: (0, 0),   # ListPartitionReassignments
-    48: (0, 1),   # DescribeClientQuotas (answered from the local image, as 50 is)
-    49: (0, 1),   # AlterClientQuotas
-    50: (0, 0),   # DescribeUserScramCredentials (answered from the local image, not only by the active one)
-    51: (0, 0),   # AlterUserScramCredentials
-    56: (0, 3),   # AlterPartition
-    57: (0, 2),   # UpdateFeatures (v2: no per-feature results)
-    62: (0, 4),   # BrokerRegistration
-    63: (0, 1),   # BrokerHeartbeat
-    64: (0, 0),   # UnregisterBroker
-    67: (0, 0),   # AllocateProducerIds
-    70: (0, 0),   # ControllerRegistration
-    73: (0, 0),   # AssignReplicasToDirs (KIP-858)
+    K.CREATE_TOPICS: (2, 7),
+    K.DELETE_TOPICS: (1, 6),
+    K.DESCRIBE_ACLS: (1, 3),
+    K.CREATE_ACLS: (1, 3),
+    K.DELETE_ACLS: (1, 3),
+    K.DESCRIBE_CONFIGS: (1, 4),
+    K.ALTER_CONFIGS: (0, 2),
+    K.CREATE_PARTITIONS: (0, 3),
+    K.ELECT_LEADERS: (0, 2),
+    K.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    K.ALTER_PARTITION_REASSIGNMENTS: (0, 1),   # v1: AllowReplicationFactorChange
+    K.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    K.DESCRIBE_CLIENT_QUOTAS: (0, 1),   # answered from the local image, as SCRAM's is
+    K.ALTER_CLIENT_QUOTAS: (0, 1),
+    K.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),   # answered from the local image, not only by the active one
+    K.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    K.ALTER_PARTITION: (0, 3),
+    K.UPDATE_FEATURES: (0, 2),   # v2: no per-feature results
+    K.BROKER_REGISTRATION: (0, 4),
+    K.BROKER_HEARTBEAT: (0, 1),
+    K.UNREGISTER_BROKER: (0, 0),
+    K.ALLOCATE_PRODUCER_IDS: (0, 0),
+    K.CONTROLLER_REGISTRATION: (0, 0),
+    K.ASSIGN_REPLICAS_TO_DIRS: (0, 0),   # KIP-858
 }
 
 # Controller APIs any controller answers from its committed image (not only the active one).
-CONTROLLER_LOCAL_APIS = (32, 46, 48, 50)
+CONTROLLER_LOCAL_APIS = (K.DESCRIBE_CONFIGS, K.LIST_PARTITION_REASSIGNMENTS, K.DESCRIBE_CLIENT_QUOTAS, K.DESCRIBE_USER_SCRAM_CREDENTIALS)
+
+# KIP-853 voter changes (a voter serves them; the Raft leader answers).
+VOTER_CHANGE_APIS = {K.ADD_RAFT_VOTER: (0, 0), K.REMOVE_RAFT_VOTER: (0, 0), K.UPDATE_RAFT_VOTER: (0, 0)}
 
 # Envelope (KIP-590): brokers forward admin writes to the active controller inside it.
-ENVELOPE_APIS = {58: (0, 0)}
+ENVELOPE_APIS = {K.ENVELOPE: (0, 0)}
 
 # Client APIs a broker serves from its own metadata image, and admin writes it forwards.
-# DescribeAcls, DescribeConfigs, DescribeClientQuotas, DescribeUserScramCredentials
-BROKER_LOCAL_APIS = {k: CONTROLLER_APIS[k] for k in (29, 32, 48, 50)}
+BROKER_LOCAL_APIS = {k: CONTROLLER_APIS[k] for k in (K.DESCRIBE_ACLS, K.DESCRIBE_CONFIGS, K.DESCRIBE_CLIENT_QUOTAS,
+                                                     K.DESCRIBE_USER_SCRAM_CREDENTIALS)}
 # Served by brokers only, from their image: ListConfigResources (KIP-1142), DescribeTopicPartitions (KIP-966's
 # view of ELRs, Kafka 3.8+).
-BROKER_ONLY_APIS = {74: (0, 1), 75: (0, 0)}
-BROKER_FORWARDED_APIS = {k: CONTROLLER_APIS[k] for k in (19, 20, 30, 31, 33, 37, 43, 44, 45, 46, 49, 51, 57)}
+BROKER_ONLY_APIS = {K.LIST_CONFIG_RESOURCES: (0, 1), K.DESCRIBE_TOPIC_PARTITIONS: (0, 0)}
+BROKER_FORWARDED_APIS = {k: CONTROLLER_APIS[k] for k in sorted(FORWARDED_APIS)}
 
 
 def controller_plane_apis() -> dict[int, tuple[int, int]]:
     """What a kraftwire voter's controller plane advertises (``VoterRole.apis``)."""
     from kraftwire.group import GROUP_APIS
-    from kraftwire.node.voter_changes import VOTER_CHANGE_APIS
     from kraftwire.security.sasl import SASL_APIS
 
     return supported({**CONTROLLER_APIS, **GROUP_APIS, **ENVELOPE_APIS, **SASL_APIS, **VOTER_CHANGE_APIS})
@@ -84,8 +90,8 @@ def broker_plane_apis() -> dict[int, tuple[int, int]]:
     from kraftwire.group import GROUP_APIS
     from kraftwire.security.sasl import SASL_APIS
 
-    return supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS, **GROUP_APIS, 55: RAFT_APIS[55],
-                      **BROKER_ONLY_APIS, **SASL_APIS}, raft=False)
+    return supported({**BROKER_FORWARDED_APIS, **BROKER_LOCAL_APIS, **GROUP_APIS, **BROKER_ONLY_APIS,
+                      K.DESCRIBE_QUORUM: RAFT_APIS[K.DESCRIBE_QUORUM], **SASL_APIS}, raft=False)
 
 
 def supported(extra: dict[int, tuple[int, int]] | None = None, *, raft: bool = True) -> dict[int, tuple[int, int]]:
@@ -101,10 +107,10 @@ def supported(extra: dict[int, tuple[int, int]] | None = None, *, raft: bool = T
 
 
 def api_versions_response(table: dict[int, tuple[int, int]], error: int = 0) -> ApiVersionsResponse:
-    """The ApiVersions body; with UNSUPPORTED_VERSION only key 18 is listed, as Kafka does."""
+    """The ApiVersions body; with UNSUPPORTED_VERSION only ApiVersions itself is listed, as Kafka does."""
     if error == Errors.UNSUPPORTED_VERSION:
-        lo, hi = table[18]
-        return ApiVersionsResponse(error_code=error, api_keys=[ApiVersion(18, lo, hi)])
+        lo, hi = table[K.API_VERSIONS]
+        return ApiVersionsResponse(error_code=error, api_keys=[ApiVersion(K.API_VERSIONS, lo, hi)])
     return ApiVersionsResponse(error_code=error,
                                api_keys=[ApiVersion(k, lo, hi) for k, (lo, hi) in table.items()])
 
@@ -112,16 +118,16 @@ def api_versions_response(table: dict[int, tuple[int, int]], error: int = 0) -> 
 def answer_api_versions(table: dict[int, tuple[int, int]], key: int, version: int, where: str) -> ApiVersionsResponse | None:
     """The common head of every node's dispatch: ApiVersions, and refusal of what is not served.
 
-    Returns the ApiVersions answer to send (for key 18; UNSUPPORTED_VERSION in the v0 layout when the
+    Returns the ApiVersions answer to send (for ApiVersions; UNSUPPORTED_VERSION in the v0 layout when the
     client asked for a version we lack), None when the request is served and should be dispatched, and
     raises RefusedRequest (the connection is closed, as Kafka does) for other unserved APIs/versions.
     """
     lo_hi = table.get(key)
     if lo_hi is None or not lo_hi[0] <= version <= lo_hi[1]:
-        if key == 18:
+        if key == K.API_VERSIONS:
             return api_versions_response(table, int(Errors.UNSUPPORTED_VERSION))
         raise RefusedRequest(f"API {key} v{version} is not served {where}")
-    if key == 18:
+    if key == K.API_VERSIONS:
         return api_versions_response(table)
     return None
 
@@ -182,7 +188,7 @@ class Dispatcher:
 
     def check(self, answered_elsewhere: Iterable[int] = ()) -> None:
         """Raise if an advertised API (other than ApiVersions and ``answered_elsewhere``) has no handler."""
-        missing = sorted(set(self.table) - set(self.handlers) - {18} - set(answered_elsewhere))
+        missing = sorted(set(self.table) - set(self.handlers) - {K.API_VERSIONS} - set(answered_elsewhere))
         if missing:
             raise ValueError(f"advertised APIs without a handler {self.where}: {missing}")
 

@@ -42,12 +42,13 @@ from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.server import Reply, RequestContext
 from kraftwire.node import loggers
 from kraftwire.node.apis import BROKER_LOCAL_APIS, Dispatcher, Features, broker_plane_apis
-from kraftwire.node.group_proxy import FIND_COORDINATOR, LIST_GROUPS, GroupRouter, find_coordinator, java_hash
+from kraftwire.node.group_proxy import GroupRouter, find_coordinator, java_hash
 from kraftwire.node.group_proxy import error_response as group_error_response
 from kraftwire.node.metrics import ForwardingMetrics
 from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.snapshots import snapshotter_for
 from kraftwire.node.view import LogPartitionView
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
 
@@ -145,15 +146,15 @@ class BrokerRole:
             self.server.stop(self.lifecycle.fatal)
 
     def register(self, d: Dispatcher) -> None:
-        d.on(3, self._on_metadata)
-        d.on(60, self._on_describe_cluster)
-        d.on(75, self._on_describe_topic_partitions)
-        d.on(74, self._on_describe)
+        d.on(ApiKey.METADATA, self._on_metadata)
+        d.on(ApiKey.DESCRIBE_CLUSTER, self._on_describe_cluster)
+        d.on(ApiKey.DESCRIBE_TOPIC_PARTITIONS, self._on_describe_topic_partitions)
+        d.on(ApiKey.LIST_CONFIG_RESOURCES, self._on_describe)
         d.on([k for k in FORWARDED_APIS if k in self.apis], self.forwarding.forward)
         d.on(BROKER_LOCAL_APIS, self._on_describe)
-        d.on(FIND_COORDINATOR, self._on_find_coordinator)
-        d.on(LIST_GROUPS, self._on_list_groups)
-        d.on([k for k in GROUP_APIS if k not in (FIND_COORDINATOR, LIST_GROUPS)], self._on_group)
+        d.on(ApiKey.FIND_COORDINATOR, self._on_find_coordinator)
+        d.on(ApiKey.LIST_GROUPS, self._on_list_groups)
+        d.on([k for k in GROUP_APIS if k not in (ApiKey.FIND_COORDINATOR, ApiKey.LIST_GROUPS)], self._on_group)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def _lifecycle_moved(self) -> None:
@@ -230,14 +231,14 @@ class BrokerRole:
                                              f"broker {self.node_id} is fenced or catching up; retry"), version)
         image = self.metadata.image
         try:
-            if key == 29:
+            if key == ApiKey.DESCRIBE_ACLS:
                 resp = acl_cmds.describe(image, body)
-            elif key == 32:
+            elif key == ApiKey.DESCRIBE_CONFIGS:
                 resp = config_cmds.describe(image, body, version, {},
                                             lambda name, v: loggers.describe(self.node_id, name, v))
-            elif key == 48:
+            elif key == ApiKey.DESCRIBE_CLIENT_QUOTAS:
                 resp = quota_cmds.describe(image, body, version)
-            elif key == 74:
+            elif key == ApiKey.LIST_CONFIG_RESOURCES:
                 resp = config_cmds.list_config_resources(image, body, version)
             else:
                 resp = scram_cmds.describe(image, body)
@@ -257,7 +258,7 @@ class BrokerRole:
         """This broker's share of every voter's groups: the groups whose hash picks it among the brokers its
         Metadata lists on ``listener``. Admin tools ask every listed broker, so each group is listed once."""
         if not self.lifecycle.serving:
-            return group_error_response(LIST_GROUPS, version, body)
+            return group_error_response(ApiKey.LIST_GROUPS, version, body)
         resp = await self.groups.list_groups(version, body, client_id)
         ids = [b[0] for b in live_brokers(self.metadata.image, listener, self.local_view(listener))]
         resp.groups = [g for g in resp.groups

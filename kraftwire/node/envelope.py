@@ -33,7 +33,6 @@ from kraftwire.protocol.messages.envelope_request import EnvelopeRequest
 from kraftwire.protocol.messages.envelope_response import EnvelopeResponse
 
 log = logging.getLogger(__name__)
-ENVELOPE = 58
 
 Dispatch = Callable[[Request, RequestContext], Awaitable[Reply | None]]
 

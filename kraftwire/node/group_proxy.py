@@ -22,6 +22,7 @@ from typing import Any
 from kraftwire.group.responses import error_response, find_coordinator_response
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import describe_groups_response as dgr
 from kraftwire.protocol.messages import offset_fetch_response as ofr
@@ -30,8 +31,6 @@ from kraftwire.protocol.runtime import replace
 
 log = logging.getLogger(__name__)
 
-OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 10, 11, 12, 13, 14
-DESCRIBE_GROUPS, LIST_GROUPS = 15, 16
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2
 UNAVAILABLE = int(Errors.COORDINATOR_NOT_AVAILABLE)
 NOT_COORDINATOR = int(Errors.NOT_COORDINATOR)
@@ -63,7 +62,7 @@ def owner_of(group_id: str, voters: list[Voter]) -> Voter:
 
 def group_key(api_key: int, version: int, body: Any) -> str | None:
     """The group a request addresses (the first one for multi-group requests), None if none."""
-    if hasattr(body, "group_id") and not (api_key == OFFSET_FETCH and version >= 8):
+    if hasattr(body, "group_id") and not (api_key == ApiKey.OFFSET_FETCH and version >= 8):
         return body.group_id
     groups = getattr(body, "groups", None)
     if groups:
@@ -91,10 +90,10 @@ def find_coordinator(version: int, body: Any, locate: Callable[[str], Voter | No
 
 
 def _timeout_s(api_key: int, version: int, body: Any) -> float:
-    if api_key == JOIN_GROUP:
+    if api_key == ApiKey.JOIN_GROUP:
         rebalance = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
         return max(rebalance, body.session_timeout_ms, 0) / 1000 + REQUEST_WAIT_S
-    return SYNC_WAIT_S if api_key == SYNC_GROUP else REQUEST_WAIT_S
+    return SYNC_WAIT_S if api_key == ApiKey.SYNC_GROUP else REQUEST_WAIT_S
 
 
 def errors_in(message: Any) -> set[int]:
@@ -172,12 +171,12 @@ class GroupRouter:
 
     async def route(self, api_key: int, version: int, body: Any, client_id: str, local: Local | None = None) -> Any:
         """The answer to a group request (not FindCoordinator); groups owned here go to ``local``."""
-        if api_key == LIST_GROUPS:
+        if api_key == ApiKey.LIST_GROUPS:
             return await self.list_groups(version, body, client_id, local)
-        if api_key == DESCRIBE_GROUPS:
+        if api_key == ApiKey.DESCRIBE_GROUPS:
             found = await self._split(api_key, version, body, client_id, local, lambda g: g)
             return dgr.DescribeGroupsResponse(groups=found)
-        if api_key == OFFSET_FETCH and version >= 8:
+        if api_key == ApiKey.OFFSET_FETCH and version >= 8:
             found = await self._split(api_key, version, body, client_id, local, lambda g: g.group_id)
             return ofr.OffsetFetchResponse(groups=found)
         owner = await self._owner_id(group_key(api_key, version, body) or "")
@@ -190,7 +189,7 @@ class GroupRouter:
         groups: list[Any] = []
         error = 0
         for node_id, _, _ in self.voters:
-            resp = await self._send(node_id, LIST_GROUPS, version, body, client_id, local)
+            resp = await self._send(node_id, ApiKey.LIST_GROUPS, version, body, client_id, local)
             error = error or resp.error_code
             groups.extend(resp.groups)
         return ListGroupsResponse(error_code=error, groups=sorted(groups, key=lambda g: g.group_id))
@@ -222,6 +221,6 @@ class GroupRouter:
             if node_id == self.coordinator_id:
                 self.coordinator_id = None
             return error_response(api_key, version, body)
-        if node_id == self.coordinator_id and api_key != LIST_GROUPS and errors_in(resp) & _MOVED:
+        if node_id == self.coordinator_id and api_key != ApiKey.LIST_GROUPS and errors_in(resp) & _MOVED:
             self.coordinator_id = None   # the offsets quorum's leader moved: look it up again next time
         return resp

@@ -21,12 +21,11 @@ import anyio
 from kraftwire.core import GroupRole
 from kraftwire.net.peers import PeerClient
 from kraftwire.node.group_proxy import (
-    FIND_COORDINATOR,
-    LIST_GROUPS,
     GroupRouter,
     find_coordinator,
     owner_of,
 )
+from kraftwire.protocol.api import ApiKey
 
 __all__ = ["GroupShell", "owner_of"]
 
@@ -62,14 +61,14 @@ class GroupShell:
 
     # -- requests ----------------------------------------------------------------------------------
     async def handle(self, api_key: int, version: int, body: Any, client_id: str, client_host: str) -> Any:
-        if api_key == FIND_COORDINATOR:   # every key type: groups where the router says, others refused
+        if api_key == ApiKey.FIND_COORDINATOR:   # every key type: groups where the router says, others refused
             return find_coordinator(version, body, self.router.owner)
         submit = self.replicated or self._submit_local
 
         async def local(request: Any) -> Any:
             return await submit(api_key, version, request, client_id, client_host)
 
-        if self.replicated is not None or api_key == LIST_GROUPS:
+        if self.replicated is not None or api_key == ApiKey.LIST_GROUPS:
             # raft placement: answered here (NOT_COORDINATOR off the leader); ListGroups: groups held here
             return await local(body)
         return await self.router.route(api_key, version, body, client_id, local)

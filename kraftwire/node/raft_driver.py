@@ -31,8 +31,6 @@ from kraftwire.raft import messages as m
 
 log = logging.getLogger(__name__)
 
-API_OF = {m.VoteRequest: 52, m.BeginQuorumEpochRequest: 53, m.EndQuorumEpochRequest: 54, m.FetchRequest: 1,
-          m.DescribeQuorumRequest: 55, m.FetchSnapshotRequest: 59}
 
 
 def wall_ms() -> int:
@@ -240,7 +238,7 @@ class RaftDriver:
             else:
                 self.call(self.node.handle_response, out.request_id, await probe(out.msg))
             return
-        api_key = API_OF[type(out.msg)]
+        api_key = out.msg.API_KEY
         try:
             # the version is chosen from the peer's ApiVersions, never before it
             conn = await self.peers.connect(out.dest_id, self.lane, self.request_timeout_s)
@@ -270,10 +268,7 @@ class RaftDriver:
 
 def _error_response_msg(msg: m.Request, error: int) -> m.Response:
     """The core response for a request our client could not send (top-level ``error``)."""
-    kind = {m.VoteRequest: m.VoteResponse, m.BeginQuorumEpochRequest: m.BeginQuorumEpochResponse,
-            m.EndQuorumEpochRequest: m.EndQuorumEpochResponse, m.FetchRequest: m.FetchResponse,
-            m.FetchSnapshotRequest: m.FetchSnapshotResponse, m.DescribeQuorumRequest: m.DescribeQuorumResponse}
-    return kind[type(msg)](int(error))
+    return m.RESPONSE_OF[msg.API_KEY](int(error))
 
 
 def _error_response(api_key: int, error: int) -> Any:

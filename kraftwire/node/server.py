@@ -42,6 +42,7 @@ from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.secure import outbound_security
 from kraftwire.node.wire import OFFSETS_TOPIC, addressed_topic
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.framing import Request
 from kraftwire.raft.config import RaftConfig
@@ -271,10 +272,10 @@ class Server:
     def _dispatcher(self, role: Any) -> Dispatcher:
         """A plane's one table: what every replica serves, then the role's own APIs."""
         d = Dispatcher(role.apis, role.where, features=role.features)
-        d.on(1, partial(self._on_fetch, role))
-        d.on(2, partial(self._on_list_offsets, role))
-        d.on(0, self._on_produce)
-        d.on(55, self._on_describe_quorum)
+        d.on(ApiKey.FETCH, partial(self._on_fetch, role))
+        d.on(ApiKey.LIST_OFFSETS, partial(self._on_list_offsets, role))
+        d.on(ApiKey.PRODUCE, self._on_produce)
+        d.on(ApiKey.DESCRIBE_QUORUM, self._on_describe_quorum)
         role.register(d)
         d.check(answered_elsewhere=SASL_APIS)
         return d
@@ -371,7 +372,7 @@ class Server:
         NOT_LEADER_OR_FOLLOWER hints, then every other voter) and relays its answer, as a Kafka broker
         forwards it to the controller (kafka-python and Java Admin via bootstrap.servers ask any node)."""
         driver = self.raft_driver(body)
-        own = await driver.handle_inbound(55, body, version)
+        own = await driver.handle_inbound(ApiKey.DESCRIBE_QUORUM, body, version)
         if driver is not self.driver or not _not_leader(own):
             return own
         tried = {self.node_id}

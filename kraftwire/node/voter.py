@@ -39,12 +39,13 @@ from kraftwire.node import loggers, reads
 from kraftwire.node.apis import (
     CONTROLLER_APIS,
     CONTROLLER_LOCAL_APIS,
+    VOTER_CHANGE_APIS,
     Dispatcher,
     Features,
     controller_plane_apis,
 )
 from kraftwire.node.controller_registration import ControllerRegistrar, listener_endpoint
-from kraftwire.node.envelope import ENVELOPE, ForwardedContext, handle_envelope
+from kraftwire.node.envelope import ForwardedContext, handle_envelope
 from kraftwire.node.group_shell import GroupShell
 from kraftwire.node.metrics import ForwardingMetrics
 from kraftwire.node.offsets_quorum import OffsetsQuorum
@@ -52,6 +53,7 @@ from kraftwire.node.raft_driver import wall_ms
 from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.snapshots import snapshotter_for
 from kraftwire.node.view import LogPartitionView
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages.describe_cluster_response import (
     DescribeClusterBroker,
@@ -65,8 +67,8 @@ from kraftwire.protocol.runtime import replace
 
 log = logging.getLogger(__name__)
 
-RAFT_KEYS = (52, 53, 54, 59)   # DescribeQuorum (55) and Fetch (1) are the server's
-INCREMENTAL_ALTER_CONFIGS = 44   # BROKER_LOGGER resources are answered by the node itself
+# Raft's own APIs the voter serves (DescribeQuorum and Fetch are the server's, on every plane)
+RAFT_KEYS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH_SNAPSHOT)
 
 
 class _ControllerMetrics(ControllerObserver):
@@ -183,16 +185,17 @@ class VoterRole:
 
     def register(self, d: Dispatcher) -> None:
         d.on(RAFT_KEYS, self._on_raft)
-        d.on((80, 81, 82), self._on_voter_change)
-        d.on(3, self._on_metadata)
-        d.on(60, self._on_describe_cluster)
+        d.on(VOTER_CHANGE_APIS, self._on_voter_change)
+        d.on(ApiKey.METADATA, self._on_metadata)
+        d.on(ApiKey.DESCRIBE_CLUSTER, self._on_describe_cluster)
         d.on(GROUP_APIS, self._on_group)
         d.on(CONTROLLER_LOCAL_APIS, self._on_describe_local)   # any controller answers from its committed image
-        d.on(INCREMENTAL_ALTER_CONFIGS, self._on_incremental_alter_configs)
-        d.on([k for k in CONTROLLER_APIS if k not in CONTROLLER_LOCAL_APIS and k != INCREMENTAL_ALTER_CONFIGS],
+        # BROKER_LOGGER resources are answered by the node itself
+        d.on(ApiKey.INCREMENTAL_ALTER_CONFIGS, self._on_incremental_alter_configs)
+        d.on([k for k in CONTROLLER_APIS if k not in CONTROLLER_LOCAL_APIS and k != ApiKey.INCREMENTAL_ALTER_CONFIGS],
              self._on_controller)
-        d.on_fast(63, self._fast_controller)   # BrokerHeartbeat: thousands a second, most answered at once
-        d.on(ENVELOPE, self._on_envelope)
+        d.on_fast(ApiKey.BROKER_HEARTBEAT, self._fast_controller)   # thousands a second, most answered at once
+        d.on(ApiKey.ENVELOPE, self._on_envelope)
 
     # -- handlers -------------------------------------------------------------------------------
     async def _on_raft(self, request: Request, ctx: RequestContext) -> Reply:
@@ -221,19 +224,19 @@ class VoterRole:
     async def _on_group(self, request: Request, ctx: RequestContext) -> Reply:
         key, v = request.api_key, request.api_version
         resp = await self.groups.handle(key, v, request.body, request.header.client_id or "", ctx.client_host)
-        return Reply(self._own_coordinator(resp, v, ctx.listener) if key == 10 else resp, v)
+        return Reply(self._own_coordinator(resp, v, ctx.listener) if key == ApiKey.FIND_COORDINATOR else resp, v)
 
     async def _on_describe_local(self, request: Request, ctx: RequestContext) -> Reply:
         """DescribeConfigs / ListPartitionReassignments / DescribeClientQuotas / DescribeUserScramCredentials from
         the committed image (BROKER_LOGGER resources from this process's loggers)."""
         body, v, key = request.body, request.api_version, request.api_key
-        if key == 32:
+        if key == ApiKey.DESCRIBE_CONFIGS:
             static = self.controller.controller.config.static_broker_configs
             return Reply(config_cmds.describe(self.image(), body, v, static,
                                               lambda name, ver: loggers.describe(self.node_id, name, ver)), v)
-        if key == 46:
+        if key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
             return Reply(reassignment_cmds.describe(self.image(), body), v)
-        if key == 48:
+        if key == ApiKey.DESCRIBE_CLIENT_QUOTAS:
             return Reply(quota_cmds.describe(self.image(), body, v), v)
         return Reply(scram_cmds.describe(self.image(), body), v)
 

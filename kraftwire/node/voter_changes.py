@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 
 from kraftwire.net.client import RequestFailed
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.messages.add_raft_voter_request import AddRaftVoterRequest, Listener
 from kraftwire.protocol.messages.add_raft_voter_response import AddRaftVoterResponse
@@ -24,15 +25,14 @@ from kraftwire.raft import messages as m
 
 log = logging.getLogger(__name__)
 
-VOTER_CHANGE_APIS = {80: (0, 0), 81: (0, 0), 82: (0, 0)}
 KRAFT_VERSION = "kraft.version"
 
 
 def request_from_wire(api_key: int, body: Any) -> m.Request:
-    if api_key == 80:
+    if api_key == ApiKey.ADD_RAFT_VOTER:
         return m.AddRaftVoterRequest(body.cluster_id, body.timeout_ms, body.voter_id, body.voter_directory_id,
                                      tuple((lst.name, lst.host, lst.port) for lst in body.listeners))
-    if api_key == 81:
+    if api_key == ApiKey.REMOVE_RAFT_VOTER:
         return m.RemoveRaftVoterRequest(body.cluster_id, body.voter_id, body.voter_directory_id)
     feature = body.k_raft_version_feature
     return m.UpdateRaftVoterRequest(body.cluster_id, body.current_leader_epoch, body.voter_id,
@@ -194,9 +194,9 @@ class VoterChangeApis:
 
 
 def _wire_response(api_key: int, resp: m.VoterChangeResponse, leader_endpoint: tuple[str, int] | None) -> Any:
-    if api_key == 80:
+    if api_key == ApiKey.ADD_RAFT_VOTER:
         return AddRaftVoterResponse(error_code=resp.error_code, error_message=resp.error_message)
-    if api_key == 81:
+    if api_key == ApiKey.REMOVE_RAFT_VOTER:
         return RemoveRaftVoterResponse(error_code=resp.error_code, error_message=resp.error_message)
     leader = resp.leader or m.LeaderIdAndEpoch()
     host, port = leader_endpoint or ("", 0)

@@ -12,6 +12,7 @@ from typing import Any
 
 from kraftwire.group.replicated import OFFSETS_TOPIC
 from kraftwire.node.reads import METADATA_TOPIC, METADATA_TOPIC_ID
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import DecodeError, Errors
 from kraftwire.protocol.messages import (
     begin_quorum_epoch_request as bqe_req,
@@ -48,9 +49,6 @@ from kraftwire.protocol.messages import (
 )
 from kraftwire.protocol.records import decode_batches, encode_batch
 from kraftwire.raft import messages as m
-
-RAFT_KEYS = {52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch", 1: "Fetch", 55: "DescribeQuorum",
-             59: "FetchSnapshot"}
 
 
 class WireError(Exception):
@@ -136,20 +134,20 @@ def retopic(body: Any, name: str) -> Any:
 # ------------------------------------------------------------------------------- requests in
 def request_from_wire(api_key: int, body: Any, version: int) -> tuple[int, m.Request]:
     """(source node id, core request) for an inbound raft request; raises WireError."""
-    if api_key == 52:
+    if api_key == ApiKey.VOTE:
         p = _one_partition(body)
         return p.candidate_id, m.VoteRequest(body.cluster_id, p.candidate_epoch, p.candidate_id,
                                              p.last_offset_epoch, p.last_offset, body.voter_id,
                                              pre_vote=version >= 2 and p.pre_vote,
                                              candidate_directory_id=_dir(p.candidate_directory_id))
-    if api_key == 53:
+    if api_key == ApiKey.BEGIN_QUORUM_EPOCH:
         p = _one_partition(body)
         return p.leader_id, m.BeginQuorumEpochRequest(body.cluster_id, p.leader_id, p.leader_epoch, body.voter_id)
-    if api_key == 54:
+    if api_key == ApiKey.END_QUORUM_EPOCH:
         p = _one_partition(body)
         successors = tuple(p.preferred_successors) or tuple(c.candidate_id for c in p.preferred_candidates)
         return p.leader_id, m.EndQuorumEpochRequest(body.cluster_id, p.leader_id, p.leader_epoch, successors)
-    if api_key == 1:
+    if api_key == ApiKey.FETCH:
         p = _one_partition(body)
         replica = body.replica_state.replica_id if version >= 15 else body.replica_id
         return replica, m.FetchRequest(body.cluster_id, replica, body.max_wait_ms, p.fetch_offset,
@@ -157,10 +155,10 @@ def request_from_wire(api_key: int, body: Any, version: int) -> tuple[int, m.Req
                                        p.partition_max_bytes, body.min_bytes,
                                        _dir(getattr(p, "replica_directory_id", None)),
                                        p.high_watermark if version >= 18 else m.UNKNOWN_HIGH_WATERMARK)
-    if api_key == 55:
+    if api_key == ApiKey.DESCRIBE_QUORUM:
         _one_partition(body)
         return -1, m.DescribeQuorumRequest()
-    if api_key == 59:
+    if api_key == ApiKey.FETCH_SNAPSHOT:
         p = _one_partition(body)
         return body.replica_id, m.FetchSnapshotRequest(
             body.cluster_id, body.replica_id, p.current_leader_epoch,
@@ -173,21 +171,21 @@ def request_from_wire(api_key: int, body: Any, version: int) -> tuple[int, m.Req
 def response_to_wire(api_key: int, resp: m.Response, version: int, nodes: list[tuple[int, str, int, str]]
                      ) -> Any:
     """The wire response body for a core response. ``nodes``: (id, host, port, listener) of voters."""
-    if api_key == 52:
+    if api_key == ApiKey.VOTE:
         p = resp.partition
         parts = [] if p is None else [v_resp.PartitionData(0, p.error_code, p.leader_id, p.leader_epoch,
                                                            p.vote_granted)]
         return v_resp.VoteResponse(resp.error_code, _topics(v_resp.TopicData, parts),
                                    _endpoints(v_resp.NodeEndpoint, nodes, version))
-    if api_key in (53, 54):
-        mod = bqe_resp if api_key == 53 else eqe_resp
+    if api_key in (ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH):
+        mod = bqe_resp if api_key == ApiKey.BEGIN_QUORUM_EPOCH else eqe_resp
         p = resp.partition
         parts = [] if p is None else [mod.PartitionData(0, p.error_code, p.leader_id, p.leader_epoch)]
-        cls = mod.BeginQuorumEpochResponse if api_key == 53 else mod.EndQuorumEpochResponse
+        cls = mod.BeginQuorumEpochResponse if api_key == ApiKey.BEGIN_QUORUM_EPOCH else mod.EndQuorumEpochResponse
         return cls(resp.error_code, _topics(mod.TopicData, parts), _endpoints(mod.NodeEndpoint, nodes, version))
-    if api_key == 1:
+    if api_key == ApiKey.FETCH:
         return fetch_response_to_wire(resp, version, nodes)
-    if api_key == 55:
+    if api_key == ApiKey.DESCRIBE_QUORUM:
         p = resp.partition
         parts = []
         if p is not None:
@@ -204,7 +202,7 @@ def response_to_wire(api_key: int, resp: m.Response, version: int, nodes: list[t
             dq_nodes = [dq_resp.Node(i, [dq_resp.Listener(name, h, port)]) for i, h, port, name in nodes]
         return dq_resp.DescribeQuorumResponse(resp.error_code, None if resp.error_code else "",
                                               _topics(dq_resp.TopicData, parts), dq_nodes)
-    if api_key == 59:
+    if api_key == ApiKey.FETCH_SNAPSHOT:
         return fetch_snapshot_response_to_wire(resp, version, nodes)
     raise ValueError(api_key)
 
@@ -313,20 +311,20 @@ def request_to_wire(msg: m.Request, version: int, leader_endpoints: list[tuple[s
 def response_from_wire(api_key: int, body: Any) -> m.Response:
     """The core response for a wire response to a request we sent; raises DecodeError if malformed."""
     part = None
-    topics = body.responses if api_key == 1 else body.topics
-    if api_key == 59:
+    topics = body.responses if api_key == ApiKey.FETCH else body.topics
+    if api_key == ApiKey.FETCH_SNAPSHOT:
         return _fetch_snapshot_response_from_wire(body, topics)
     if topics:
         if len(topics) != 1 or len(topics[0].partitions) != 1:
             raise DecodeError("raft response must carry exactly one partition")
         part = topics[0].partitions[0]
-    if api_key == 52:
+    if api_key == ApiKey.VOTE:
         return m.VoteResponse(body.error_code, None if part is None else m.VotePartition(
             part.error_code, part.leader_id, part.leader_epoch, part.vote_granted))
-    if api_key in (53, 54):
+    if api_key in (ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH):
         qp = None if part is None else m.QuorumEpochPartition(part.error_code, part.leader_id, part.leader_epoch)
-        return (m.BeginQuorumEpochResponse if api_key == 53 else m.EndQuorumEpochResponse)(body.error_code, qp)
-    if api_key == 1:
+        return (m.BeginQuorumEpochResponse if api_key == ApiKey.BEGIN_QUORUM_EPOCH else m.EndQuorumEpochResponse)(body.error_code, qp)
+    if api_key == ApiKey.FETCH:
         if part is None:
             return m.FetchResponse(body.error_code, None)
         de = part.diverging_epoch

@@ -6,11 +6,14 @@ from functools import cache
 from typing import Any
 
 from kraftwire.protocol.messages import REQUESTS, RESPONSES, message_class
+from kraftwire.protocol.messages.api_keys import LISTENERS, ApiKey
+
+__all__ = ["API_KEYS", "API_NAMES", "LISTENERS", "ApiKey", "is_flexible", "is_known", "request_class",
+           "request_header_version", "response_class", "response_header_version"]
 
 API_KEYS: dict[str, int] = {name[: -len("Request")]: key for key, name in REQUESTS.items()}
 API_NAMES: dict[int, str] = {key: name for name, key in API_KEYS.items()}
-API_VERSIONS_KEY = 18
-CONTROLLED_SHUTDOWN_KEY = 7
+CONTROLLED_SHUTDOWN_KEY = 7   # no layout here (a ZooKeeper-era API), but its v0 header is special
 
 
 @cache
@@ -41,6 +44,6 @@ def request_header_version(api_key: int, version: int) -> int:
 
 def response_header_version(api_key: int, version: int) -> int:
     """Header v1 for flexible versions, else v0; ApiVersions responses always use v0."""
-    if api_key == API_VERSIONS_KEY:
+    if api_key == ApiKey.API_VERSIONS:
         return 0
     return 1 if is_flexible(api_key, version) else 0

@@ -1,6 +1,7 @@
 """Messages the Raft core exchanges with its shell (one partition, topic nesting flattened).
 
-Field names are Kafka 3.9's wire fields in snake_case so that the network shell maps them 1:1 to
+Each request and response class carries its Kafka API key (``API_KEY``; AddRaftVoter and RemoveRaftVoter
+share ``VoterChangeResponse``, whose key is its request's). Field names are Kafka 3.9's wire fields in snake_case so that the network shell maps them 1:1 to
 the JSON schemas (VoteRequest.json, FetchRequest.json, ...). Top-level ``error_code`` is the
 response's top-level error; per-partition fields live in a ``*Partition`` dataclass. The single
 partition is ``__cluster_metadata-0``; the shell fills topic name / partition index.
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import ClassVar
 
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.records import RecordBatch
 
 NO_LEADER = -1
@@ -43,6 +46,7 @@ class SnapshotIdField:
 # ---------------------------------------------------------------------------------------- Vote
 @dataclass(frozen=True, slots=True)
 class VoteRequest:
+    API_KEY: ClassVar[ApiKey] = ApiKey.VOTE
     cluster_id: str | None
     candidate_epoch: int
     candidate_id: int
@@ -63,6 +67,7 @@ class VotePartition:
 
 @dataclass(frozen=True, slots=True)
 class VoteResponse:
+    API_KEY: ClassVar[ApiKey] = ApiKey.VOTE
     error_code: int = 0
     partition: VotePartition | None = None
 
@@ -70,6 +75,7 @@ class VoteResponse:
 # ----------------------------------------------------------------------------- BeginQuorumEpoch
 @dataclass(frozen=True, slots=True)
 class BeginQuorumEpochRequest:
+    API_KEY: ClassVar[ApiKey] = ApiKey.BEGIN_QUORUM_EPOCH
     cluster_id: str | None
     leader_id: int
     leader_epoch: int
@@ -87,6 +93,7 @@ class QuorumEpochPartition:
 
 @dataclass(frozen=True, slots=True)
 class BeginQuorumEpochResponse:
+    API_KEY: ClassVar[ApiKey] = ApiKey.BEGIN_QUORUM_EPOCH
     error_code: int = 0
     partition: QuorumEpochPartition | None = None
 
@@ -94,6 +101,7 @@ class BeginQuorumEpochResponse:
 # ------------------------------------------------------------------------------- EndQuorumEpoch
 @dataclass(frozen=True, slots=True)
 class EndQuorumEpochRequest:
+    API_KEY: ClassVar[ApiKey] = ApiKey.END_QUORUM_EPOCH
     cluster_id: str | None
     leader_id: int
     leader_epoch: int
@@ -102,6 +110,7 @@ class EndQuorumEpochRequest:
 
 @dataclass(frozen=True, slots=True)
 class EndQuorumEpochResponse:
+    API_KEY: ClassVar[ApiKey] = ApiKey.END_QUORUM_EPOCH
     error_code: int = 0
     partition: QuorumEpochPartition | None = None
 
@@ -113,6 +122,7 @@ UNKNOWN_HIGH_WATERMARK = (1 << 63) - 1
 
 @dataclass(frozen=True, slots=True)
 class FetchRequest:
+    API_KEY: ClassVar[ApiKey] = ApiKey.FETCH
     cluster_id: str | None
     replica_id: int
     max_wait_ms: int
@@ -139,6 +149,7 @@ class FetchPartition:
 
 @dataclass(frozen=True, slots=True)
 class FetchResponse:
+    API_KEY: ClassVar[ApiKey] = ApiKey.FETCH
     error_code: int = 0
     partition: FetchPartition | None = None
 
@@ -148,6 +159,7 @@ class FetchResponse:
 class FetchSnapshotRequest:
     """KIP-630: a replica told to load ``snapshot_id`` reads it from the leader, ``max_bytes`` at a time."""
 
+    API_KEY: ClassVar[ApiKey] = ApiKey.FETCH_SNAPSHOT
     cluster_id: str | None
     replica_id: int
     current_leader_epoch: int
@@ -169,6 +181,7 @@ class FetchSnapshotPartition:
 
 @dataclass(frozen=True, slots=True)
 class FetchSnapshotResponse:
+    API_KEY: ClassVar[ApiKey] = ApiKey.FETCH_SNAPSHOT
     error_code: int = 0
     partition: FetchSnapshotPartition | None = None
 
@@ -176,6 +189,7 @@ class FetchSnapshotResponse:
 # ------------------------------------------------------------------------------- DescribeQuorum
 @dataclass(frozen=True, slots=True)
 class DescribeQuorumRequest:
+    API_KEY: ClassVar[ApiKey] = ApiKey.DESCRIBE_QUORUM
     pass
 
 
@@ -202,6 +216,7 @@ class DescribeQuorumPartition:
 
 @dataclass(frozen=True, slots=True)
 class DescribeQuorumResponse:
+    API_KEY: ClassVar[ApiKey] = ApiKey.DESCRIBE_QUORUM
     error_code: int = 0
     partition: DescribeQuorumPartition | None = None
 
@@ -212,6 +227,7 @@ Listener = tuple[str, str, int]   # (name, host, port) of a voter endpoint
 
 @dataclass(frozen=True, slots=True)
 class AddRaftVoterRequest:
+    API_KEY: ClassVar[ApiKey] = ApiKey.ADD_RAFT_VOTER
     cluster_id: str | None
     timeout_ms: int
     voter_id: int
@@ -221,6 +237,7 @@ class AddRaftVoterRequest:
 
 @dataclass(frozen=True, slots=True)
 class RemoveRaftVoterRequest:
+    API_KEY: ClassVar[ApiKey] = ApiKey.REMOVE_RAFT_VOTER
     cluster_id: str | None
     voter_id: int
     voter_directory_id: uuid.UUID
@@ -228,6 +245,7 @@ class RemoveRaftVoterRequest:
 
 @dataclass(frozen=True, slots=True)
 class UpdateRaftVoterRequest:
+    API_KEY: ClassVar[ApiKey] = ApiKey.UPDATE_RAFT_VOTER
     cluster_id: str | None
     current_leader_epoch: int
     voter_id: int
@@ -250,6 +268,7 @@ class KraftVersionsRequest:
     """Ask a would-be voter, at ``listeners``, which kraft.version levels it supports (Kafka's leader
     sends it ApiVersions); the shell answers with a ``KraftVersionsResponse``."""
 
+    API_KEY: ClassVar[ApiKey] = ApiKey.API_VERSIONS
     listeners: tuple[Listener, ...]
 
 
@@ -264,6 +283,12 @@ Request = (VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | Fetch
            | KraftVersionsRequest)
 Response = (VoteResponse | BeginQuorumEpochResponse | EndQuorumEpochResponse | FetchResponse
             | FetchSnapshotResponse | DescribeQuorumResponse | VoterChangeResponse | KraftVersionsResponse)
+
+#: The response class of each Raft API whose answer has its own class (the one key → type table).
+RESPONSE_OF: dict[ApiKey, type[Response]] = {
+    r.API_KEY: r for r in (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse,
+                           FetchSnapshotResponse, DescribeQuorumResponse)
+}
 
 
 # ---------------------------------------------------------------------------------- core output

@@ -16,6 +16,7 @@ from kraftwire.group.responses import (
     leave_response,
     sync_response,
 )
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import alter_configs_response as acr
 from kraftwire.protocol.messages import create_partitions_response as cpr
@@ -455,61 +456,61 @@ def _open(a: Access, body: Any, version: int) -> Outcome | None:
     return None
 
 
-RULES: dict[int, Rule] = {
-    0: _produce,
-    1: _fetch,
-    2: _list_offsets,
-    3: _metadata,
-    74: _controller_api(DESCRIBE_CONFIGS),  # ListConfigResources (a broker's, from its image)
-    75: _describe_topic_partitions,
-    8: _offset_commit,
-    9: _offset_fetch,
-    10: _find_coordinator,
-    11: _group_read(lambda v: join_response(v, GROUP_DENIED, "")),
-    12: _group_read(lambda v: heartbeat_response(v, GROUP_DENIED)),
-    13: _group_read(lambda v: leave_response(v, GROUP_DENIED, [])),
-    14: _group_read(lambda v: sync_response(v, GROUP_DENIED)),
-    15: _describe_groups,
-    16: _list_groups,
-    18: _open,                              # ApiVersions
-    19: _create_topics,
-    20: _delete_topics,
-    29: _controller_api(DESCRIBE),          # DescribeAcls
-    30: _controller_api(ALTER),             # CreateAcls
-    31: _controller_api(ALTER),             # DeleteAcls
-    32: _configs(DESCRIBE_CONFIGS, lambda c, r: dcr.DescribeConfigsResult(c, None, r.resource_type, r.resource_name,
-                                                                          []),
-                 lambda errs: dcr.DescribeConfigsResponse(results=errs), "results"),
-    33: _configs(ALTER_CONFIGS, lambda c, r: acr.AlterConfigsResourceResponse(c, None, r.resource_type,
-                                                                              r.resource_name),
-                 lambda errs: acr.AlterConfigsResponse(responses=errs), "responses"),
-    37: _create_partitions,
-    43: _controller_api(ALTER),             # ElectLeaders
-    44: _configs(ALTER_CONFIGS, lambda c, r: iacr.AlterConfigsResourceResponse(c, None, r.resource_type,
-                                                                               r.resource_name),
-                 lambda errs: iacr.IncrementalAlterConfigsResponse(responses=errs), "responses"),
-    45: _controller_api(ALTER),             # AlterPartitionReassignments
-    46: _controller_api(DESCRIBE),          # ListPartitionReassignments
-    48: _controller_api(DESCRIBE_CONFIGS),  # DescribeClientQuotas
-    49: _controller_api(ALTER_CONFIGS),     # AlterClientQuotas
-    50: _controller_api(DESCRIBE),          # DescribeUserScramCredentials
-    51: _controller_api(ALTER),             # AlterUserScramCredentials
-    52: _cluster_action(VoteResponse),
-    53: _cluster_action(BeginQuorumEpochResponse),
-    54: _cluster_action(EndQuorumEpochResponse),
-    55: _describe_quorum,
-    56: _controller_api(CLUSTER_ACTION),    # AlterPartition
-    57: _controller_api(ALTER),             # UpdateFeatures
-    58: _envelope,
-    59: _cluster_action(FetchSnapshotResponse),
-    60: _describe_cluster,
-    62: _controller_api(CLUSTER_ACTION),    # BrokerRegistration
-    63: _controller_api(CLUSTER_ACTION),    # BrokerHeartbeat
-    64: _controller_api(ALTER),             # UnregisterBroker (Kafka requires ALTER here)
-    67: _controller_api(CLUSTER_ACTION),    # AllocateProducerIds
-    70: _controller_api(CLUSTER_ACTION),    # ControllerRegistration
-    73: _controller_api(CLUSTER_ACTION),    # AssignReplicasToDirs
-    80: _controller_api(ALTER),             # AddRaftVoter (Kafka: ALTER on the cluster)
-    81: _controller_api(ALTER),             # RemoveRaftVoter
-    82: _controller_api(CLUSTER_ACTION),    # UpdateRaftVoter (voter to leader)
+RULES: dict[ApiKey, Rule] = {
+    ApiKey.PRODUCE: _produce,
+    ApiKey.FETCH: _fetch,
+    ApiKey.LIST_OFFSETS: _list_offsets,
+    ApiKey.METADATA: _metadata,
+    ApiKey.LIST_CONFIG_RESOURCES: _controller_api(DESCRIBE_CONFIGS),   # a broker's, from its image
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
+    ApiKey.OFFSET_COMMIT: _offset_commit,
+    ApiKey.OFFSET_FETCH: _offset_fetch,
+    ApiKey.FIND_COORDINATOR: _find_coordinator,
+    ApiKey.JOIN_GROUP: _group_read(lambda v: join_response(v, GROUP_DENIED, "")),
+    ApiKey.HEARTBEAT: _group_read(lambda v: heartbeat_response(v, GROUP_DENIED)),
+    ApiKey.LEAVE_GROUP: _group_read(lambda v: leave_response(v, GROUP_DENIED, [])),
+    ApiKey.SYNC_GROUP: _group_read(lambda v: sync_response(v, GROUP_DENIED)),
+    ApiKey.DESCRIBE_GROUPS: _describe_groups,
+    ApiKey.LIST_GROUPS: _list_groups,
+    ApiKey.API_VERSIONS: _open,
+    ApiKey.CREATE_TOPICS: _create_topics,
+    ApiKey.DELETE_TOPICS: _delete_topics,
+    ApiKey.DESCRIBE_ACLS: _controller_api(DESCRIBE),
+    ApiKey.CREATE_ACLS: _controller_api(ALTER),
+    ApiKey.DELETE_ACLS: _controller_api(ALTER),
+    ApiKey.DESCRIBE_CONFIGS: _configs(
+        DESCRIBE_CONFIGS, lambda c, r: dcr.DescribeConfigsResult(c, None, r.resource_type, r.resource_name, []),
+        lambda errs: dcr.DescribeConfigsResponse(results=errs), "results"),
+    ApiKey.ALTER_CONFIGS: _configs(
+        ALTER_CONFIGS, lambda c, r: acr.AlterConfigsResourceResponse(c, None, r.resource_type, r.resource_name),
+        lambda errs: acr.AlterConfigsResponse(responses=errs), "responses"),
+    ApiKey.CREATE_PARTITIONS: _create_partitions,
+    ApiKey.ELECT_LEADERS: _controller_api(ALTER),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _configs(
+        ALTER_CONFIGS, lambda c, r: iacr.AlterConfigsResourceResponse(c, None, r.resource_type, r.resource_name),
+        lambda errs: iacr.IncrementalAlterConfigsResponse(responses=errs), "responses"),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: _controller_api(ALTER),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: _controller_api(DESCRIBE),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: _controller_api(DESCRIBE_CONFIGS),
+    ApiKey.ALTER_CLIENT_QUOTAS: _controller_api(ALTER_CONFIGS),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _controller_api(DESCRIBE),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _controller_api(ALTER),
+    ApiKey.VOTE: _cluster_action(VoteResponse),
+    ApiKey.BEGIN_QUORUM_EPOCH: _cluster_action(BeginQuorumEpochResponse),
+    ApiKey.END_QUORUM_EPOCH: _cluster_action(EndQuorumEpochResponse),
+    ApiKey.DESCRIBE_QUORUM: _describe_quorum,
+    ApiKey.ALTER_PARTITION: _controller_api(CLUSTER_ACTION),
+    ApiKey.UPDATE_FEATURES: _controller_api(ALTER),
+    ApiKey.ENVELOPE: _envelope,
+    ApiKey.FETCH_SNAPSHOT: _cluster_action(FetchSnapshotResponse),
+    ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
+    ApiKey.BROKER_REGISTRATION: _controller_api(CLUSTER_ACTION),
+    ApiKey.BROKER_HEARTBEAT: _controller_api(CLUSTER_ACTION),
+    ApiKey.UNREGISTER_BROKER: _controller_api(ALTER),   # Kafka requires ALTER here
+    ApiKey.ALLOCATE_PRODUCER_IDS: _controller_api(CLUSTER_ACTION),
+    ApiKey.CONTROLLER_REGISTRATION: _controller_api(CLUSTER_ACTION),
+    ApiKey.ASSIGN_REPLICAS_TO_DIRS: _controller_api(CLUSTER_ACTION),
+    ApiKey.ADD_RAFT_VOTER: _controller_api(ALTER),   # Kafka: ALTER on the cluster
+    ApiKey.REMOVE_RAFT_VOTER: _controller_api(ALTER),
+    ApiKey.UPDATE_RAFT_VOTER: _controller_api(CLUSTER_ACTION),   # voter to leader
 }

@@ -14,14 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.sasl_authenticate_response import SaslAuthenticateResponse
 from kraftwire.protocol.messages.sasl_handshake_response import SaslHandshakeResponse
 from kraftwire.security.plain import PasswordLookup, PlainServer
 from kraftwire.security.scram import MECHANISMS, CredentialLookup, SaslAuthenticationError, ScramServer
 
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
-SASL_APIS = {SASL_HANDSHAKE: (0, 1), SASL_AUTHENTICATE: (0, 2)}
+SASL_APIS = {ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
@@ -75,7 +75,7 @@ class SaslAuthenticator:
 
     def permits(self, api_key: int) -> bool:
         """Whether a request with ``api_key`` may be handled normally in the current state."""
-        return self.state == "done" or (self.state == "handshake" and api_key == API_VERSIONS)
+        return self.state == "done" or (self.state == "handshake" and api_key == ApiKey.API_VERSIONS)
 
     def handshake(self, body: Any, version: int) -> Step:
         if self.state != "handshake":
@@ -133,7 +133,7 @@ class SaslAuthenticator:
 
 def not_sasl_listener(api_key: int) -> Any:
     """The answer to SaslHandshake / SaslAuthenticate on a listener without SASL (ILLEGAL_SASL_STATE)."""
-    if api_key == SASL_HANDSHAKE:
+    if api_key == ApiKey.SASL_HANDSHAKE:
         return SaslHandshakeResponse(error_code=int(Errors.ILLEGAL_SASL_STATE), mechanisms=[])
     return SaslAuthenticateResponse(error_code=int(Errors.ILLEGAL_SASL_STATE),
                                     error_message="SASL is not enabled on this listener")

@@ -27,8 +27,6 @@ from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.invariants import GENESIS, InvariantChecker, Violation, chain_digest
 from kraftwire.sim.wire import WireCodec
 
-RESPONSE_API = {m.VoteResponse: 52, m.BeginQuorumEpochResponse: 53, m.EndQuorumEpochResponse: 54, m.FetchResponse: 1,
-                m.DescribeQuorumResponse: 55, m.FetchSnapshotResponse: 59}
 DELIVER_REQ, DELIVER_RESP, REQ_TIMEOUT, TICK, RESTART, APPEND, FAULT, HEAL, END, UNDO, PERSISTED, FIRST_LEADER = range(12)
 
 
@@ -326,7 +324,7 @@ class Simulation:
                 if p is not None and p.error_code == 0 and p.position + len(p.unaligned_records) == p.size:
                     self.snapshot_downloads += 1
                 dest, inc, rid = origin
-                msg = out.msg if self.codec is None else self.codec.raft_response(RESPONSE_API[type(out.msg)], out.msg)
+                msg = out.msg if self.codec is None else self.codec.raft_response(out.msg.API_KEY, out.msg)
                 copies = 2 if self.dup_p and self.rng.random() < self.dup_p else 1
                 for _ in range(copies):
                     if not self._lost(src, dest):

@@ -16,8 +16,6 @@ from kraftwire.node.apis import CLIENT_APIS, CONTROLLER_APIS, RAFT_APIS
 from kraftwire.protocol import framing
 from kraftwire.raft import messages as m
 
-API_OF = {m.VoteRequest: 52, m.BeginQuorumEpochRequest: 53, m.EndQuorumEpochRequest: 54, m.FetchRequest: 1,
-          m.DescribeQuorumRequest: 55, m.FetchSnapshotRequest: 59}
 _VERSIONS = {**CONTROLLER_APIS, **CLIENT_APIS, **RAFT_APIS}
 
 
@@ -42,7 +40,7 @@ class WireCodec:
 
     def raft_request(self, src: int, msg: m.Request) -> tuple[int, m.Request]:
         """``msg`` as the peer decodes it: (api key, the core message it hands its core)."""
-        api_key = API_OF[type(msg)]
+        api_key = msg.API_KEY
         version = self.version(api_key)
         body = wire.request_to_wire(msg, version, [("CONTROLLER", f"node{src}", 9093)])
         decoded = self.kafka_request(body, version)
