@@ -26,6 +26,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "metadata-diff": ("metadata_diff", "what changed in the metadata between two offsets or times"),
     "what-if": ("what_if", "which partitions go offline or under min ISR if brokers fail"),
     "doctor": ("doctor", "explain why a quorum or broker is unhealthy (plain words, with evidence)"),
+    "audit": ("audit", "who changed the metadata: writes by topic or principal (audit files)"),
     "protocol": ("protocol", "decode Kafka protocol frames to JSON and encode them back"),
     "acls": ("acls", "add, remove and list ACLs (like kafka-acls.sh)"),
     "analytics": ("analytics", "Spark analytics over a metadata log (Parquet, PNG, summary)"),

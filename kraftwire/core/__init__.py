@@ -7,10 +7,11 @@ from kraftwire.core.broker_lifecycle_role import BrokerLifecycleRole
 from kraftwire.core.controller_role import ControllerObserver, ControllerRole
 from kraftwire.core.group_role import GroupRole
 from kraftwire.core.listeners import FanOutListener
-from kraftwire.core.node_core import NodeCore, NodeOutput, Respond, SendController, TakeSnapshot
+from kraftwire.core.node_core import Audit, NodeCore, NodeOutput, Respond, SendController, TakeSnapshot
 from kraftwire.core.snapshots import SnapshotJob
 
 __all__ = [
+    "Audit",
     "BrokerLifecycleRole",
     "ControllerObserver",
     "ControllerRole",

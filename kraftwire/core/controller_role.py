@@ -30,10 +30,12 @@ from kraftwire.core.snapshots import SnapshotJob, snapshot_due
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.metadata.snapshot import Snapshotter, image_from_snapshot
 from kraftwire.metadata.support import park_reason
+from kraftwire.protocol.api import API_NAMES
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.metadata import MetadataRecord, encode_record
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import NotLeaderError
+from kraftwire.storage.audit import AuditEntry, Origin
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +94,10 @@ class ControllerRole:
         self.on_fatal: list[Callable[[BaseException], None]] = []
         self.on_wake: list[Callable[[], None]] = []    # new deadlines or due work: the shell re-polls
         self.snapshots_loaded = 0
+        #: audit entries of the writes made since the node core last collected them (an output: the shell
+        #: writes them beside the log, off the event loop)
+        self.audits: list[AuditEntry] = []
+        self._last_offsets: list[int] = []
         self._waiters: list[_Waiter] = []
         #: set when the log finalized a metadata.version this node lacks: replay stops, the node stays up
         self.parked: str | None = None
@@ -191,6 +197,7 @@ class ControllerRole:
         except NotLeaderError:
             self._step_down("raft leadership lost before the append")
             return False
+        self._last_offsets = list(offsets or [])
         self.observer.appended(offsets or [])
         self.observer.image(self.controller.image, "latest")
         return True
@@ -209,8 +216,9 @@ class ControllerRole:
         self._step_down("the node is stopping")
 
     # -- requests -------------------------------------------------------------------------------
-    def submit(self, request: Any, version: int, done: Done) -> None:
-        """Run a controller API request; ``done(response)`` once its records commit (or at once)."""
+    def submit(self, request: Any, version: int, done: Done, origin: Origin | None = None) -> None:
+        """Run a controller API request; ``done(response)`` once its records commit (or at once). A
+        request that writes, with its ``origin`` known, leaves an entry in ``audits``."""
         ctl = self.controller
         self.maybe_activate()
         if ctl.active:
@@ -220,11 +228,21 @@ class ControllerRole:
             if not self._append(result.records):
                 done(_not_controller(request, version, "leadership lost"))
                 return
+            if origin is not None and self._last_offsets:
+                self.audits.append(self._audit_entry(request, origin))
             self._wake()
         if result.commit_offset < 0:
             done(result.response)
             return
         self._waiters.append(_Waiter(result.commit_offset, request, version, result.response, done))
+
+    def _audit_entry(self, request: Any, origin: Origin) -> AuditEntry:
+        key = getattr(type(request), "API_KEY", -1)
+        return AuditEntry(first_offset=self._last_offsets[0], last_offset=self._last_offsets[-1],
+                          epoch=self.controller.epoch, time_ms=self.clock(), node_id=self.node_id, api_key=key,
+                          api=API_NAMES.get(key, type(request).__name__), principal=origin.principal,
+                          client_id=origin.client_id, client_host=origin.client_host, listener=origin.listener,
+                          forwarded=origin.forwarded)
 
     def _release(self, committed: int) -> None:
         ready = [w for w in self._waiters if w.offset <= committed]

@@ -35,6 +35,7 @@ from kraftwire.core.snapshots import SnapshotJob, clean_log, store_snapshot
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import messages as m
 from kraftwire.raft.core import RaftCore
+from kraftwire.storage.audit import AuditEntry, Origin
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,14 @@ class TakeSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class Audit:
+    """A controller write and who asked for it: the shell appends ``entry`` to the audit file beside the
+    metadata log (off the event loop)."""
+
+    entry: AuditEntry
+
+
+@dataclass(frozen=True, slots=True)
 class SendController:
     """A broker lifecycle request (``kind`` "register" or "heartbeat") for the active controller."""
 
@@ -61,7 +70,7 @@ class SendController:
     request: Any
 
 
-NodeOutput = m.SendRequest | m.SendResponse | m.PersistLog | Respond | TakeSnapshot | SendController
+NodeOutput = m.SendRequest | m.SendResponse | m.PersistLog | Respond | TakeSnapshot | SendController | Audit
 
 #: appends made while the core handles an event can trigger more (a commit the role replays and
 #: answers with records): flush that many rounds at most within one event, the rest at the next tick
@@ -156,14 +165,20 @@ class NodeCore:
         return self.raft.append(now, records)
 
     # -- controller events ------------------------------------------------------------------------
-    def submit(self, now: int, request_id: int, request: Any, version: int) -> list[NodeOutput]:
-        """A controller API request; ``Respond(request_id, ...)`` comes out once it may be answered."""
+    def submit(self, now: int, request_id: int, request: Any, version: int,
+               origin: Origin | None = None) -> list[NodeOutput]:
+        """A controller API request; ``Respond(request_id, ...)`` comes out once it may be answered, and
+        ``Audit`` when it wrote records and its ``origin`` is known."""
         self._now = now
         ctl = self.controller
         if ctl is None:
             raise TypeError("this node core has no controller role")
-        ctl.submit(request, version, lambda body: self._answers.append(Respond(request_id, body)))
-        return self._settled_request(now)
+        ctl.submit(request, version, lambda body: self._answers.append(Respond(request_id, body)), origin)
+        out = self._settled_request(now)
+        if ctl.audits:
+            out += [Audit(e) for e in ctl.audits]
+            ctl.audits.clear()
+        return out
 
     def submit_group(self, now: int, request_id: int, api_key: int, version: int, body: Any, client_id: str = "",
                      client_host: str = "") -> list[NodeOutput]:

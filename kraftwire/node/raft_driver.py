@@ -22,12 +22,13 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from kraftwire.core import NodeCore, Respond, SendController, TakeSnapshot
+from kraftwire.core import Audit, NodeCore, Respond, SendController, TakeSnapshot
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
 from kraftwire.node import wire
 from kraftwire.protocol.errors import DecodeError, Errors, KafkaProtocolError
 from kraftwire.raft import messages as m
+from kraftwire.storage.audit import Origin
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ class RaftDriver:
         self.changed = anyio.Event()  # set (and replaced) whenever log end / HW / leader may have moved
         self.on_change: list[Callable[[], None]] = []
         self.metrics: Any = None
+        self.audit: Any = None    # an AuditWriter (storage/audit.py) on a voter with a log directory
         self.versions_probe: Callable[[m.KraftVersionsRequest], Any] | None = None   # KIP-853 (voter_changes.py)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -103,17 +105,18 @@ class RaftDriver:
         if not (len(outputs) == 1 and type(outputs[0]) is Respond and outputs[0].request_id == rid):
             self.poke()
 
-    async def submit(self, body: Any, version: int) -> Any:
+    async def submit(self, body: Any, version: int, origin: Origin | None = None) -> Any:
         """Run a controller API request through the node core; returns the response body once it may be
-        sent (an answer given at once returns without a trip through the event loop)."""
-        body, later = self.submit_now(body, version)
+        sent (an answer given at once returns without a trip through the event loop). ``origin`` (who
+        sent it) goes into the audit entry of a request that writes."""
+        body, later = self.submit_now(body, version, origin)
         return body if later is None else await later
 
-    def submit_now(self, body: Any, version: int) -> tuple[Any, Awaitable[Any] | None]:
+    def submit_now(self, body: Any, version: int, origin: Origin | None = None) -> tuple[Any, Awaitable[Any] | None]:
         """``submit`` without a coroutine for an answer given at once (a heartbeat that wrote nothing):
         ``(response, None)``, or ``(None, awaitable of the response)`` when it waits for a commit."""
         started = time.monotonic()
-        rid, box = self._start(lambda rid: self._call_request(self.node.submit, rid, body, version))
+        rid, box = self._start(lambda rid: self._call_request(self.node.submit, rid, body, version, origin))
         if self.metrics is not None:   # the controller's own work, commit wait excluded (Kafka's processing time)
             self.metrics.controller_processed((time.monotonic() - started) * 1000)
         if box:
@@ -172,11 +175,21 @@ class RaftDriver:
             elif isinstance(out, SendController):
                 assert self._tg is not None
                 self._tg.start_soon(self._send_controller, out)
+            elif isinstance(out, Audit) and self.audit is not None and self._tg is not None:
+                self._tg.start_soon(self._write_audit, out)
 
     async def _persist(self, end_offset: int) -> None:
         """The log's fsync in a worker thread: no connection of the node waits for the disk."""
         await anyio.to_thread.run_sync(self.core.log.sync)
         self.call(self.node.handle_persisted, end_offset)
+
+    async def _write_audit(self, out: Audit) -> None:
+        """Append the audit entry in a worker thread (trimming entries the log no longer holds)."""
+        try:
+            await anyio.to_thread.run_sync(self.audit.append, out.entry, self.core.log.start_offset)
+        except OSError as e:
+            log.error("cannot write the audit entry of offsets %d-%d: %s", out.entry.first_offset,
+                      out.entry.last_offset, e)
 
     async def _frame_snapshot(self, out: TakeSnapshot) -> None:
         """Frame the immutable image in a worker thread, then hand the batches back to the core."""

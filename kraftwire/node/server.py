@@ -49,6 +49,7 @@ from kraftwire.raft.config import RaftConfig
 from kraftwire.raft.core import RaftCore
 from kraftwire.security.sasl import SASL_APIS
 from kraftwire.security.settings import ClientSecurity
+from kraftwire.storage.audit import AuditWriter
 
 log = logging.getLogger(__name__)
 Address = tuple[str, int]
@@ -218,6 +219,10 @@ class Server:
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"])
         self.metrics = RaftMetrics(self.core, log_, controller=None if self.voter is None else self.voter.controller)
         self.driver.metrics = self.metrics
+        from kraftwire.storage.log import FileLog
+
+        if voter and isinstance(log_, FileLog):   # the controller's writes: who asked, beside the log
+            self.driver.audit = AuditWriter(cfg.metadata_log_dir)
         for role in self.roles:
             role.attach(self.core, self.driver)
 

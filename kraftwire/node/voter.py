@@ -64,6 +64,7 @@ from kraftwire.protocol.messages.incremental_alter_configs_response import (
     IncrementalAlterConfigsResponse,
 )
 from kraftwire.protocol.runtime import replace
+from kraftwire.storage.audit import Origin
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +249,8 @@ class VoterRole:
         if not ours:
             return await self._on_controller(request, ctx)
         rest = replace(body, resources=[r for r in body.resources if not loggers.is_logger_resource(r)])
-        resp = await self.submit(rest, v) if rest.resources else IncrementalAlterConfigsResponse(responses=[])
+        resp = (await self.submit(rest, v, origin_of(request, ctx)) if rest.resources
+                else IncrementalAlterConfigsResponse(responses=[]))
         for r in ours:
             code, msg = loggers.alter(self.node_id, r, body.validate_only)
             resp.responses.append(AlterConfigsResourceResponse(code, msg, r.resource_type, r.resource_name))
@@ -259,17 +261,17 @@ class VoterRole:
                 and not self.controller.controller.active):
             return await self.forwarding.forward(request, ctx)
         v = request.api_version
-        return Reply(await self.submit(request.body, v), v)
+        return Reply(await self.submit(request.body, v, origin_of(request, ctx)), v)
 
     def _fast_controller(self, request: Request, ctx: RequestContext) -> Reply | Awaitable[Reply]:
         """``_on_controller`` for the listener's fast path: the Reply when the controller answered at once."""
         v = request.api_version
-        body, later = self.server.driver.submit_now(request.body, v)
+        body, later = self.server.driver.submit_now(request.body, v, origin_of(request, ctx))
         return Reply(body, v) if later is None else _reply_later(later, v)
 
-    async def submit(self, body: Any, version: int) -> Any:
+    async def submit(self, body: Any, version: int, origin: Origin | None = None) -> Any:
         """A controller API request, run by the node core; its answer once it may be sent."""
-        return await self.server.driver.submit(body, version)
+        return await self.server.driver.submit(body, version, origin)
 
     async def _on_envelope(self, request: Request, ctx: RequestContext) -> Reply:
         # The inner request keeps the envelope's listener, so it is dispatched on this same plane.
@@ -319,3 +321,10 @@ class VoterRole:
 
 async def _reply_later(later: Awaitable[Any], version: int) -> Reply:
     return Reply(await later, version)
+
+
+def origin_of(request: Request, ctx: RequestContext) -> Origin:
+    """Who sent a controller request (the Envelope's principal and client address when forwarded), for
+    the audit file."""
+    return Origin(principal=ctx.principal, client_id=request.header.client_id or "",
+                  client_host=ctx.client_host, listener=ctx.listener, forwarded=bool(getattr(ctx, "forwarded", False)))

@@ -110,10 +110,11 @@ def _read_segment(path: Path, out: MetadataSource, skip_below: int, expected: in
     return expected
 
 
-def read_log_dir(path: Path, upto: int | None = None) -> MetadataSource:
+def read_log_dir(path: Path, upto: int | None = None, from_start: bool = False) -> MetadataSource:
     """The latest valid snapshot of a partition (or metadata log) directory plus the segments after it;
     with ``upto``, the image as of that offset: the newest snapshot at or below it plus the records
-    up to it (``last_offset`` tells how far the log really went)."""
+    up to it (``last_offset`` tells how far the log really went); ``from_start`` also decodes the records
+    the snapshot covers (every retained record)."""
     directory = Path(path)
     if (directory / PARTITION_DIR).is_dir():
         directory = directory / PARTITION_DIR
@@ -135,8 +136,8 @@ def read_log_dir(path: Path, upto: int | None = None) -> MetadataSource:
     segments = [s for s in segments if s.stem.isdigit()]
     if not segments and out.snapshot_id is None:
         raise StorageError(f"{directory}: no snapshot (*.checkpoint) and no log segment (*.log) found")
-    skip_below = out.snapshot_id.end_offset if out.snapshot_id else 0
-    if segments and int(segments[0].stem) > skip_below:
+    skip_below = out.snapshot_id.end_offset if out.snapshot_id and not from_start else 0
+    if segments and int(segments[0].stem) > skip_below and not from_start:
         if upto is not None:
             raise StorageError(f"{directory}: offset {upto} is before the log start {int(segments[0].stem)} "
                                "and no snapshot ends at or below it; pick a later offset or time")

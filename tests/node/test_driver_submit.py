@@ -31,7 +31,7 @@ class _Node:
     def next_deadline(self) -> int | None:
         return 5_000
 
-    def submit(self, now: int, rid: int, body: Any, version: int) -> list[Any]:
+    def submit(self, now: int, rid: int, body: Any, version: int, origin: Any = None) -> list[Any]:
         return [Respond(rid, ("answer", body)), *self.more]
 
 
@@ -68,7 +68,7 @@ class _Later(_Node):
         super().__init__()
         self.rids: list[int] = []
 
-    def submit(self, now: int, rid: int, body: Any, version: int) -> list[Any]:
+    def submit(self, now: int, rid: int, body: Any, version: int, origin: Any = None) -> list[Any]:
         self.rids.append(rid)
         return []
 

@@ -47,7 +47,7 @@ def _first_violation(seeds: range) -> str | None:
 
 
 def test_checker_catches_replies_sent_before_commit(monkeypatch: pytest.MonkeyPatch) -> None:
-    def eager(self, request, version, done):  # the production role answering once records are appended
+    def eager(self, request, version, done, origin=None):  # the production role answering once appended
         self.maybe_activate()
         if self.controller.active:
             self.controller.set_next_offset(self.next_offset())
