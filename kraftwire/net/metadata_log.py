@@ -7,8 +7,8 @@ fails or stops leading (a leader failover costs a retry, not the read):
   for the log start and the committed end, Fetch v12 (ReplicaId -1, read committed);
 - a Kafka controller (no ListOffsets on its listener; every Fetch goes to Raft) is read as a Raft
   observer of the active controller (found with DescribeCluster): DescribeQuorum gives the leader's
-  epoch and high watermark, Fetch v12 with that epoch brings the log, and nothing at or above the
-  high watermark is kept.
+  epoch and high watermark, a Fetch with that epoch (the newest version both know: Kafka's Raft wants
+  the topic id, v13+) brings the log, and nothing at or above the high watermark is kept.
 
 When the wanted offset is below the log start (a snapshot replaced the records), both kinds of node name
 the snapshot to read instead in the Fetch answer (``SnapshotId``); it is downloaded with FetchSnapshot
@@ -17,6 +17,7 @@ and handed over whole (``on_snapshot``), and reading goes on from its end offset
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,7 @@ from kraftwire.raft import SnapshotId
 from kraftwire.raft.snapshot import parse as parse_snapshot
 
 METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC_ID = uuid.UUID(int=1)   # Kafka's fixed id of the metadata topic (AAAAAAAAAAAAAAAAAAAAAQ)
 FETCH_VERSION = 12          # the newest Fetch naming topics by name; SnapshotId and epochs are there
 LIST_OFFSETS, FETCH_SNAPSHOT = 2, 59
 CHUNK = 8 << 20
@@ -210,9 +212,16 @@ class QuorumLog:
         wanted = fq.FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=CHUNK,
                                    current_leader_epoch=-1 if node.consumer else node.epoch,
                                    last_fetched_epoch=-1 if node.consumer else last_epoch)
+        # Kafka's Raft answers a Fetch naming the topic by id only (INVALID_REQUEST for a v12 one, by name):
+        # a Raft read uses the newest version both sides know, with the topic id and, from v15, ReplicaState.
+        version = FETCH_VERSION if node.consumer else node.conn.version_for(1)
+        topic = (fq.FetchTopic(topic=METADATA_TOPIC, partitions=[wanted]) if version < 13 else
+                 fq.FetchTopic(topic="", topic_id=METADATA_TOPIC_ID, partitions=[wanted]))
         req = fq.FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=CHUNK, isolation_level=1,
-                              topics=[fq.FetchTopic(topic=METADATA_TOPIC, partitions=[wanted])])
-        resp = await node.conn.request(req, FETCH_VERSION, self.timeout_s)
+                              topics=[topic])
+        if version >= 15:
+            req.replica_state = fq.ReplicaState(replica_id=-1, replica_epoch=-1)
+        resp = await node.conn.request(req, version, self.timeout_s)
         if resp.error_code:
             raise RequestFailed(f"Fetch: {Errors.of(resp.error_code)!r}")
         return resp.responses[0].partitions[0]
