@@ -21,7 +21,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kraftwire.controller import acls, cluster, configs, quotas, reassignment, replication, scram
+from kraftwire.controller import (
+    acls,
+    cluster,
+    configs,
+    delegation_tokens,
+    quotas,
+    reassignment,
+    replication,
+    scram,
+)
 from kraftwire.controller import feature_control as features_cmd
 from kraftwire.controller.dir_index import DirectoryIndex
 from kraftwire.controller.directories import assign_replicas_to_dirs
@@ -127,6 +136,7 @@ class QuorumController:
         self.sessions: dict[int, Session] = {}
         self._last_write_ms = 0
         self._next_rebalance_ms = 0
+        self._next_token_sweep_ms = 0
         self.last_heartbeat_state: str | None = None
         self.index.rebuild(image)
         self.dirs.rebuild(image)
@@ -284,6 +294,7 @@ class QuorumController:
         self.sessions = {bid: Session(now) for bid in self._latest.brokers}
         self._last_write_ms = now
         self._next_rebalance_ms = now + self.config.leader_imbalance_check_interval_ms
+        self._next_token_sweep_ms = now + self.config.token_expiry_check_interval_ms
         if METADATA_VERSION not in self._latest.features and bootstrap:
             records = list(bootstrap)
             if any(type(r.message) is FeatureLevelRecord and r.message.name == ELR_VERSION
@@ -400,6 +411,11 @@ class QuorumController:
             recs = replication.rebalance_records(self, self.config.max_elections_per_rebalance)
             self._write(recs)
             out.extend(recs)
+        if self.config.token_secret_key and now >= self._next_token_sweep_ms:
+            self._next_token_sweep_ms = now + self.config.token_expiry_check_interval_ms
+            recs = delegation_tokens.sweep_records(self, now)
+            self._write(recs)
+            out.extend(recs)
         idle = self.config.max_idle_interval_ms
         if not out and idle and now - self._last_write_ms >= idle and self._latest.metadata_version >= 5:
             recs = [wrap(NoOpRecord())]
@@ -424,6 +440,8 @@ class QuorumController:
             cands.append(self._last_write_ms + self.config.max_idle_interval_ms)
         if self.config.auto_leader_rebalance:
             cands.append(self._next_rebalance_ms)
+        if self.config.token_secret_key:
+            cands.append(self._next_token_sweep_ms)
         return min(cands) if cands else None
 
 
@@ -454,6 +472,7 @@ _COMMANDS: dict[str, _Command] = {
     "DescribeClientQuotasRequest": quotas.describe_client_quotas,
     "AlterUserScramCredentialsRequest": scram.alter_credentials,
     "DescribeUserScramCredentialsRequest": scram.describe_credentials,
+    "TokenRequest": delegation_tokens.handle,
 }
 
 _AFTER_WRITE: dict[str, Callable[[QuorumController, Any, ControllerResult], None]] = {

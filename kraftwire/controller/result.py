@@ -25,6 +25,10 @@ class ControllerConfig:
     max_elections_per_rebalance: int = 1000
     static_broker_configs: dict[str, str] = field(default_factory=dict)
     quorum_node_ids: tuple[int, ...] = ()         # controller.quorum.voters (UpdateFeatures checks they registered)
+    token_secret_key: str | None = None           # delegation.token.secret.key (None: tokens disabled)
+    token_max_lifetime_ms: int = 7 * 24 * 3600 * 1000    # delegation.token.max.lifetime.ms
+    token_renew_ms: int = 24 * 3600 * 1000        # delegation.token.expiry.time.ms
+    token_expiry_check_interval_ms: int = 3600 * 1000    # delegation.token.expiry.check.interval.ms
 
 
 @dataclass(slots=True)
