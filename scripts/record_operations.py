@@ -129,6 +129,11 @@ def main() -> int:
                       f"--bootstrap-controller {addr}", stdin="cd /cluster/controllers\nls\ncat 1/listeners\n"),
               sh(["kraftwire", "metadata-shell", "--bootstrap-controller", addr, "--follow", "1", "--count", "2",
                   "cat", "/provenance/lastContainedOffset"], base))
+        everyone = ",".join(f"127.0.0.1:{p + i}" for i in range(3))
+        block("Doctor", sh(["kraftwire", "doctor", "--bootstrap-controller", everyone], base))
+        block("Audit (every voter's audit file)",
+              sh(["kraftwire", "audit", *[a for i in (1, 2, 3) for a in ("--log-dir", f"node{i}/data")],
+                  "--principal", "User:ANONYMOUS"], base, width=240))
         status = json.loads(subprocess.run([sys.executable, "-m", "kraftwire", "metadata-quorum",
                                             "--bootstrap-controller", addr, "describe", "--status", "--json"],
                                            capture_output=True, text=True, check=True).stdout)
@@ -158,6 +163,14 @@ def main() -> int:
     seg = "node1/data/__cluster_metadata-0/00000000000000000000.log"
     block("Segments on disk (Kafka's text; --json for JSON lines)",
           sh(["kraftwire", "dump-log", "--cluster-metadata-decoder", "--files", seg], base, head=7, width=220))
+    subprocess.run([sys.executable, "-m", "kraftwire", "analytics", "demo-log", "demo"], cwd=base, check=True,
+                   capture_output=True)
+    block("Time travel, metadata-diff and what-if (the analytics demo log)",
+          sh(["kraftwire", "metadata-shell", "--snapshot", "demo", "--at-time", "2026-01-05T00:05:00Z", "ls",
+              "/topics", "/cluster/brokers"], base),
+          sh(["kraftwire", "metadata-diff", "--log-dir", "demo", "2026-01-05T00:05:00Z", "2026-01-05T01:03:20Z"], base),
+          sh(["kraftwire", "metadata-shell", "--snapshot", "demo", "--at-offset", "470", "ls", "/"], base),
+          sh(["kraftwire", "what-if", "--log-dir", "demo", "--fail", "broker=101"], base))
     block("Simulation", sh(["kraftwire", "simulate", "--seeds", "20"], base))
     return 0
 

@@ -193,7 +193,9 @@ def broker_findings(ev: Evidence) -> list[Finding]:
             text = f"broker {b.id} is fenced: {why}"
         out.append(Finding(PROBLEM, "brokers", text, tuple(facts)))
     if not out:
-        out.append(Finding(OK, "brokers", f"brokers {_ids(sorted(image.brokers))} are registered and unfenced"))
+        text = (f"brokers {_ids(sorted(image.brokers))} are registered and unfenced" if image.brokers
+                else "no broker is registered (a controller-only quorum so far)")
+        out.append(Finding(OK, "brokers", text))
     return out
 
 
@@ -286,7 +288,8 @@ def partition_findings(ev: Evidence, static: dict[str, str] | None = None) -> li
                            tuple(under)))
     if not out:
         count = sum(len(t.partitions) for t in image.topics.values())
-        out.append(Finding(OK, "partitions", f"all {count} partitions have a leader and at least min ISR in sync"))
+        out.append(Finding(OK, "partitions", f"all {count} partitions have a leader and at least min ISR in sync"
+                           if count else "no partitions yet"))
     return out
 
 
