@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from kraftwire.protocol.messages import offset_fetch_request as ofq
 from kraftwire.protocol.messages.describe_cluster_request import DescribeClusterRequest
 from kraftwire.protocol.messages.find_coordinator_request import FindCoordinatorRequest
 from kraftwire.storage.meta_properties import random_uuid
+from tests.ports import free_ports  # below the ephemeral range: no outgoing socket takes them first
 
 # Quick elections so the matrix does not wait on defaults; a short initial rebalance delay keeps the
 # consumer-group checks quick (Kafka's own tests do the same).
@@ -29,20 +29,6 @@ from kraftwire.storage.meta_properties import random_uuid
 OVERRIDES = ("controller.quorum.election.timeout.ms=800", "controller.quorum.fetch.timeout.ms=1600",
              "controller.quorum.election.backoff.max.ms=400", "group.initial.rebalance.delay.ms=100",
              "metadata.max.idle.interval.ms=100")
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports the kernel just handed out on 127.0.0.1 (released before returning)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 @dataclass
