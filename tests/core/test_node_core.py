@@ -7,7 +7,7 @@ import uuid
 
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.core.controller_role import ControllerRole
-from kraftwire.core.node_core import NodeCore, Respond, TakeSnapshot
+from kraftwire.core.node_core import Audit, NodeCore, Respond, TakeSnapshot
 from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.metadata.snapshot import RetentionPolicy, SnapshotPolicy, Snapshotter
@@ -16,6 +16,7 @@ from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.raft import MemoryLog, MemoryStateStore, RaftConfig, RaftCore
 from kraftwire.raft import messages as m
+from kraftwire.storage.audit import Origin
 
 CLUSTER = "kw-node-core-test-0001"
 
@@ -52,6 +53,7 @@ class Shell:
         self.answers: dict[int, object] = {}
         self.persist: list[int] = []
         self.snapshots: list[TakeSnapshot] = []
+        self.audits: list[Audit] = []
 
     def take(self, outputs: list) -> None:
         for out in outputs:
@@ -61,6 +63,8 @@ class Shell:
                 self.answers[out.request_id] = out.body
             elif isinstance(out, TakeSnapshot):
                 self.snapshots.append(out)
+            elif isinstance(out, Audit):
+                self.audits.append(out)
             else:
                 raise AssertionError(f"a one-voter node sends nothing: {out}")
 
@@ -97,6 +101,22 @@ def test_an_answer_that_writes_nothing_leaves_at_once() -> None:
     _active(shell)
     shell.take(shell.node.submit(shell.now, 2, _create("orders"), 5))   # no broker to place it on: refused
     assert shell.answers[2].topics[0].error_code == Errors.INVALID_REPLICATION_FACTOR and not shell.persist
+
+
+def test_a_write_with_a_known_origin_comes_out_as_an_audit_entry() -> None:
+    shell = Shell(_node())
+    _active(shell)
+    alice = Origin("User:alice", "admin-cli", "10.1.2.3", "CONTROLLER", forwarded=True)
+    first = shell.node.log.end_offset
+    shell.take(shell.node.submit(shell.now, 7, _register(11), 0, alice))
+    [audit] = shell.audits
+    e = audit.entry
+    assert (e.first_offset, e.last_offset) == (first, first) and e.epoch == shell.node.raft.epoch
+    assert (e.api, e.api_key, e.principal, e.client_id, e.client_host, e.listener, e.forwarded, e.node_id) == (
+        "BrokerRegistration", 62, "User:alice", "admin-cli", "10.1.2.3", "CONTROLLER", True, 1)
+    shell.take(shell.node.submit(shell.now, 8, _create("orders"), 5, alice))   # refused: wrote nothing
+    shell.take(shell.node.submit(shell.now, 9, _register(12), 0))               # no origin: not audited
+    assert len(shell.audits) == 1
 
 
 def test_stopping_answers_waiting_requests_not_controller() -> None:
