@@ -5,7 +5,8 @@ that production runs. It is fed ``(now, event)`` calls and returns outputs, in t
 etcd's Ready/Advance and Kafka's KafkaRaftClient poll loop:
 
 * Raft's own outputs pass through unchanged: ``SendRequest`` (to a peer), ``SendResponse`` (to an
-  inbound Raft request), ``PersistLog`` (fsync the log, then report ``handle_persisted``);
+  inbound Raft request), ``PersistLog`` (fsync the log, then report ``handle_persisted``),
+  ``PersistState`` (write quorum-state durably before anything emitted after it leaves the node);
 * ``Respond(request_id, body)``: the answer to a controller request handed in with ``submit`` (or a
   group request with ``submit_group``), emitted once the records it wrote are committed (or at once
   when it wrote none);
@@ -70,7 +71,8 @@ class SendController:
     request: Any
 
 
-NodeOutput = m.SendRequest | m.SendResponse | m.PersistLog | Respond | TakeSnapshot | SendController | Audit
+NodeOutput = (m.SendRequest | m.SendResponse | m.PersistLog | m.PersistState | Respond | TakeSnapshot
+              | SendController | Audit)
 
 #: appends made while the core handles an event can trigger more (a commit the role replays and
 #: answers with records): flush that many rounds at most within one event, the rest at the next tick

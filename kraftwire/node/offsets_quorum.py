@@ -70,7 +70,7 @@ class OffsetsQuorum:
 
     def __init__(self, cfg: NodeConfig, peers: PeerClient, raft_config: RaftConfig, cluster_id: str, *,
                  nodes: list[tuple[int, str, int, str]], leader_endpoints: list[tuple[str, str, int]],
-                 group_config: GroupConfig, directory_id: Any = None) -> None:
+                 group_config: GroupConfig, directory_id: Any = None, disk: Any = None) -> None:
         from kraftwire.storage.log import FileLog
         from kraftwire.storage.quorum_state import FileQuorumStateStore
 
@@ -99,7 +99,8 @@ class OffsetsQuorum:
         self.groups = GroupRole(cfg.node_id, group_config, machine=self.machine, legacy=self.legacy)
         self.driver = RaftDriver(NodeCore(self.core, groups=self.groups), peers,
                                  request_timeout_ms=raft_config.request_timeout_ms, nodes=nodes,
-                                 leader_endpoints=leader_endpoints, topic=OFFSETS_TOPIC, lane="offsets-raft")
+                                 leader_endpoints=leader_endpoints, topic=OFFSETS_TOPIC, lane="offsets-raft",
+                                 disk=disk)
         self.driver.on_change.append(self._changed)
         self.peers = peers
         self._import_task = False

@@ -4,17 +4,21 @@ All calls into the core happen on the event loop's single thread, one at a time,
 never needs locks. The shell only moves the core's outputs: ``SendRequest`` becomes a task that sends
 the wire request to the peer and feeds the reply (or the failure) back; ``SendResponse`` and
 ``Respond`` wake the task waiting to answer that inbound Raft or controller request; ``PersistLog``
-(every log fsync of the hot paths, leader's and fetcher's) runs in a worker thread and is reported
-back with ``handle_persisted``; ``TakeSnapshot`` frames the image in a worker thread and hands the
-batches back; ``SendController`` (a broker's registration or heartbeat) goes to the voter the peer
-client believes is the active controller, on its own lane. A timer task calls ``tick`` at the core's
-next deadline.
+(every log fsync of the hot paths, leader's and fetcher's) runs in the node's disk worker and is
+reported back with ``handle_persisted``; ``PersistState`` (a vote, a new epoch) is written by the disk
+worker too, and every output of that call and of the calls after it waits until it is durable (Raft's
+rule, as Kafka's quorum-state write before its Vote answer); the log's journal (segment rolls, removals,
+the epoch and log-start checkpoints, snapshot files: ``storage/journal.py``) is drained by the same
+worker. ``TakeSnapshot`` frames the image in a worker thread and hands the batches back;
+``SendController`` (a broker's registration or heartbeat) goes to the voter the peer client believes is
+the active controller, on its own lane. A timer task calls ``tick`` at the core's next deadline.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from itertools import count
 from typing import Any
@@ -26,6 +30,7 @@ from kraftwire.core import Audit, NodeCore, Respond, SendController, TakeSnapsho
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
 from kraftwire.node import wire
+from kraftwire.node.disk_worker import DiskWorker
 from kraftwire.protocol.errors import DecodeError, Errors, KafkaProtocolError
 from kraftwire.raft import messages as m
 from kraftwire.storage.audit import Origin
@@ -43,9 +48,15 @@ class RaftDriver:
 
     def __init__(self, node: NodeCore, peers: PeerClient, *, request_timeout_ms: int,
                  nodes: list[tuple[int, str, int, str]], leader_endpoints: list[tuple[str, str, int]],
-                 clock: Callable[[], int] = wall_ms, topic: str | None = None, lane: str = "raft") -> None:
+                 clock: Callable[[], int] = wall_ms, topic: str | None = None, lane: str = "raft",
+                 disk: DiskWorker | None = None) -> None:
         self.node = node
         self.core = node.raft
+        self.disk = disk if disk is not None else DiskWorker()
+        self._journal = getattr(getattr(node.raft, "log", None), "journal", None)   # a FileLog's disk work
+        self._journal_busy = False
+        self._held: deque[list[Any]] = deque()   # output lists waiting for a quorum-state write, in order
+        self._writing = False
         self.topic = topic  # a second quorum's topic name (wire.retopic), None for __cluster_metadata
         self.lane = lane
         self.peers = peers
@@ -67,12 +78,15 @@ class RaftDriver:
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            if self._journal is not None:
+                self._journal.deferred = True   # from now on the log's disk work is the worker's
             task_status.started()
             await self._timer()
 
     async def _timer(self) -> None:
         while True:
             self._dispatch(self.node.tick(self.clock()))
+            self._kick_journal()   # work queued outside a core call (a snapshot stored by a role)
             deadline = self.node.next_deadline()
             delay = 1.0 if deadline is None else max(0.0, (deadline - self.clock()) / 1000)
             self._wake = anyio.Event()
@@ -156,6 +170,49 @@ class RaftDriver:
         return box[0]
 
     def _dispatch(self, outputs: list[Any]) -> None:
+        if self._held or any(type(out) is m.PersistState for out in outputs):
+            self._held.append(outputs)   # behind a quorum-state write: nothing leaves before it is durable
+            if not self._writing:
+                self._writing = True
+                assert self._tg is not None
+                self._tg.start_soon(self._write_states)
+            return
+        self._dispatch_now(outputs)
+
+    async def _write_states(self) -> None:
+        """Write each held list's quorum-state (the last, which covers the others) in the disk worker,
+        then let that list's outputs go; lists held behind it follow in order."""
+        try:
+            while self._held:
+                outputs = self._held[0]
+                states = [out for out in outputs if type(out) is m.PersistState]
+                if states:
+                    try:
+                        await self.disk.run(self.core.store.write, states[-1].state)
+                    except OSError as e:   # votes that cannot be made durable must not be given: stop
+                        log.critical("writing quorum-state %s failed (%s); stopping the node", states[-1].state, e)
+                        raise
+                self._held.popleft()
+                self._dispatch_now([out for out in outputs if type(out) is not m.PersistState])
+        finally:
+            self._writing = False
+
+    def _kick_journal(self) -> None:
+        if self._journal is not None and self._journal.pending and not self._journal_busy and self._tg is not None:
+            self._journal_busy = True
+            self._tg.start_soon(self._drain_journal)
+
+    async def _drain_journal(self) -> None:
+        """The log's queued disk work (rolls, removals, checkpoints, snapshot files), in the disk worker."""
+        journal = self._journal
+        assert journal is not None
+        try:
+            while journal.pending:
+                await self.disk.run(journal.run)
+        finally:
+            self._journal_busy = False
+
+    def _dispatch_now(self, outputs: list[Any]) -> None:
         for out in outputs:
             if isinstance(out, m.SendResponse | Respond):
                 waiter = self._waiting.pop(out.request_id, None)
@@ -177,16 +234,17 @@ class RaftDriver:
                 self._tg.start_soon(self._send_controller, out)
             elif isinstance(out, Audit) and self.audit is not None and self._tg is not None:
                 self._tg.start_soon(self._write_audit, out)
+        self._kick_journal()
 
     async def _persist(self, end_offset: int) -> None:
-        """The log's fsync in a worker thread: no connection of the node waits for the disk."""
-        await anyio.to_thread.run_sync(self.core.log.sync)
+        """The log's fsync (and its journal) in the disk worker: no connection of the node waits for it."""
+        await self.disk.run(self.core.log.sync)
         self.call(self.node.handle_persisted, end_offset)
 
     async def _write_audit(self, out: Audit) -> None:
-        """Append the audit entry in a worker thread (trimming entries the log no longer holds)."""
+        """Append the audit entry in the disk worker (trimming entries the log no longer holds)."""
         try:
-            await anyio.to_thread.run_sync(self.audit.append, out.entry, self.core.log.start_offset)
+            await self.disk.run(self.audit.append, out.entry, self.core.log.start_offset)
         except OSError as e:
             log.error("cannot write the audit entry of offsets %d-%d: %s", out.entry.first_offset,
                       out.entry.last_offset, e)

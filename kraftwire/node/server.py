@@ -38,6 +38,7 @@ from kraftwire.net.server import KafkaServer, Reply, RequestContext
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import Dispatcher, FastHandler, api_versions_response
 from kraftwire.node.bootstrap import read_bootstrap
+from kraftwire.node.disk_worker import DiskWorker
 from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.secure import outbound_security
@@ -68,6 +69,7 @@ def raft_config(cfg: NodeConfig) -> RaftConfig:
         retry_backoff_ms=cfg["controller.quorum.retry.backoff.ms"],
         append_linger_ms=cfg["controller.quorum.append.linger.ms"],
         defer_flush=True,
+        defer_state=True,
     )
 
 
@@ -155,6 +157,7 @@ class Server:
         self.raft_listeners = FanOutListener([])
         # Every request to another node goes through this one client (lanes per purpose: Raft's own,
         # heartbeats, forwarding; relays for requests made on a client's behalf).
+        self.disk = DiskWorker()   # the node's one disk worker (both quorums' drivers)
         self.peers = PeerClient(self.voters, security=outbound_security(cfg), client_id=f"kraftwire-{cfg.node_id}",
                                 leader_hint=self.leader_hint, backoff=ReconnectBackoff.from_config(cfg),
                                 connect_timeout_s=cfg["controller.quorum.request.timeout.ms"] / 1000)
@@ -216,7 +219,7 @@ class Server:
                              broker=None if self.broker is None else self.broker.role)
         self.driver = RaftDriver(self.node, self.peers, nodes=self.raft_nodes() if voter else [],
                                  leader_endpoints=self.raft_endpoints() if voter else [],
-                                 request_timeout_ms=cfg["controller.quorum.request.timeout.ms"])
+                                 request_timeout_ms=cfg["controller.quorum.request.timeout.ms"], disk=self.disk)
         self.metrics = RaftMetrics(self.core, log_, controller=None if self.voter is None else self.voter.controller)
         self.driver.metrics = self.metrics
         from kraftwire.storage.log import FileLog

@@ -126,7 +126,8 @@ class VoterRole:
         if offset_store is None and cfg["kraftwire.group.offsets.replication"] == "raft":
             self.offsets = OffsetsQuorum(cfg, server.peers, server.raft_config, server.cluster_id,
                                          nodes=server.raft_nodes(), leader_endpoints=server.raft_endpoints(),
-                                         group_config=group_config, directory_id=server.directory_id)
+                                         group_config=group_config, directory_id=server.directory_id,
+                                         disk=server.disk)
             self.groups = GroupShell(self.offsets.groups, wall_ms, server.peers, group_voters, node_id=cfg.node_id,
                                      replicated=self.offsets.submit, leader=self.offsets.leader_id)
         else:

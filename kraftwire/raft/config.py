@@ -23,6 +23,10 @@ class RaftConfig:
     copies, not the leader's first). A follower or observer sends its next Fetch (which claims its log
     end) only once the fsync is reported.
 
+    ``defer_state``: the core does not write ``quorum-state`` itself; it emits ``PersistState`` and the
+    shell writes it off its event loop, sending nothing the core emitted after it until it is durable
+    (a granted vote, a new epoch: Raft's rule that they are durable before anyone hears of them).
+
     ``pre_vote`` is Kafka 4.x's KIP-996 election: a replica whose timer fires first asks the voters
     whether they would vote for it (Vote with PreVote=true, no epoch bump) and stands only with a
     majority. False reproduces Kafka 3.9 (used by the failover comparison).
@@ -43,6 +47,7 @@ class RaftConfig:
     fetch_timeout_jitter: float = 0.5
     pre_vote: bool = True                    # KIP-996 (Kafka 4.x); False = Kafka 3.9's direct candidacy
     defer_flush: bool = False                # log fsyncs are PersistLog outputs (server, simulator)
+    defer_state: bool = False                # quorum-state writes are PersistState outputs (server, simulator)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.fetch_timeout_jitter < 1.0:

@@ -472,7 +472,10 @@ class RaftCore:
         voted = self.voted_for()
         new = ElectionState(epoch=st.epoch, leader_id=leader, voted_id=voted, voters=frozenset(self.voters))
         if new != self._persisted:
-            self.store.write(new)
+            if self.config.defer_state:
+                self._out.append(m.PersistState(new))   # the shell holds what follows until it is durable
+            else:
+                self.store.write(new)
             self._persisted = new
         key = (self.leader_id, st.epoch)
         if key != self._reported_leader:

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.records import RecordBatch
+from kraftwire.raft.log import ElectionState
 
 NO_LEADER = -1
 
@@ -318,4 +319,14 @@ class PersistLog:
     end_offset: int
 
 
-Output = SendRequest | SendResponse | PersistLog
+@dataclass(frozen=True, slots=True)
+class PersistState:
+    """Write ``state`` to the quorum-state store (with ``defer_state``). Nothing the core emits after it
+    may leave the node before the write is durable: a vote granted or an epoch claimed in a request or an
+    answer must survive a crash. The shell runs the write off its event loop and holds every later output
+    (of this call and of the calls after it) until the write is done; the core does not wait for it."""
+
+    state: ElectionState
+
+
+Output = SendRequest | SendResponse | PersistLog | PersistState

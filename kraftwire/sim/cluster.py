@@ -288,8 +288,12 @@ class Simulation:
         return (a, b) in self.blocked or (self.drop_p > 0 and self.rng.random() < self.drop_p)
 
     def _route(self, node: SimNode, outputs: list[m.Output]) -> None:
+        if not self._write_state(node, outputs):
+            return
         src = node.node_id
         for out in outputs:
+            if isinstance(out, m.PersistState):
+                continue
             if isinstance(out, m.PersistLog):
                 # A node's fsync completes after a disk latency of its own, unless the node crashes
                 # first (then the data it covered was never durable: MemoryLog.crash drops it).
@@ -329,6 +333,19 @@ class Simulation:
                 for _ in range(copies):
                     if not self._lost(src, dest):
                         self.schedule(self.now + self._latency(src, dest), DELIVER_RESP, (dest, inc, rid, msg))
+
+    def _write_state(self, node: SimNode, outputs: list[Any]) -> bool:
+        """As the server's driver: an event's quorum-state write is durable before any of its outputs
+        leaves the node. False if the node died in it (a crash armed on the store): nothing is sent."""
+        states = [o for o in outputs if type(o) is m.PersistState]
+        if not states or node.core is None:
+            return node.core is not None
+        try:
+            node.store.write(states[-1].state)
+        except SimulatedCrash:
+            self.crash(node.node_id, node.crash_mode, restart_after=self.rng.randint(20, 500))
+            return False
+        return True
 
     def _on_respond(self, node: SimNode, out: Respond) -> None:
         raise TypeError(f"node {node.node_id} answered a controller request in a simulation without controllers")

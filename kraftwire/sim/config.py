@@ -16,7 +16,8 @@ EXTRA_FAULTS = ("isolate",)
 # fewer simulated events per failover, so hundreds of seeds run in CI time.
 FAST_RAFT = RaftConfig(election_timeout_ms=200, fetch_timeout_ms=400, election_backoff_max_ms=200,
                        request_timeout_ms=400, retry_backoff_ms=20, append_linger_ms=5, fetch_max_wait_ms=100,
-                       fetch_max_bytes=200, fetch_snapshot_max_bytes=64, defer_flush=True)
+                       fetch_max_bytes=200, fetch_snapshot_max_bytes=64, defer_flush=True,
+                       defer_state=True)
 
 
 @dataclass(frozen=True, slots=True)

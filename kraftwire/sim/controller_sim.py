@@ -422,6 +422,8 @@ class ControllerSimulation(Simulation):
     def _route(self, node: SimNode, outputs: list[Any]) -> None:
         sends = [o for o in outputs if type(o) is SendController]
         super()._route(node, [o for o in outputs if type(o) is not SendController] if sends else outputs)
+        if node.core is None:   # it died writing its quorum-state: nothing of the event left it
+            return
         for out in sends:
             agent = self.agents[node.node_id]
             self._send(node.node_id, (node.incarnation, out.request_id), agent.target, out.request)

@@ -103,8 +103,12 @@ class ReconfigSimulation(Simulation):
 
     # ------------------------------------------------------------------------------ admin and ApiVersions
     def _route(self, node: Any, outputs: list[m.Output]) -> None:
+        if not self._write_state(node, outputs):
+            return
         rest: list[m.Output] = []
         for out in outputs:
+            if isinstance(out, m.PersistState):
+                continue
             if isinstance(out, m.SendResponse) and self.inbound.get(out.request_id, (None,))[0] == ADMIN:
                 self.inbound.pop(out.request_id)
                 assert isinstance(out.msg, m.VoterChangeResponse)

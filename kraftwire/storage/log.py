@@ -44,7 +44,8 @@ from kraftwire.protocol.records import (
 )
 from kraftwire.raft import OffsetAndEpoch, SnapshotId
 from kraftwire.storage.file_slice import FileSlice
-from kraftwire.storage.fsutil import atomic_write, fsync_dir
+from kraftwire.storage.fsutil import fsync_dir
+from kraftwire.storage.journal import DiskJournal
 from kraftwire.storage.offset_checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     partition_of,
@@ -116,13 +117,17 @@ class FileLog:
         self._start_checkpoint = self.dir.parent / LOG_START_OFFSET_CHECKPOINT
         for leftover in (*self.dir.glob("*.index.tmp"), self.dir / (EPOCH_CHECKPOINT + ".tmp")):
             leftover.unlink(missing_ok=True)
-        self.snapshots = SnapshotStore(self.dir)
+        # fsyncs, renames and unlinks decided after the open run from here (``sync`` in the shell's disk
+        # worker; ``flush`` and ``close`` at once)
+        self.journal = DiskJournal()
+        self.snapshots = SnapshotStore(self.dir, self.journal)
         self.rejoin_marker = self.dir / REJOIN_MARKER
         self.damage: str | None = None   # what was discarded on open (None: nothing)
         self._recover()
         self._recover_start()
         self._truncate_to_latest_snapshot()
         self._write_epochs()
+        self.journal.run()   # the open is synchronous: the directory is consistent on disk before use
 
     # -- open / recovery ------------------------------------------------------------------------
     def _recover(self) -> None:
@@ -165,6 +170,7 @@ class FileLog:
                 break
         if not self._segments:
             self._segments.append(self._new_segment(0))
+        self._active_fd = self._segments[-1].fd   # what ``sync`` fsyncs (read by the disk worker)
         self._start = self._segments[0].base_offset
         self._end = expected if expected is not None else self._start
         self._flushed = self._end
@@ -211,7 +217,7 @@ class FileLog:
         for sid in self.snapshots.ids():
             path = self.snapshots.path(sid)
             path.rename(path.with_name(path.name + ".damaged"))
-        self.snapshots = SnapshotStore(self.dir)
+        self.snapshots = SnapshotStore(self.dir, self.journal)
         write_durably(self.rejoin_marker, (problem + "\n").encode())
         self._truncate_fully_and_start_at(0)
         self.damage = problem
@@ -236,7 +242,7 @@ class FileLog:
                     self.dir, problem, cut, epoch_floor, end)
         self.mark_rejoining(problem, vote_floor=(epoch_floor, end))
         self.truncate_to(max(cut, self.start_offset))
-        self.flush()
+        self.flush()   # (at start-up, before the node serves)
         self.damage = problem
         return True
 
@@ -274,8 +280,8 @@ class FileLog:
         if self.rejoin_marker.exists():
             lines = self.rejoin_marker.read_text(errors="replace").splitlines()
             reason = lines[0] if lines else "?"
-            self.rejoin_marker.unlink()
-            fsync_dir(self.dir)
+            self.journal.unlink(self.rejoin_marker)
+            self.journal.fsync_dir(self.dir)
             log.info("%s: re-joined the quorum (it had started re-joining: %s)", self.dir, reason)
 
     def _truncate_to_latest_snapshot(self) -> bool:
@@ -309,9 +315,11 @@ class FileLog:
 
     def _new_segment(self, base: int) -> _Segment:
         path = self.dir / segment_name(base)
-        seg = _Segment(base, path, os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
+        self.journal.claim(path)   # a dropped segment of the same name is not removed after this
+        self.journal.claim(path.with_suffix(".index"))
+        seg = _Segment(base, path, os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644))
         self._open_index(seg)
-        fsync_dir(self.dir)
+        self.journal.fsync_dir(self.dir)
         return seg
 
     def _open_index(self, seg: _Segment) -> None:
@@ -323,11 +331,13 @@ class FileLog:
         os.pwrite(seg.index_fd, data, 0)
 
     def _drop_segment(self, seg: _Segment) -> None:
-        os.close(seg.fd)
+        """Forget ``seg`` now; its descriptors close and its files go in the journal's order (a
+        worker may still be fsyncing it)."""
+        self.journal.close(seg.fd)
         if seg.index_fd >= 0:
-            os.close(seg.index_fd)
-        seg.path.unlink()
-        seg.index_path.unlink(missing_ok=True)
+            self.journal.close(seg.index_fd)
+        self.journal.unlink(seg.path)
+        self.journal.unlink(seg.index_path)
 
     # -- ReplicatedLog: positions ---------------------------------------------------------------
     @property
@@ -387,12 +397,15 @@ class FileLog:
 
     def _roll(self) -> None:
         old = self._segments[-1]
-        os.fsync(old.fd)
-        os.fsync(old.index_fd)
+        self.journal.fsync(old.fd)
+        self.journal.fsync(old.index_fd)
         old.dirty = False
         self._segments.append(self._new_segment(self._end))
+        self._active_fd = self._segments[-1].fd
 
     def flush(self) -> None:
+        """Everything durable now, on the calling thread (open, close, tests, a shell without a worker)."""
+        self.journal.run()
         for seg in self._segments:
             if seg.dirty:
                 os.fsync(seg.fd)
@@ -400,9 +413,10 @@ class FileLog:
         self._flushed = self._end
 
     def sync(self) -> None:
-        """fsync the active segment (rolled segments were synced when they rolled); thread-safe
-        against appends on the event loop, and it leaves the dirty flags to ``flush``."""
-        os.fsync(self._segments[-1].fd)
+        """What was appended before the call, and the disk work queued before it, made durable; run in
+        the shell's disk worker while the event loop goes on appending (the dirty flags stay
+        ``flush``'s). The active segment's descriptor cannot close under it: closes are journal work."""
+        self.journal.run(before=lambda: os.fsync(self._active_fd))
 
     def mark_flushed(self, offset: int) -> None:
         self._flushed = max(self._flushed, min(offset, self._end))
@@ -432,7 +446,12 @@ class FileLog:
             del seg.bases[j:]
             del seg.ends[j:]
         os.ftruncate(seg.fd, cut_pos)
+        # Durable on the caller's thread, segment removals included: appends that follow reuse these
+        # offsets and positions, and a crash must never bring the cut records back next to new ones.
+        # Only a follower whose log diverged truncates (once per election at most), never the leader
+        # that answers heartbeats (docs/raft.md).
         os.fsync(seg.fd)
+        self.journal.run()
         seg.size = cut_pos
         seg.index_entries = [e for e in seg.index_entries if e[1] < cut_pos]
         os.ftruncate(seg.index_fd, 8 * len(seg.index_entries))
@@ -442,7 +461,8 @@ class FileLog:
         while self._epochs and self._epochs[-1][1] >= self._end:
             self._epochs.pop()
         self._flushed = min(self._flushed, self._end)
-        if keep_prefix is not None:
+        self._active_fd = seg.fd
+        if keep_prefix is not None:   # a cut inside a batch (Raft cuts at epoch ends, batch boundaries)
             self._write(keep_prefix, encode_batch(keep_prefix))
             self.flush()
         self._write_epochs()
@@ -609,7 +629,7 @@ class FileLog:
         new_start = self._boundary(snapshot_id.end_offset)
         if new_start > self._start:
             self._start = new_start
-            update_offset(self._start_checkpoint, self._tp, new_start)
+            self._checkpoint_start(new_start)
             self._drop_segments_below(new_start)
             self._truncate_epochs_from_start()
             self._write_epochs()
@@ -621,23 +641,30 @@ class FileLog:
             self._roll()
         while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
             self._drop_segment(self._segments.pop(0))
-        fsync_dir(self.dir)
+        self.journal.fsync_dir(self.dir)
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
         """Remove every segment (newest first) and start an empty log at ``offset``."""
         while self._segments:
             self._drop_segment(self._segments.pop())
-        fsync_dir(self.dir)
+        self.journal.fsync_dir(self.dir)
         self._segments.append(self._new_segment(offset))
+        self._active_fd = self._segments[-1].fd
         self._epochs = []
         self._start = self._end = self._flushed = offset
         self._write_epochs()
-        update_offset(self._start_checkpoint, self._tp, offset)
+        self._checkpoint_start(offset)
 
     # -- side files -------------------------------------------------------------------------------
     def _write_epochs(self) -> None:
+        """Queue the epoch cache's checkpoint (rebuilt from the batches on open, so it may lag a crash)."""
         lines = ["0", str(len(self._epochs))] + [f"{e} {o}" for e, o in self._epochs]
-        atomic_write(self.dir / EPOCH_CHECKPOINT, ("\n".join(lines) + "\n").encode())
+        self.journal.write(self.dir / EPOCH_CHECKPOINT, ("\n".join(lines) + "\n").encode())
+
+    def _checkpoint_start(self, offset: int) -> None:
+        """Queue the log start offset's checkpoint (after the snapshot and drops queued before it)."""
+        path, tp = self._start_checkpoint, self._tp
+        self.journal.call(lambda: update_offset(path, tp, offset))
 
     def close(self) -> None:
         self.flush()

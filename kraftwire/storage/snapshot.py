@@ -25,6 +25,7 @@ from kraftwire.raft.snapshot import check_framing, frame
 from kraftwire.raft.snapshot import encode as encode_batches
 from kraftwire.raft.snapshot import parse as parse_snapshot
 from kraftwire.storage.fsutil import atomic_write, fsync_dir
+from kraftwire.storage.journal import DiskJournal
 
 __all__ = ["SnapshotStore", "check_framing", "encode_batches", "frame_snapshot", "parse_snapshot",
            "parse_snapshot_name", "snapshot_name", "snapshot_records"]
@@ -78,9 +79,11 @@ def write_durably(path: Path, data: bytes) -> None:
 class SnapshotStore:
     """The snapshot files of one partition directory."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, journal: DiskJournal | None = None) -> None:
         self.dir = Path(directory)
+        self.journal = journal   # with one, writes and removals are queued for the disk worker
         self._ids: set[SnapshotId] = set()
+        self._unwritten: dict[SnapshotId, bytes] = {}   # held, and served from memory, until on disk
         for path in self.dir.iterdir():
             parsed = parse_snapshot_name(path.name)
             if parsed is None:
@@ -116,22 +119,39 @@ class SnapshotStore:
         return self.path(sid)
 
     def write(self, sid: SnapshotId, data: bytes) -> None:
-        write_durably(self.path(sid), data)
+        """Hold a snapshot: written durably at once, or (with a journal) queued and served from memory
+        until the disk worker has written it; anything queued after it (log cleaning) runs after."""
+        if self.journal is None:
+            write_durably(self.path(sid), data)
+        else:
+            self._unwritten[sid] = data
+            self.journal.call(lambda: self._store(sid, data))
         self._ids.add(sid)
 
+    def _store(self, sid: SnapshotId, data: bytes) -> None:
+        """(The disk worker.) The file is in place before the in-memory copy is dropped."""
+        write_durably(self.path(sid), data)
+        if self._unwritten.get(sid) is data:
+            del self._unwritten[sid]
+
     def size(self, sid: SnapshotId) -> int:
-        return self._held(sid).stat().st_size
+        data = self._unwritten.get(sid)
+        return len(data) if data is not None else self._held(sid).stat().st_size
 
     def read_chunk(self, sid: SnapshotId, position: int, max_bytes: int) -> bytes:
         if position < 0 or max_bytes < 0:
             raise ValueError(f"bad snapshot read position {position} / size {max_bytes}")
+        data = self._unwritten.get(sid)
+        if data is not None and sid in self._ids:
+            return data[position:position + max_bytes]
         with open(self._held(sid), "rb") as f:
             return os.pread(f.fileno(), max_bytes, position)
 
     def read(self, sid: SnapshotId) -> list[RecordBatch]:
         path = self._held(sid)
+        data = self._unwritten.get(sid)
         try:
-            return parse_snapshot(path.read_bytes())
+            return parse_snapshot(data if data is not None else path.read_bytes())
         except CorruptRecordError as e:
             raise CorruptRecordError(f"{path}: {e}") from None
 
@@ -140,9 +160,15 @@ class SnapshotStore:
         gone = [s for s in sids if s in self._ids]
         for s in gone:
             self._ids.discard(s)
-            self.path(s).unlink(missing_ok=True)
-        if gone:
+            self._unwritten.pop(s, None)
+            if self.journal is None:
+                self.path(s).unlink(missing_ok=True)
+            else:
+                self.journal.unlink(self.path(s))
+        if gone and self.journal is None:
             fsync_dir(self.dir)
+        elif gone:
+            self.journal.fsync_dir(self.dir)
 
     def delete_before(self, sid: SnapshotId) -> list[SnapshotId]:
         """Delete every snapshot older than ``sid``; returns the ids removed."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.storage import journal as journal_module
 from kraftwire.storage import log as log_module
 from kraftwire.storage.log import FileLog
 
@@ -80,10 +81,12 @@ class PowerLoss:
     def __enter__(self) -> PowerLoss:
         self._saved = log_module.os
         log_module.os = self.os  # type: ignore[assignment]
+        journal_module.os = self.os  # type: ignore[assignment]   (the log's queued fsyncs)
         return self
 
     def __exit__(self, *exc: object) -> None:
         log_module.os = self._saved  # type: ignore[assignment]
+        journal_module.os = self._saved  # type: ignore[assignment]
 
     def crash(self, log: FileLog, extra: int = 0) -> None:
         for seg in log._segments:

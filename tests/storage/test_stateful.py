@@ -13,6 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import MemoryLog
+from kraftwire.storage.log import FileLog
 
 from .helpers import PowerLoss, all_records, batches_of, open_log
 
@@ -24,10 +25,13 @@ class FileVsMemory(RuleBasedStateMachine):
         super().__init__()
         self.root = Path(tempfile.mkdtemp(prefix="kw-stateful-"))
         self.power = PowerLoss().__enter__()
-        self.file = open_log(self.root, segment_bytes=SEGMENT_BYTES, index_interval_bytes=100)
+        self.file = self._open()
         self.mem = MemoryLog()
         self.epoch = 1
         self.counter = 0
+
+    def _open(self) -> FileLog:
+        return open_log(self.root, segment_bytes=SEGMENT_BYTES, index_interval_bytes=100)
 
     def teardown(self) -> None:
         try:
@@ -76,7 +80,7 @@ class FileVsMemory(RuleBasedStateMachine):
     def reopen(self) -> None:
         self.file.close()
         self.mem.flush()
-        self.file = open_log(self.root, segment_bytes=SEGMENT_BYTES, index_interval_bytes=100)
+        self.file = self._open()
 
     @precondition(lambda self: self.mem.end_offset > 0)
     @rule(extra=st.integers(0, 300))
@@ -84,7 +88,7 @@ class FileVsMemory(RuleBasedStateMachine):
         acked = self.file.flushed_offset
         before = all_records(self.mem)
         self.power.crash(self.file, extra)
-        self.file = open_log(self.root, segment_bytes=SEGMENT_BYTES, index_interval_bytes=100)
+        self.file = self._open()
         # nothing acknowledged is lost, and what survived is a prefix of what was written
         assert self.file.end_offset >= acked
         assert all_records(self.file) == before[: self.file.end_offset]
@@ -107,3 +111,25 @@ class FileVsMemory(RuleBasedStateMachine):
 
 FileVsMemory.TestCase.settings = settings(max_examples=30, stateful_step_count=25, deadline=None)
 TestFileVsMemory = FileVsMemory.TestCase
+
+
+class DeferredFileVsMemory(FileVsMemory):
+    """The same with the server's deferred journal: rolls' fsyncs, removals and side files wait for the
+    disk worker's ``sync`` (run here inline, as the shell's worker would), and a power loss loses them."""
+
+    def _open(self) -> FileLog:
+        log = super()._open()
+        log.journal.deferred = True
+        return log
+
+    @rule()
+    def worker_sync(self) -> None:
+        end = self.file.end_offset
+        self.file.sync()
+        self.file.mark_flushed(end)
+        self.mem.flush()
+        assert self.file.flushed_offset == self.mem.flushed_offset == self.mem.end_offset
+
+
+DeferredFileVsMemory.TestCase.settings = settings(max_examples=30, stateful_step_count=25, deadline=None)
+TestDeferredFileVsMemory = DeferredFileVsMemory.TestCase

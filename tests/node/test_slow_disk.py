@@ -1,0 +1,152 @@
+"""Every disk write off the event loop (issue #23, item 3), checked against a slow disk
+(``compat/slow_disk.py``): with the leader's fsyncs and renames held in flight, it keeps leading and
+answers Raft and controller requests; its event loop makes no fsync or rename at all; and a quorum-state
+write gates what the driver sends after it (a vote must be durable before its answer leaves)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import anyio
+import pytest
+
+from compat.slow_disk import SlowDisk
+from kraftwire.group import MemoryOffsetStore
+from kraftwire.node.raft_driver import RaftDriver
+from kraftwire.node.server import Server
+from kraftwire.protocol.messages.create_acls_request import AclCreation, CreateAclsRequest
+from kraftwire.raft import ElectionState
+from kraftwire.raft import messages as m
+from kraftwire.storage.log import FileLog
+from kraftwire.storage.quorum_state import FileQuorumStateStore
+
+from .harness import free_ports, node_config, wait_for
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def _under(directory: str):
+    """A SlowDisk filter: calls on files (fds or paths) below ``directory``."""
+    def only(args: tuple[Any, ...]) -> bool:
+        first = args[0] if args else None
+        if isinstance(first, int):
+            try:
+                first = os.readlink(f"/proc/self/fd/{first}")
+            except OSError:
+                return False
+        return str(first).startswith(directory)
+    return only
+
+
+async def _write(node: Server, i: int) -> None:
+    req = CreateAclsRequest(creations=[AclCreation(2, f"topic-{i}", 3, f"User:u{i}", "*", 3, 3)])
+    resp = await node.voter.submit(req, 3)
+    assert resp.results[0].error_code == 0
+
+
+async def test_a_leader_with_its_disk_stuck_keeps_leading_and_answering(tmp_path) -> None:
+    ports = free_ports(3)
+    nodes = []
+    for i in (1, 2, 3):
+        part = tmp_path / f"n{i}" / "__cluster_metadata-0"
+        nodes.append(Server(node_config(i, ports), log=FileLog(part, segment_bytes=512),
+                            store=FileQuorumStateStore(part / "quorum-state"), cluster_id="kw-test-cluster-0000001",
+                            offset_store=MemoryOffsetStore()))
+    async with anyio.create_task_group() as tg:
+        for node in nodes:
+            await tg.start(node.run)
+        leader = await wait_for(lambda: next((n for n in nodes if n.voter.controller.controller.active), None))
+        epoch = leader.core.epoch
+        disk = SlowDisk(0.02, only=_under(str(tmp_path / f"n{leader.cfg.node_id}"))).install()
+        try:
+            # 20 ms on every fsync and rename of the leader: writes that roll segments (512 bytes) commit.
+            for wave in range(2):
+                async with anyio.create_task_group() as writers:
+                    for i in range(10 * wave, 10 * wave + 10):
+                        writers.start_soon(_write, leader, i)
+            assert len(leader.log.segment_paths()) > 1, "the writes rolled a segment"
+            # Now hold the leader's disk: a write whose fsync stays in flight.
+            disk.gate = threading.Event()
+            tg.start_soon(_write, leader, 20)
+            await wait_for(lambda: disk.in_flight >= 1)
+            # Raft and controller requests are answered while the fsync is in flight.
+            answer = await leader.driver.ask(m.DescribeQuorumRequest())
+            assert answer.error_code == 0 and answer.partition.leader_id == leader.cfg.node_id
+            assert disk.in_flight >= 1, "answered while the leader's fsync was still in flight"
+            # Several election timeouts pass: followers keep fetching from it, nobody stands.
+            await anyio.sleep(3 * 0.3 * 2)
+            assert disk.in_flight >= 1
+            assert leader.core.leader_id == leader.cfg.node_id and leader.core.epoch == epoch
+            assert all(n.core.epoch == epoch and n.core.leader_id == leader.cfg.node_id for n in nodes)
+            assert disk.on_loop == [], f"a durable write ran on the event loop: {disk.on_loop[:5]}"
+        finally:
+            if disk.gate is not None:
+                disk.gate.set()
+            disk.uninstall()
+        assert disk.calls > 0 and disk.on_loop == []
+        await wait_for(lambda: len(leader.voter.controller.controller.committed_image.acls) == 21)
+        tg.cancel_scope.cancel()
+
+
+class _GatedStore:
+    """A quorum-state store whose writes wait at a gate."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.written: list[ElectionState] = []
+
+    def write(self, state: ElectionState) -> None:
+        self.gate.wait(30)
+        self.written.append(state)
+
+
+class _Node:
+    """Just enough of a NodeCore for the driver: a vote answer after a quorum-state write."""
+
+    def __init__(self) -> None:
+        self.raft = type("Raft", (), {"store": _GatedStore()})()
+
+    def next_deadline(self) -> int | None:
+        return 60_000
+
+    def tick(self, now: int) -> list[Any]:
+        return []
+
+    def handle_request(self, now: int, rid: int, source: int, msg: Any) -> list[Any]:
+        if isinstance(msg, m.VoteRequest):
+            voted = ElectionState(msg.candidate_epoch, None, msg.candidate_id)
+            return [m.PersistState(voted), m.SendResponse(rid, m.VoteResponse(0, m.VotePartition(0, -1, msg.candidate_epoch, True)))]
+        return [m.SendResponse(rid, m.DescribeQuorumResponse(0))]
+
+
+async def test_a_vote_leaves_only_once_its_quorum_state_is_durable() -> None:
+    node = _Node()
+    store = node.raft.store
+    driver = RaftDriver(node, peers=None, request_timeout_ms=1000, nodes=[], leader_endpoints=[],  # type: ignore[arg-type]
+                        clock=lambda: 1_000)
+    answers: list[Any] = []
+    async with anyio.create_task_group() as tg:
+        await tg.start(driver.run)
+
+        async def ask(msg: Any) -> None:
+            answers.append(await driver.ask(msg))
+
+        vote = m.VoteRequest(cluster_id="c", candidate_epoch=5, candidate_id=2, last_offset_epoch=4, last_offset=10)
+        tg.start_soon(ask, vote)
+        await wait_for(lambda: driver._writing)
+        tg.start_soon(ask, m.DescribeQuorumRequest())   # asked after the vote: answered after it too
+        await anyio.sleep(0.3)
+        assert answers == [] and store.written == [], "nothing left before the vote was durable"
+        store.gate.set()
+        await wait_for(lambda: len(answers) == 2)
+        assert store.written == [ElectionState(5, None, 2)]
+        assert isinstance(answers[0], m.VoteResponse) and answers[0].partition.vote_granted
+        assert isinstance(answers[1], m.DescribeQuorumResponse)
+        tg.cancel_scope.cancel()
