@@ -393,7 +393,7 @@ def load(hosts: list[str], cluster_id: str, n: int, duration_s: float, pids: lis
             "p50_ms": pick(0.50), "p99_ms": pick(0.99), "max_ms": lat[-1], "timeouts": stats.timeouts,
             "spurious_fences": stats.spurious_fences, "leader_changes": stats.leader_changes,
             "not_controller": stats.not_controller, "cpu_max_pct": max(cpu), "cpu_sum_pct": sum(cpu),
-            "gen_cpu_max_pct": max(gen)}
+            "gen_cpu_max_pct": max(gen), "window": (window.start.value, window.stop.value)}
 
 
 def run_system(system: str, n: int, duration_s: float, root: Path, procs: int = 2, keep: Path | None = None) -> dict:
