@@ -189,6 +189,11 @@ SPEC: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "broker.rack": (_str, ""),
     "request.timeout.ms": (_int(1), "30000"),
     "cluster.id": (_str, ""),
+    # Delegation tokens (KIP-48/KIP-900): no secret key, no tokens.
+    "delegation.token.secret.key": (_str, ""),
+    "delegation.token.max.lifetime.ms": (_int(1), str(7 * 24 * 3600 * 1000)),
+    "delegation.token.expiry.time.ms": (_int(1), str(24 * 3600 * 1000)),
+    "delegation.token.expiry.check.interval.ms": (_int(1), str(3600 * 1000)),
     # kraftwire's own: Prometheus metrics HTTP port (0 = off).
     "kraftwire.metrics.port": (_int(0, 65535), "0"),
     "kraftwire.metrics.host": (_str, "127.0.0.1"),

@@ -31,7 +31,8 @@ FORWARDED_APIS: frozenset[ApiKey] = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CONFIGS,
     ApiKey.CREATE_PARTITIONS, ApiKey.ELECT_LEADERS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.ALTER_CLIENT_QUOTAS,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.UPDATE_FEATURES,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.UPDATE_FEATURES, ApiKey.CREATE_DELEGATION_TOKEN,
+    ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN,
 })
 # Every API a Kafka broker may wrap in an Envelope (``ApiKeys.forwardable`` in Kafka 3.7 to 4.1). A controller
 # answers those it serves; the others get UNSUPPORTED_VERSION, on which a Kafka broker closes the client's
@@ -40,7 +41,6 @@ FORWARDED_APIS: frozenset[ApiKey] = frozenset({
 FORWARDABLE_APIS: dict[int, str] = {
     **{k: API_NAMES[k] for k in (*FORWARDED_APIS, ApiKey.DESCRIBE_QUORUM, ApiKey.UNREGISTER_BROKER,
                                  ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER)},
-    38: "CreateDelegationToken", 39: "RenewDelegationToken", 40: "ExpireDelegationToken",
 }
 _VERSION = struct.Struct(">h")
 

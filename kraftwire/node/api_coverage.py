@@ -35,7 +35,6 @@ CONTROLLER, BROKER = "controller", "broker"
 _ZK_ERA = "a ZooKeeper-era inter-broker API: no Kafka 4.1 listener advertises it"
 _TXN = "transactions need partition data and a transaction coordinator; kraftwire brokers host neither"
 _DATA = "kraftwire brokers host no partition data (only the metadata log)"
-_TOKENS = "delegation tokens (KIP-900): the layouts are in schemas/, the commands are not built yet (issue #22 item 4)"
 _SHARE = "share groups (KIP-932) are not built"
 _STREAMS = "streams groups (KIP-1071) are not built"
 _VOTERS = "voter changes go to a controller (`--bootstrap-controller`); kraftwire brokers do not forward them"
@@ -62,14 +61,12 @@ UNMODELLED: dict[int, tuple[str, tuple[str, ...]]] = {
 
 #: Why kraftwire's controller does not serve an API Kafka 4.1's controller advertises.
 CONTROLLER_REFUSED: dict[int, str] = {
-    38: _TOKENS, 39: _TOKENS, 40: _TOKENS, 41: _TOKENS,
 }
 
 #: Why a kraftwire broker does not serve an API Kafka 4.1's broker advertises.
 BROKER_REFUSED: dict[int, str] = {
     21: _DATA, 23: _DATA, 34: _DATA, 35: _DATA, 61: _DATA,
     22: _TXN, 24: _TXN, 25: _TXN, 26: _TXN, 27: _TXN, 28: _TXN, 65: _TXN, 66: _TXN,
-    38: _TOKENS, 39: _TOKENS, 40: _TOKENS, 41: _TOKENS,
     42: "classic group deletion is not built in kraftwire's group coordinator",
     47: "offset deletion is not built in kraftwire's group coordinator",
     64: "ask a controller (`kafka-cluster.sh unregister --bootstrap-controller`); kraftwire brokers do not "

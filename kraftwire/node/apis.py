@@ -57,10 +57,15 @@ CONTROLLER_APIS = {
     K.ALLOCATE_PRODUCER_IDS: (0, 0),
     K.CONTROLLER_REGISTRATION: (0, 0),
     K.ASSIGN_REPLICAS_TO_DIRS: (0, 0),   # KIP-858
+    K.CREATE_DELEGATION_TOKEN: (1, 3),
+    K.RENEW_DELEGATION_TOKEN: (1, 2),
+    K.EXPIRE_DELEGATION_TOKEN: (1, 2),
+    K.DESCRIBE_DELEGATION_TOKEN: (1, 3),   # answered from the local image, as SCRAM's is
 }
 
 # Controller APIs any controller answers from its committed image (not only the active one).
-CONTROLLER_LOCAL_APIS = (K.DESCRIBE_CONFIGS, K.LIST_PARTITION_REASSIGNMENTS, K.DESCRIBE_CLIENT_QUOTAS, K.DESCRIBE_USER_SCRAM_CREDENTIALS)
+CONTROLLER_LOCAL_APIS = (K.DESCRIBE_CONFIGS, K.LIST_PARTITION_REASSIGNMENTS, K.DESCRIBE_CLIENT_QUOTAS, K.DESCRIBE_USER_SCRAM_CREDENTIALS,
+                         K.DESCRIBE_DELEGATION_TOKEN)
 
 # KIP-853 voter changes (a voter serves them; the Raft leader answers).
 VOTER_CHANGE_APIS = {K.ADD_RAFT_VOTER: (0, 0), K.REMOVE_RAFT_VOTER: (0, 0), K.UPDATE_RAFT_VOTER: (0, 0)}
@@ -70,7 +75,7 @@ ENVELOPE_APIS = {K.ENVELOPE: (0, 0)}
 
 # Client APIs a broker serves from its own metadata image, and admin writes it forwards.
 BROKER_LOCAL_APIS = {k: CONTROLLER_APIS[k] for k in (K.DESCRIBE_ACLS, K.DESCRIBE_CONFIGS, K.DESCRIBE_CLIENT_QUOTAS,
-                                                     K.DESCRIBE_USER_SCRAM_CREDENTIALS)}
+                                                     K.DESCRIBE_USER_SCRAM_CREDENTIALS, K.DESCRIBE_DELEGATION_TOKEN)}
 # Served by brokers only, from their image: ListConfigResources (KIP-1142), DescribeTopicPartitions (KIP-966's
 # view of ELRs, Kafka 3.8+).
 BROKER_ONLY_APIS = {K.LIST_CONFIG_RESOURCES: (0, 1), K.DESCRIBE_TOPIC_PARTITIONS: (0, 0)}

@@ -35,12 +35,13 @@ from kraftwire.controller import acls as acl_cmds
 from kraftwire.controller import configs as config_cmds
 from kraftwire.controller import quotas as quota_cmds
 from kraftwire.controller import scram as scram_cmds
+from kraftwire.controller.delegation_tokens import describe_tokens
 from kraftwire.controller.result import CommandError
 from kraftwire.core import BrokerLifecycleRole
 from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.net.server import Reply, RequestContext
-from kraftwire.node import loggers
+from kraftwire.node import loggers, tokens
 from kraftwire.node.apis import BROKER_LOCAL_APIS, Dispatcher, Features, broker_plane_apis
 from kraftwire.node.group_proxy import GroupRouter, find_coordinator, java_hash
 from kraftwire.node.group_proxy import error_response as group_error_response
@@ -150,7 +151,8 @@ class BrokerRole:
         d.on(ApiKey.DESCRIBE_CLUSTER, self._on_describe_cluster)
         d.on(ApiKey.DESCRIBE_TOPIC_PARTITIONS, self._on_describe_topic_partitions)
         d.on(ApiKey.LIST_CONFIG_RESOURCES, self._on_describe)
-        d.on([k for k in FORWARDED_APIS if k in self.apis], self.forwarding.forward)
+        d.on([k for k in FORWARDED_APIS if k in self.apis and k not in tokens.TOKEN_WRITES], self.forwarding.forward)
+        d.on(tokens.TOKEN_WRITES, self._on_token_write)
         d.on(BROKER_LOCAL_APIS, self._on_describe)
         d.on(ApiKey.FIND_COORDINATOR, self._on_find_coordinator)
         d.on(ApiKey.LIST_GROUPS, self._on_list_groups)
@@ -221,6 +223,13 @@ class BrokerRole:
         v = request.api_version
         return Reply(await self.groups.route(request.api_key, v, request.body, request.header.client_id or ""), v)
 
+    async def _on_token_write(self, request: Request, ctx: RequestContext) -> Reply | None:
+        """Create/Renew/ExpireDelegationToken: refused on a connection that may not ask for tokens (as Kafka's
+        broker does), else forwarded to the active controller."""
+        if not tokens.requests_allowed(ctx, forwarded=False):
+            return tokens.not_allowed(request)
+        return await self.forwarding.forward(request, ctx)
+
     async def _on_describe(self, request: Request, ctx: RequestContext) -> Reply:
         """DescribeAcls / DescribeConfigs / DescribeClientQuotas / DescribeUserScramCredentials / ListConfigResources from
         the local image (retriable
@@ -240,6 +249,10 @@ class BrokerRole:
                 resp = quota_cmds.describe(image, body, version)
             elif key == ApiKey.LIST_CONFIG_RESOURCES:
                 resp = config_cmds.list_config_resources(image, body, version)
+            elif key == ApiKey.DESCRIBE_DELEGATION_TOKEN:
+                if not tokens.requests_allowed(ctx, forwarded=False):
+                    return tokens.not_allowed(request)
+                resp = describe_tokens(image, self.cfg["delegation.token.secret.key"] or None, body, ctx.principal)
             else:
                 resp = scram_cmds.describe(image, body)
         except CommandError as e:

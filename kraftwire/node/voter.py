@@ -29,13 +29,14 @@ from kraftwire.controller import configs as config_cmds
 from kraftwire.controller import quotas as quota_cmds
 from kraftwire.controller import reassignment as reassignment_cmds
 from kraftwire.controller import scram as scram_cmds
+from kraftwire.controller.delegation_tokens import TokenRequest, describe_tokens
 from kraftwire.core import ControllerObserver, ControllerRole, GroupRole
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.server import Reply, RequestContext
-from kraftwire.node import loggers, reads
+from kraftwire.node import loggers, reads, tokens
 from kraftwire.node.apis import (
     CONTROLLER_APIS,
     CONTROLLER_LOCAL_APIS,
@@ -112,6 +113,10 @@ class VoterRole:
             max_idle_interval_ms=cfg["metadata.max.idle.interval.ms"],
             default_num_partitions=cfg["num.partitions"],
             default_replication_factor=cfg["default.replication.factor"],
+            token_secret_key=cfg["delegation.token.secret.key"] or None,
+            token_max_lifetime_ms=cfg["delegation.token.max.lifetime.ms"],
+            token_renew_ms=cfg["delegation.token.expiry.time.ms"],
+            token_expiry_check_interval_ms=cfg["delegation.token.expiry.check.interval.ms"],
             static_broker_configs={k: str(v) for k, v in cfg.raw.items()   # group.*: GROUP config bounds
                                    if k == "min.insync.replicas" or k.startswith("group.")})),
             bootstrap or bootstrap_records(), snapshotter=snapshotter, observer=_ControllerMetrics(server))
@@ -240,6 +245,11 @@ class VoterRole:
             return Reply(reassignment_cmds.describe(self.image(), body), v)
         if key == ApiKey.DESCRIBE_CLIENT_QUOTAS:
             return Reply(quota_cmds.describe(self.image(), body, v), v)
+        if key == ApiKey.DESCRIBE_DELEGATION_TOKEN:
+            if not tokens.requests_allowed(ctx, forwarded=isinstance(ctx, ForwardedContext)):
+                return tokens.not_allowed(request)
+            return Reply(describe_tokens(self.image(), self.controller.controller.config.token_secret_key, body,
+                                         ctx.principal), v)
         return Reply(scram_cmds.describe(self.image(), body), v)
 
     async def _on_incremental_alter_configs(self, request: Request, ctx: RequestContext) -> Reply:
@@ -258,11 +268,16 @@ class VoterRole:
         return Reply(resp, v)
 
     async def _on_controller(self, request: Request, ctx: RequestContext) -> Reply:
-        if (request.api_key in FORWARDED_APIS and not isinstance(ctx, ForwardedContext)
-                and not self.controller.controller.active):
-            return await self.forwarding.forward(request, ctx)
+        forwarded = isinstance(ctx, ForwardedContext)
         v = request.api_version
-        return Reply(await self.submit(request.body, v, origin_of(request, ctx)), v)
+        body = request.body
+        if request.api_key in tokens.TOKEN_WRITES:
+            if not tokens.requests_allowed(ctx, forwarded=forwarded):
+                return tokens.not_allowed(request)
+            body = TokenRequest(body, ctx.principal)
+        if request.api_key in FORWARDED_APIS and not forwarded and not self.controller.controller.active:
+            return await self.forwarding.forward(request, ctx)
+        return Reply(await self.submit(body, v, origin_of(request, ctx)), v)
 
     def _fast_controller(self, request: Request, ctx: RequestContext) -> Reply | Awaitable[Reply]:
         """``_on_controller`` for the listener's fast path: the Reply when the controller answered at once."""

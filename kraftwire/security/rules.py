@@ -46,6 +46,7 @@ from kraftwire.security.authorizer import (
     CLUSTER_ACTION,
     CLUSTER_NAME,
     CREATE,
+    CREATE_TOKENS,
     DELETE,
     DESCRIBE,
     DESCRIBE_CONFIGS,
@@ -53,6 +54,7 @@ from kraftwire.security.authorizer import (
     READ,
     TOPIC,
     TRANSACTIONAL_ID,
+    USER,
     WRITE,
 )
 from kraftwire.security.gate import Access, Outcome, Rule
@@ -89,6 +91,20 @@ def _envelope(a: Access, body: Any, version: int) -> Outcome | None:
     if a.cluster(CLUSTER_ACTION):
         return None
     return Outcome(deny=EnvelopeResponse(response_data=None, error_code=CLUSTER_DENIED))
+
+
+# -- delegation tokens ----------------------------------------------------------------------------
+def _create_token(a: Access, body: Any, version: int) -> Outcome | None:
+    """A token for someone else needs CREATE_TOKENS on that user (a token for oneself needs nothing)."""
+    owner = f"{body.owner_principal_type}:{body.owner_principal_name}" if body.owner_principal_name else None
+    if owner is None or owner == a.principal or a.allowed(CREATE_TOKENS, USER, owner):
+        return None
+    return Outcome(deny=body.error_response(version, Errors.DELEGATION_TOKEN_AUTHORIZATION_FAILED))
+
+
+def _token_holder(a: Access, body: Any, version: int) -> Outcome | None:
+    """Renew/Expire/Describe need no ACL: who may act on a token is the token's own business."""
+    return None
 
 
 # -- reads ----------------------------------------------------------------------------------------
@@ -510,6 +526,10 @@ RULES: dict[ApiKey, Rule] = {
     ApiKey.ALLOCATE_PRODUCER_IDS: _controller_api(CLUSTER_ACTION),
     ApiKey.CONTROLLER_REGISTRATION: _controller_api(CLUSTER_ACTION),
     ApiKey.ASSIGN_REPLICAS_TO_DIRS: _controller_api(CLUSTER_ACTION),
+    ApiKey.CREATE_DELEGATION_TOKEN: _create_token,
+    ApiKey.RENEW_DELEGATION_TOKEN: _token_holder,      # the controller checks owner/renewers
+    ApiKey.EXPIRE_DELEGATION_TOKEN: _token_holder,     # likewise
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: _token_holder,   # shows the caller's own tokens only
     ApiKey.ADD_RAFT_VOTER: _controller_api(ALTER),   # Kafka: ALTER on the cluster
     ApiKey.REMOVE_RAFT_VOTER: _controller_api(ALTER),
     ApiKey.UPDATE_RAFT_VOTER: _controller_api(CLUSTER_ACTION),   # voter to leader
