@@ -1,4 +1,5 @@
-"""``kraftwire storage``: random-uuid, format and info (like kafka-storage.sh)."""
+"""``kraftwire storage``: random-uuid, format and info (like kafka-storage.sh), and recover-as-single-voter
+(a quorum that lost a majority for good: ``recover_quorum.py``)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.add_argument("-c", "--config", required=True, help="server.properties")
     i.add_argument("--json", action="store_true", help="print JSON")
     i.set_defaults(func=run_info)
+    rv = ssub.add_parser("recover-as-single-voter",
+                         help="make a surviving voter the only voter of a new quorum, keeping its log (data loss)",
+                         description="After losing a majority of the controllers for good: turn this stopped voter's "
+                                     "metadata directory into a one-voter quorum keeping its log, then add "
+                                     "controllers back. Prints what may be lost; changes nothing without "
+                                     "--i-understand-data-loss.")
+    rv.add_argument("-c", "--config", required=True, help="the surviving voter's server.properties")
+    rv.add_argument("--i-understand-data-loss", dest="confirmed", action="store_true",
+                    help="do it: records the lost voters committed that this node lacks are gone for good")
+    rv.set_defaults(func=run_recover)
 
 
 def log_dirs(cfg: NodeConfig) -> list[Path]:
@@ -168,3 +179,10 @@ def run_info(args: argparse.Namespace) -> int:
         for row in rows:
             print(f"  {row['directory']}: " + ", ".join(f"{k}={v}" for k, v in row.items() if k != "directory"))
     return ExitCode.STORAGE if problems else 0
+
+
+def run_recover(args: argparse.Namespace) -> int:
+    from kraftwire.cli.recover_quorum import recover_as_single_voter
+
+    recover_as_single_voter(read_config(args.config, []), confirmed=args.confirmed)
+    return 0
