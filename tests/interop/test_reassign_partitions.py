@@ -1,7 +1,8 @@
 """``kafka-reassign-partitions.sh`` against two Kafka brokers on a kraftwire 3-voter quorum, per release, and once
 against Kafka's own controllers as the baseline (a step failing there is a wrong test).
 
---generate proposes a plan; --execute --throttle starts a move (topic and broker throttles set), --verify waits
+--generate proposes a plan; with Kafka 4.1, --disallow-replication-factor-change refuses a plan that changes the
+replication factor; --execute --throttle starts a move (topic and broker throttles set), --verify waits
 for it and removes the throttles; --cancel stops a move held back by a 1 byte/s throttle and the partition is
 back on its original broker. The moved replica really holds the data: kafka-log-dirs shows it on the new broker,
 and with the old broker stopped every message is read from the new one.
@@ -94,11 +95,21 @@ def quorum_kind(request, kafka_dist):
     return request.param
 
 
-def _tool(c: Cluster, *args: str, timeout_s: float = 120) -> str:
+def _tool(c: Cluster, *args: str, timeout_s: float = 120, ok: bool = True) -> str:
     rc, out = c.dist.run("kafka-reassign-partitions.sh", ["--bootstrap-server", c.nodes[NEW].bootstrap, *args],
                          timeout_s=timeout_s)
-    assert rc == 0, f"kafka-reassign-partitions {' '.join(args)} exited {rc}: {out[-1500:]}"
+    assert (rc == 0) == ok, f"kafka-reassign-partitions {' '.join(args)} exited {rc}: {out[-1500:]}"
     return out
+
+
+def _refuses_replication_factor_change(c: Cluster, tmp_path: Path) -> None:
+    """Kafka 4.1's --disallow-replication-factor-change (AlterPartitionReassignments v1, KIP-860)."""
+    if not c.dist.at_least(4, 1):
+        return
+    plan = _plan(tmp_path / "grow.json", {"moving": [OLD, NEW]})
+    out = _tool(c, "--reassignment-json-file", plan, "--execute", "--disallow-replication-factor-change", ok=False)
+    assert "Error reassigning partition(s):" in out and "The replication factor is changed from 1 to 2" in out, out
+    assert c.partitions("moving")[0][1] == [OLD]
 
 
 def _plan(path: Path, moves: dict[str, list[int]]) -> str:
@@ -148,6 +159,7 @@ def test_reassign_partitions_tool(kafka_dist, quorum_kind, tmp_path):
         wait_for(lambda: sorted(c.admin().list_topics(timeout=10).brokers) == [OLD, NEW], 60, "both brokers")
         _create(c, "moving")
         _create(c, "held")
+        _refuses_replication_factor_change(c, tmp_path)
         values = [f"m{i}" for i in range(MESSAGES)]
         _produce(c, "moving", values)
         _produce(c, "held", [f"h{i:05d}" + "x" * 1018 for i in range(HEAVY)])
@@ -209,6 +221,7 @@ def test_reassign_partitions_tool_on_kraftwire_brokers(kafka_dist, tmp_path):
         c.start()
         wait_for(lambda: sorted(c.admin().list_topics(timeout=10).brokers) == [OLD, NEW], 60, "both brokers")
         _create(c, "moving")
+        _refuses_replication_factor_change(c, tmp_path)
         plan = _plan(tmp_path / "moving.json", {"moving": [NEW]})
         out = _tool(c, "--reassignment-json-file", plan, "--execute", "--throttle", "1000000")
         assert "Successfully started partition reassignment" in out, out
