@@ -193,7 +193,9 @@ def broker_findings(ev: Evidence) -> list[Finding]:
             text = f"broker {b.id} is fenced: {why}"
         out.append(Finding(PROBLEM, "brokers", text, tuple(facts)))
     if not out:
-        text = (f"brokers {_ids(sorted(image.brokers))} are registered and unfenced" if image.brokers
+        many = len(image.brokers) > 1
+        text = (f"broker{'s' if many else ''} {_ids(sorted(image.brokers))} {'are' if many else 'is'} registered "
+                "and unfenced" if image.brokers
                 else "no broker is registered (a controller-only quorum so far)")
         out.append(Finding(OK, "brokers", text))
     return out

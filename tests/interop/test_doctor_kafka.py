@@ -1,4 +1,5 @@
-"""``kraftwire doctor`` against a Kafka 4.1 quorum: one Kafka controller and two Kafka brokers."""
+"""``kraftwire doctor`` against Kafka: a Kafka 4.1 quorum (one controller, two brokers, one killed), and a Kafka 3.9
+broker holding back a metadata.version upgrade of a kraftwire quorum."""
 
 from __future__ import annotations
 
@@ -59,3 +60,38 @@ def test_doctor_on_a_kafka41_quorum_reports_the_leader_then_a_dead_broker(kafka4
         solo_on_3 = [e for f in partitions for e in f["evidence"] if e.startswith("solo-") and "(3 fenced)" in e]
         assert all("offline" in f["text"] for f in partitions if f["severity"] == "problem")
         assert solo_on_3 or all(f["severity"] == "ok" for f in partitions)
+
+
+@pytest.fixture
+def kafka39(kafka_dist):
+    if kafka_dist.version_tuple[:2] != (3, 9):
+        pytest.skip(f"this test is about Kafka 3.9 (not {kafka_dist.version})")
+    return kafka_dist
+
+
+def test_doctor_names_the_kafka39_broker_that_blocks_a_metadata_version_upgrade(kafka39, tmp_path):
+    """A kraftwire controller (supports up to 4.1-IV1) at 3.9-IV0 with a Kafka 3.9 broker (up to 3.9-IV0)."""
+    from compat.kafka import KraftwireNode
+
+    with Fleet(tmp_path) as fleet:
+        chost, bhost = fleet.hosts(2)
+        voters = [(1, chost, CONTROLLER_PORT)]
+        ctl = KraftwireNode(tmp_path, 1, "controller", chost, voters)
+        fleet.add(ctl)
+        fleet.watch("kraftwire controller", ctl.log_path)
+        cluster = random_uuid()
+        ctl.format(cluster, release_version="3.9-IV0")
+        ctl.start()
+        ctl.wait_started()
+        broker = fleet.add(KafkaNode(kafka39, tmp_path, 2, "broker", bhost, voters))
+        broker.format(cluster, release_version="3.9-IV0")
+        broker.start()
+        broker.wait_started()
+        addr = f"{chost}:{CONTROLLER_PORT}"
+        blocked = wait_for(lambda: "blocked by broker 2" in (r := doctor(addr)).stdout and r, 60,
+                           "the blocked upgrade reported")
+        print(blocked.stdout)
+        assert ("PROBLEM [features] upgrade of metadata.version beyond 21 (3.9-IV0) is blocked by broker 2 "
+                "(highest supported 21, others up to 27)") in blocked.stdout
+        assert "- controller 1: max 27" in blocked.stdout and "- broker 2: max 21" in blocked.stdout
+        assert "ok      [brokers] broker 2 is registered and unfenced" in blocked.stdout
