@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pytest
 
+from compat.interop import release_levels
 from compat.kafka import BROKER_PORT, CONTROLLER_PORT, KafkaNode, KraftwireNode, wait_for
 from kraftwire.storage.meta_properties import random_uuid
 from tests.interop.kafka import Fleet
@@ -45,8 +46,9 @@ def cluster(request, kafka_dist, tmp_path_factory):
         else:
             broker = fleet.add(KafkaNode(kafka_dist, root, 2, "broker", bhost, voters))
         cluster_id = random_uuid()
+        level = None if kind == "kafka" else release_levels(kafka_dist)[0]   # what the release's broker supports
         for node in (ctl, broker):
-            node.format(cluster_id)
+            node.format(cluster_id, release_version=level)
         ctl.start()
         ctl.wait_started()
         broker.start()
