@@ -36,11 +36,10 @@ FORWARDED_APIS: frozenset[ApiKey] = frozenset({
 })
 # Every API a Kafka broker may wrap in an Envelope (``ApiKeys.forwardable`` in Kafka 3.7 to 4.1). A controller
 # answers those it serves; the others get UNSUPPORTED_VERSION, on which a Kafka broker closes the client's
-# connection (its ApiVersions, cut to what the controller serves, never offered them). Names are written out
-# for the keys kraftwire has no layout for (no ``ApiKey`` member).
+# connection (its ApiVersions, cut to what the controller serves, never offered them). Key -> name.
 FORWARDABLE_APIS: dict[int, str] = {
-    **{k: API_NAMES[k] for k in (*FORWARDED_APIS, ApiKey.DESCRIBE_QUORUM, ApiKey.UNREGISTER_BROKER,
-                                 ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER)},
+    k: API_NAMES[k] for k in sorted({*FORWARDED_APIS, ApiKey.DESCRIBE_QUORUM, ApiKey.UNREGISTER_BROKER,
+                                     ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER})
 }
 _VERSION = struct.Struct(">h")
 

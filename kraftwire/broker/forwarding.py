@@ -28,12 +28,12 @@ from kraftwire.broker.envelope import (
 )
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
-from kraftwire.net.server import Reply, RequestContext
 from kraftwire.node.metrics import ForwardingMetrics
 from kraftwire.protocol.api import API_NAMES
 from kraftwire.protocol.errors import DecodeError, Errors
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages.envelope_request import EnvelopeRequest
+from kraftwire.protocol.requests import Reply, RequestContext
 
 log = logging.getLogger(__name__)
 

@@ -31,8 +31,7 @@ import logging
 import socket
 import struct
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from itertools import count
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -52,6 +51,7 @@ from kraftwire.protocol.framing import (
     encode_response,
     encode_response_pieces,
 )
+from kraftwire.protocol.requests import RefusedRequest, Reply, RequestContext
 from kraftwire.security.principal import PrincipalError
 from kraftwire.security.sasl import SASL_APIS, SaslAuthenticator, not_sasl_listener
 from kraftwire.security.scram import SaslAuthenticationError
@@ -59,33 +59,6 @@ from kraftwire.security.settings import ListenerSecurity
 
 log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
-_ids = count(1)
-
-
-@dataclass(slots=True)
-class RequestContext:
-    """Who sent a request and where: listener, security protocol, peer address, principal."""
-
-    listener: str
-    security_protocol: str
-    client_host: str
-    client_port: int
-    principal: str = "User:ANONYMOUS"
-    connection_id: int = field(default_factory=lambda: next(_ids))
-
-
-@dataclass(slots=True)
-class Reply:
-    """A handler's answer: the response body and the version to encode it in."""
-
-    body: Any
-    version: int
-    header_version: int | None = None
-
-
-class RefusedRequest(ConnectionError):
-    """A request this node does not serve at all (API or version not advertised): the connection is
-    closed, as Kafka does, with one line at INFO."""
 
 
 # accept() errors that mean "out of a resource for now": back off and accept again.

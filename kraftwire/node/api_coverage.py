@@ -2,9 +2,9 @@
 
 Which node kind advertises an API in Kafka 4.1 is each request schema's ``listeners`` (schemas/message/);
 for the APIs kraftwire has no schema for, ``UNMODELLED`` holds Kafka 4.1's name and listeners (checked
-against Kafka's jar by tests/node/test_api_coverage.py). What kraftwire does comes from the node API tables
-(node/apis.py). An API Kafka's controller or broker advertises that kraftwire's does not serve needs its
-reason here, in ``CONTROLLER_REFUSED`` / ``BROKER_REFUSED``. ``python -m kraftwire.node.api_coverage``
+against Kafka's jar by tests/node/test_api_coverage.py). What kraftwire does comes from the API registry
+(``kraftwire.core.api_registry``): an API Kafka's controller or broker advertises that kraftwire's does not serve
+needs its reason there, in ``CONTROLLER_REFUSED`` / ``BROKER_REFUSED``. ``python -m kraftwire.node.api_coverage``
 rewrites the table in docs/compatibility.md; the test fails when it is stale.
 """
 
@@ -16,15 +16,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kraftwire.group import GROUP_APIS
-from kraftwire.node.apis import (
-    BROKER_FORWARDED_APIS,
-    BROKER_LOCAL_APIS,
-    BROKER_ONLY_APIS,
+from kraftwire.core.api_registry import (
+    BROKER_REFUSED,
+    CONTROLLER_REFUSED,
+    ApiRegistry,
+    How,
     broker_plane_apis,
     controller_plane_apis,
 )
-from kraftwire.protocol.api import ApiKey
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas" / "message"
 DOC = Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
@@ -33,11 +32,6 @@ END = "<!-- api-coverage:end -->"
 CONTROLLER, BROKER = "controller", "broker"
 
 _ZK_ERA = "a ZooKeeper-era inter-broker API: no Kafka 4.1 listener advertises it"
-_TXN = "transactions need partition data and a transaction coordinator; kraftwire brokers host neither"
-_DATA = "kraftwire brokers host no partition data (only the metadata log)"
-_SHARE = "share groups (KIP-932) are not built"
-_STREAMS = "streams groups (KIP-1071) are not built"
-_VOTERS = "voter changes go to a controller (`--bootstrap-controller`); kraftwire brokers do not forward them"
 
 #: Kafka 4.1 APIs without a schema in schemas/: key -> (name, listeners in Kafka 4.1).
 UNMODELLED: dict[int, tuple[str, tuple[str, ...]]] = {
@@ -59,27 +53,8 @@ UNMODELLED: dict[int, tuple[str, tuple[str, ...]]] = {
     92: ("DeleteShareGroupOffsets", (BROKER,)),
 }
 
-#: Why kraftwire's controller does not serve an API Kafka 4.1's controller advertises.
-CONTROLLER_REFUSED: dict[int, str] = {
-}
-
-#: Why a kraftwire broker does not serve an API Kafka 4.1's broker advertises.
-BROKER_REFUSED: dict[int, str] = {
-    21: _DATA, 23: _DATA, 34: _DATA, 35: _DATA, 61: _DATA,
-    22: _TXN, 24: _TXN, 25: _TXN, 26: _TXN, 27: _TXN, 28: _TXN, 65: _TXN, 66: _TXN,
-    42: "classic group deletion is not built in kraftwire's group coordinator",
-    47: "offset deletion is not built in kraftwire's group coordinator",
-    64: "ask a controller (`kafka-cluster.sh unregister --bootstrap-controller`); kraftwire brokers do not "
-        "forward it",
-    68: "the consumer group protocol (KIP-848) is not built; classic groups only",
-    69: "the consumer group protocol (KIP-848) is not built; classic groups only",
-    71: "client telemetry (KIP-714) is not collected; subscriptions are stored and described (CLIENT_METRICS)",
-    72: "client telemetry (KIP-714) is not collected; subscriptions are stored and described (CLIENT_METRICS)",
-    76: _SHARE, 77: _SHARE, 78: _SHARE, 79: _SHARE, 83: _SHARE, 84: _SHARE, 85: _SHARE, 86: _SHARE, 87: _SHARE,
-    90: _SHARE, 91: _SHARE, 92: _SHARE,
-    88: _STREAMS, 89: _STREAMS,
-    80: _VOTERS, 81: _VOTERS,
-}
+_BROKER_HOW = {How.FORWARDED: "forwarded to the active controller", How.FROM_IMAGE: "served from its image",
+               How.RELAYED: "relayed to a voter", How.SERVED: "served", How.LISTENER: "served"}
 
 #: How a kraftwire broker serves the APIs it advertises beyond "from its image".
 _METADATA_LOG_ONLY = {0: "advertised; refused per request (only `__cluster_metadata` exists)",
@@ -123,17 +98,7 @@ def broker_cell(api: KafkaApi, served: dict[int, tuple[int, int]]) -> str:
     if api.key not in served:
         return f"refused: {BROKER_REFUSED[api.key]}" if api.key in BROKER_REFUSED else "–"
     lo, hi = served[api.key]
-    if api.key in _METADATA_LOG_ONLY:
-        how = _METADATA_LOG_ONLY[api.key]
-    elif api.key in BROKER_FORWARDED_APIS:
-        how = "forwarded to the active controller"
-    elif api.key in BROKER_LOCAL_APIS or api.key in BROKER_ONLY_APIS or api.key in (ApiKey.METADATA,
-                                                                                       ApiKey.DESCRIBE_CLUSTER):
-        how = "served from its image"
-    elif api.key == ApiKey.DESCRIBE_QUORUM or api.key in GROUP_APIS:
-        how = "relayed to a voter"
-    else:
-        how = "served"
+    how = _METADATA_LOG_ONLY.get(api.key) or _BROKER_HOW[ApiRegistry.broker().how(api.key)]
     return f"{how} v{lo}-{hi}"
 
 

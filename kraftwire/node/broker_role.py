@@ -38,11 +38,11 @@ from kraftwire.controller import scram as scram_cmds
 from kraftwire.controller.delegation_tokens import describe_tokens
 from kraftwire.controller.result import CommandError
 from kraftwire.core import BrokerLifecycleRole
+from kraftwire.core.api_registry import BROKER_LOCAL_APIS, Features, broker_plane_apis
 from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
-from kraftwire.net.server import Reply, RequestContext
 from kraftwire.node import loggers, tokens
-from kraftwire.node.apis import BROKER_LOCAL_APIS, Dispatcher, Features, broker_plane_apis
+from kraftwire.node.apis import Dispatcher
 from kraftwire.node.group_proxy import GroupRouter, find_coordinator, java_hash
 from kraftwire.node.group_proxy import error_response as group_error_response
 from kraftwire.node.metrics import ForwardingMetrics
@@ -52,6 +52,7 @@ from kraftwire.node.view import LogPartitionView
 from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
+from kraftwire.protocol.requests import Reply, RequestContext
 
 log = logging.getLogger(__name__)
 

@@ -26,11 +26,11 @@ from kraftwire.broker.envelope import (
     host_from_bytes,
     response_bytes,
 )
-from kraftwire.net.server import Reply, RequestContext
 from kraftwire.protocol.errors import DecodeError, Errors, KafkaProtocolError
 from kraftwire.protocol.framing import Request, UnsupportedRequestError, decode_request
 from kraftwire.protocol.messages.envelope_request import EnvelopeRequest
 from kraftwire.protocol.messages.envelope_response import EnvelopeResponse
+from kraftwire.protocol.requests import Reply, RequestContext
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from kraftwire.config import ConfigError, Endpoint, NodeConfig
 from kraftwire.metadata.image import MetadataImage
-from kraftwire.net.server import ListenerSpec, Reply, RequestContext
+from kraftwire.net.server import ListenerSpec
 from kraftwire.protocol.framing import Request
+from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.security.gate import Dispatch, RequestGate
 from kraftwire.security.settings import (
     ClientSecurity,

@@ -30,13 +30,14 @@ import anyio
 
 from kraftwire.config import NodeConfig
 from kraftwire.core import FanOutListener, NodeCore
+from kraftwire.core.api_registry import api_versions_response
 from kraftwire.net.backoff import ReconnectBackoff
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.peers import PeerClient
-from kraftwire.net.server import KafkaServer, Reply, RequestContext
+from kraftwire.net.server import KafkaServer
 from kraftwire.node import reads, serving
-from kraftwire.node.apis import Dispatcher, FastHandler, api_versions_response
+from kraftwire.node.apis import Dispatcher, FastHandler
 from kraftwire.node.bootstrap import read_bootstrap
 from kraftwire.node.disk_worker import DiskWorker
 from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
@@ -46,6 +47,7 @@ from kraftwire.node.wire import OFFSETS_TOPIC, addressed_topic
 from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.framing import Request
+from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.raft.config import RaftConfig
 from kraftwire.raft.core import RaftCore
 from kraftwire.security.sasl import SASL_APIS

@@ -8,7 +8,6 @@ from typing import Any
 
 import anyio
 
-from kraftwire.net.server import Reply
 from kraftwire.node import reads
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.produce_response import (
@@ -16,6 +15,7 @@ from kraftwire.protocol.messages.produce_response import (
     ProduceResponse,
     TopicProduceResponse,
 )
+from kraftwire.protocol.requests import Reply
 
 
 async def consumer_fetch(body: Any, version: int, view: reads.PartitionView, changed: Callable[[], anyio.Event]

@@ -31,20 +31,19 @@ from kraftwire.controller import reassignment as reassignment_cmds
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.controller.delegation_tokens import TokenRequest, describe_tokens
 from kraftwire.core import ControllerObserver, ControllerRole, GroupRole
+from kraftwire.core.api_registry import (
+    CONTROLLER_APIS,
+    CONTROLLER_LOCAL_APIS,
+    VOTER_CHANGE_APIS,
+    Features,
+    controller_plane_apis,
+)
 from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
 from kraftwire.net.client import RequestFailed
-from kraftwire.net.server import Reply, RequestContext
 from kraftwire.node import loggers, reads, tokens
-from kraftwire.node.apis import (
-    CONTROLLER_APIS,
-    CONTROLLER_LOCAL_APIS,
-    VOTER_CHANGE_APIS,
-    Dispatcher,
-    Features,
-    controller_plane_apis,
-)
+from kraftwire.node.apis import Dispatcher
 from kraftwire.node.controller_registration import ControllerRegistrar, listener_endpoint
 from kraftwire.node.envelope import ForwardedContext, handle_envelope
 from kraftwire.node.group_shell import GroupShell
@@ -64,6 +63,7 @@ from kraftwire.protocol.messages.incremental_alter_configs_response import (
     AlterConfigsResourceResponse,
     IncrementalAlterConfigsResponse,
 )
+from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.protocol.runtime import replace
 from kraftwire.storage.audit import Origin
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftwire.metadata.image import MetadataImage
-from kraftwire.net.server import Reply, RequestContext
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
+from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, AclAuthorizer
 
 log = logging.getLogger(__name__)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kraftwire.core.api_registry import CLIENT_APIS, CONTROLLER_APIS, RAFT_APIS
 from kraftwire.node import wire
-from kraftwire.node.apis import CLIENT_APIS, CONTROLLER_APIS, RAFT_APIS
 from kraftwire.protocol import framing
 from kraftwire.raft import messages as m
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from protocol.schema_strategies import filled
 
-from kraftwire.node.apis import CONTROLLER_APIS
+from kraftwire.core.api_registry import CONTROLLER_APIS
 from kraftwire.protocol.api import request_class
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import decode_response, encode_response

@@ -12,8 +12,8 @@ import zipfile
 import pytest
 from protocol import kafka_java
 
+from kraftwire.core.api_registry import broker_plane_apis, controller_plane_apis
 from kraftwire.node import api_coverage as cov
-from kraftwire.node.apis import broker_plane_apis, controller_plane_apis
 
 
 def test_every_kafka_controller_api_is_served_or_refused_with_a_reason() -> None:
@@ -22,9 +22,9 @@ def test_every_kafka_controller_api_is_served_or_refused_with_a_reason() -> None
     missing = [f"{a.key} {a.name}" for a in apis.values()
                if cov.CONTROLLER in a.listeners and a.key not in served and not cov.CONTROLLER_REFUSED.get(a.key)]
     assert missing == [], ("Kafka 4.1 controller APIs neither served by kraftwire's controller nor refused with a "
-                           f"reason in kraftwire/node/api_coverage.py CONTROLLER_REFUSED: {missing}")
+                           f"reason in kraftwire/core/api_registry.py CONTROLLER_REFUSED: {missing}")
     both = sorted(set(served) & set(cov.CONTROLLER_REFUSED))
-    assert both == [], f"served now, so drop their CONTROLLER_REFUSED reasons in api_coverage.py: {both}"
+    assert both == [], f"served now, so drop their CONTROLLER_REFUSED reasons in core/api_registry.py: {both}"
     stale = sorted(k for k in cov.CONTROLLER_REFUSED if cov.CONTROLLER not in apis[k].listeners)
     assert stale == [], f"CONTROLLER_REFUSED names APIs Kafka's controller does not advertise: {stale}"
 
@@ -36,7 +36,7 @@ def test_every_kafka_broker_api_is_served_or_refused_with_a_reason() -> None:
                if cov.BROKER in a.listeners and a.key not in served and not cov.BROKER_REFUSED.get(a.key)]
     assert missing == [], f"Kafka 4.1 broker APIs without a kraftwire broker answer or reason: {missing}"
     both = sorted(set(served) & set(cov.BROKER_REFUSED))
-    assert both == [], f"served now, so drop their BROKER_REFUSED reasons in api_coverage.py: {both}"
+    assert both == [], f"served now, so drop their BROKER_REFUSED reasons in core/api_registry.py: {both}"
 
 
 def test_api_keys_are_complete_and_named_once() -> None:

@@ -162,8 +162,8 @@ def test_pre_vote_on_the_wire_needs_vote_v2():
 
 
 def test_vote_v2_and_kraft_version_1_are_advertised():
+    from kraftwire.core.api_registry import RAFT_APIS
     from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
-    from kraftwire.node.apis import RAFT_APIS
 
     assert RAFT_APIS[52] == (0, 2)                      # Kafka 4.x peers may send pre-votes
     assert SUPPORTED_FEATURES[KRAFT_VERSION] == (0, 1)  # dynamic quorums with voter changes (KIP-853)

@@ -5,9 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from kraftwire.group import GROUP_APIS
-from kraftwire.net.server import Reply, RequestContext
-from kraftwire.node.apis import (
+from kraftwire.core.api_registry import (
     BROKER_FORWARDED_APIS,
     BROKER_LOCAL_APIS,
     CLIENT_APIS,
@@ -15,10 +13,12 @@ from kraftwire.node.apis import (
     ENVELOPE_APIS,
     RAFT_APIS,
 )
+from kraftwire.group import GROUP_APIS
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages.describe_acls_request import DescribeAclsRequest
 from kraftwire.protocol.messages.request_header import RequestHeader
+from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.security.authorizer import AclAuthorizer
 from kraftwire.security.gate import RequestGate
 from kraftwire.security.rules import RULES

@@ -10,7 +10,6 @@ import pytest
 
 from kraftwire.group.responses import heartbeat_response
 from kraftwire.metadata.image import AclEntry, MetadataImage, Topic
-from kraftwire.net.server import Reply, RequestContext
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request, encode_response
 from kraftwire.protocol.messages import describe_configs_request as dcq
@@ -37,6 +36,7 @@ from kraftwire.protocol.messages.join_group_request import JoinGroupRequest
 from kraftwire.protocol.messages.list_groups_request import ListGroupsRequest
 from kraftwire.protocol.messages.request_header import RequestHeader
 from kraftwire.protocol.messages.sync_group_request import SyncGroupRequest
+from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.security.authorizer import (
     ALLOW,
     ALTER_CONFIGS,
