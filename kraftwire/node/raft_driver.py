@@ -72,6 +72,7 @@ class RaftDriver:
         self.on_change: list[Callable[[], None]] = []
         self.metrics: Any = None
         self.audit: Any = None    # an AuditWriter (storage/audit.py) on a voter with a log directory
+        self._trimming = False
         self.versions_probe: Callable[[m.KraftVersionsRequest], Any] | None = None   # KIP-853 (voter_changes.py)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -86,6 +87,7 @@ class RaftDriver:
     async def _timer(self) -> None:
         while True:
             self._dispatch(self.node.tick(self.clock()))
+            self._trim_audit()
             self._kick_journal()   # work queued outside a core call (a snapshot stored by a role)
             deadline = self.node.next_deadline()
             delay = 1.0 if deadline is None else max(0.0, (deadline - self.clock()) / 1000)
@@ -240,6 +242,24 @@ class RaftDriver:
         """The log's fsync (and its journal) in the disk worker: no connection of the node waits for it."""
         await self.disk.run(self.core.log.sync)
         self.call(self.node.handle_persisted, end_offset)
+
+    def _trim_audit(self) -> None:
+        """The log start moved (snapshots cleaned the log): drop the audit entries below it, in a thread."""
+        audit = self.audit
+        if audit is None or self._tg is None or self._trimming:
+            return
+        start = self.core.log.start_offset
+        if start > audit.trimmed_below:
+            self._trimming = True
+            self._tg.start_soon(self._run_trim, start)
+
+    async def _run_trim(self, start: int) -> None:
+        try:
+            await anyio.to_thread.run_sync(self.audit.trim, start)
+        except OSError as e:
+            log.error("cannot trim the audit file below offset %d: %s", start, e)
+        finally:
+            self._trimming = False
 
     async def _write_audit(self, out: Audit) -> None:
         """Append the audit entry in the disk worker (trimming entries the log no longer holds)."""

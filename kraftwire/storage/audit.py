@@ -88,6 +88,11 @@ class AuditWriter:
             if log_start > self._trimmed_below:
                 self._trim(log_start)
 
+    @property
+    def trimmed_below(self) -> int:
+        """The log start the file was last trimmed to."""
+        return self._trimmed_below
+
     def trim(self, log_start: int) -> None:
         """Drop the entries whose offsets all lie below ``log_start`` (atomically: write, fsync, rename)."""
         with self._lock:
