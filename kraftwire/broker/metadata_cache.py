@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftwire.metadata.image import NO_LEADER, BrokerRegistration, MetadataImage, Topic
-from kraftwire.node.reads import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import describe_topic_partitions_response as dtpr
 from kraftwire.protocol.messages.describe_cluster_response import (
@@ -34,6 +33,7 @@ from kraftwire.protocol.messages.metadata_response import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from kraftwire.protocol.metadata import METADATA_TOPIC, METADATA_TOPIC_ID
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 ZERO_UUID = uuid.UUID(int=0)

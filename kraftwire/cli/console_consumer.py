@@ -21,14 +21,13 @@ from kraftwire.cli.client_config import add_command_config, command_security
 from kraftwire.cli.dump_log import record_json
 from kraftwire.cli.errors import OperatorError, kafka_error
 from kraftwire.net.client import Connection, RequestFailed
-from kraftwire.node.reads import METADATA_TOPIC
 from kraftwire.protocol.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from kraftwire.protocol.messages.list_offsets_request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsTopic,
 )
-from kraftwire.protocol.metadata import FRAME_VERSION, RECORD_TYPES
+from kraftwire.protocol.metadata import FRAME_VERSION, METADATA_TOPIC, RECORD_TYPES
 from kraftwire.protocol.records import decode_batches
 from kraftwire.security.settings import ClientSecurity
 

@@ -29,8 +29,8 @@ from kraftwire.protocol.messages.describe_quorum_request import (
     PartitionData,
     TopicData,
 )
+from kraftwire.protocol.metadata import METADATA_TOPIC
 
-METADATA_TOPIC = "__cluster_metadata"
 MARKS = {OK: "ok     ", PROBLEM: "PROBLEM", "note": "note   "}
 
 

@@ -21,9 +21,8 @@ from kraftwire.protocol.messages.describe_quorum_request import (
     PartitionData,
     TopicData,
 )
+from kraftwire.protocol.metadata import METADATA_TOPIC
 from kraftwire.security.settings import ClientSecurity
-
-METADATA_TOPIC = "__cluster_metadata"
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -25,12 +25,13 @@ from kraftwire.security.rules import RULES
 from kraftwire.security.sasl import SASL_APIS
 
 K = ApiKey
+Versions = dict[int, tuple[int, int]]   # API key -> (min, max) version advertised
 
 # API key -> (min, max) this node answers. Produce is listed (and refused per request) because
 # librdkafka enables its modern Fetch versions only when Produce is advertised.
-RAFT_APIS = {K.VOTE: (0, 2), K.BEGIN_QUORUM_EPOCH: (0, 1), K.END_QUORUM_EPOCH: (0, 1), K.DESCRIBE_QUORUM: (0, 2),
+RAFT_APIS: Versions = {K.VOTE: (0, 2), K.BEGIN_QUORUM_EPOCH: (0, 1), K.END_QUORUM_EPOCH: (0, 1), K.DESCRIBE_QUORUM: (0, 2),
              K.FETCH_SNAPSHOT: (0, 1)}
-CLIENT_APIS = {
+CLIENT_APIS: Versions = {
     K.PRODUCE: (3, 13),   # advertised, always refused for __cluster_metadata
     K.FETCH: (4, 18),   # consumers and replicas (v18: the fetcher's high watermark)
     K.LIST_OFFSETS: (1, 10),
@@ -40,7 +41,7 @@ CLIENT_APIS = {
 }
 
 # Controller APIs answered by the active controller (NOT_CONTROLLER elsewhere).
-CONTROLLER_APIS = {
+CONTROLLER_APIS: Versions = {
     K.CREATE_TOPICS: (2, 7),
     K.DELETE_TOPICS: (1, 6),
     K.DESCRIBE_ACLS: (1, 3),
@@ -76,18 +77,18 @@ CONTROLLER_LOCAL_APIS = (K.DESCRIBE_CONFIGS, K.LIST_PARTITION_REASSIGNMENTS, K.D
                          K.DESCRIBE_DELEGATION_TOKEN)
 
 # KIP-853 voter changes (a voter serves them; the Raft leader answers).
-VOTER_CHANGE_APIS = {K.ADD_RAFT_VOTER: (0, 0), K.REMOVE_RAFT_VOTER: (0, 0), K.UPDATE_RAFT_VOTER: (0, 0)}
+VOTER_CHANGE_APIS: Versions = {K.ADD_RAFT_VOTER: (0, 0), K.REMOVE_RAFT_VOTER: (0, 0), K.UPDATE_RAFT_VOTER: (0, 0)}
 
 # Envelope (KIP-590): brokers forward admin writes to the active controller inside it.
-ENVELOPE_APIS = {K.ENVELOPE: (0, 0)}
+ENVELOPE_APIS: Versions = {K.ENVELOPE: (0, 0)}
 
 # Client APIs a broker serves from its own metadata image, and admin writes it forwards.
-BROKER_LOCAL_APIS = {k: CONTROLLER_APIS[k] for k in (K.DESCRIBE_ACLS, K.DESCRIBE_CONFIGS, K.DESCRIBE_CLIENT_QUOTAS,
+BROKER_LOCAL_APIS: Versions = {k: CONTROLLER_APIS[k] for k in (K.DESCRIBE_ACLS, K.DESCRIBE_CONFIGS, K.DESCRIBE_CLIENT_QUOTAS,
                                                      K.DESCRIBE_USER_SCRAM_CREDENTIALS, K.DESCRIBE_DELEGATION_TOKEN)}
 # Served by brokers only, from their image: ListConfigResources (KIP-1142), DescribeTopicPartitions (KIP-966's
 # view of ELRs, Kafka 3.8+).
-BROKER_ONLY_APIS = {K.LIST_CONFIG_RESOURCES: (0, 1), K.DESCRIBE_TOPIC_PARTITIONS: (0, 0)}
-BROKER_FORWARDED_APIS = {k: CONTROLLER_APIS[k] for k in sorted(FORWARDED_APIS)}
+BROKER_ONLY_APIS: Versions = {K.LIST_CONFIG_RESOURCES: (0, 1), K.DESCRIBE_TOPIC_PARTITIONS: (0, 0)}
+BROKER_FORWARDED_APIS: Versions = {k: CONTROLLER_APIS[k] for k in sorted(FORWARDED_APIS)}
 
 
 def controller_plane_apis() -> dict[int, tuple[int, int]]:

@@ -188,7 +188,8 @@ class ControllerRole:
     def next_offset(self) -> int:
         """The offset the next appended record gets (pending records included)."""
         core = self.core
-        return core.log.end_offset + len(getattr(core.state, "pending", ()))
+        end: int = core.log.end_offset
+        return end + len(getattr(core.state, "pending", ()))
 
     def _append(self, records: list[MetadataRecord]) -> bool:
         """Hand records to Raft; on a lost leadership the controller steps down and False is returned."""

@@ -6,8 +6,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-METADATA_TOPIC = "__cluster_metadata"
-METADATA_TOPIC_ID = uuid.UUID(int=1)   # Kafka's fixed id of __cluster_metadata
+from kraftwire.protocol.metadata import METADATA_TOPIC, METADATA_TOPIC_ID
 
 
 def metadata_topic_name(topic_id: uuid.UUID) -> str | None:

@@ -106,7 +106,7 @@ from kraftwire.protocol.messages.sync_group_request import SyncGroupRequest
 log = logging.getLogger(__name__)
 
 # API key -> (min, max) version served; merge into the node's ApiVersions table.
-GROUP_APIS: dict[ApiKey, tuple[int, int]] = {
+GROUP_APIS: dict[int, tuple[int, int]] = {
     ApiKey.OFFSET_COMMIT: (0, 10),   # v10: topic ids
     ApiKey.OFFSET_FETCH: (0, 10),    # v10: topic ids
     ApiKey.FIND_COORDINATOR: (0, 6),

@@ -17,7 +17,6 @@ and handed over whole (``on_snapshot``), and reading goes on from its end offset
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -30,12 +29,11 @@ from kraftwire.protocol.messages import describe_quorum_request as dq
 from kraftwire.protocol.messages import fetch_request as fq
 from kraftwire.protocol.messages import fetch_snapshot_request as fsq
 from kraftwire.protocol.messages import list_offsets_request as lq
+from kraftwire.protocol.metadata import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.records import RecordBatch, decode_batches
 from kraftwire.raft import SnapshotId
 from kraftwire.raft.snapshot import parse as parse_snapshot
 
-METADATA_TOPIC = "__cluster_metadata"
-METADATA_TOPIC_ID = uuid.UUID(int=1)   # Kafka's fixed id of the metadata topic (AAAAAAAAAAAAAAAAAAAAAQ)
 FETCH_VERSION = 12          # the newest Fetch naming topics by name; SnapshotId and epochs are there
 LIST_OFFSETS, FETCH_SNAPSHOT = 2, 59
 CHUNK = 8 << 20

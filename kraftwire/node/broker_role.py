@@ -21,7 +21,6 @@ from typing import Any
 import anyio
 
 from kraftwire.broker.envelope import FORWARDED_APIS
-from kraftwire.broker.forwarding import ForwardingManager
 from kraftwire.broker.lifecycle import SECURITY_PROTOCOLS, BrokerLifecycle, BrokerState, LifecycleConfig
 from kraftwire.broker.metadata import BrokerMetadataListener
 from kraftwire.broker.metadata_cache import (
@@ -43,6 +42,7 @@ from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.node import loggers, tokens
 from kraftwire.node.apis import Dispatcher
+from kraftwire.node.forwarding import ForwardingManager
 from kraftwire.node.group_proxy import GroupRouter, find_coordinator, java_hash
 from kraftwire.node.group_proxy import error_response as group_error_response
 from kraftwire.node.metrics import ForwardingMetrics

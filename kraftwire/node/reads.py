@@ -31,9 +31,8 @@ from kraftwire.protocol.messages.metadata_response import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from kraftwire.protocol.metadata import METADATA_TOPIC, METADATA_TOPIC_ID
 
-METADATA_TOPIC = "__cluster_metadata"
-METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's fixed id: AAAAAAAAAAAAAAAAAAAAAQ
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 READ_COMMITTED = 1
 

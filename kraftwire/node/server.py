@@ -47,6 +47,7 @@ from kraftwire.node.wire import OFFSETS_TOPIC, addressed_topic
 from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.framing import Request
+from kraftwire.protocol.metadata import METADATA_TOPIC
 from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.raft.config import RaftConfig
 from kraftwire.raft.core import RaftCore
@@ -102,7 +103,7 @@ async def discover_voters(servers: list[str], listener: str, timeout_s: float,
                               backoff=backoff.for_address(host, int(port)))
             try:
                 resp = await conn.request(dq.DescribeQuorumRequest([dq.TopicData(
-                    reads.METADATA_TOPIC, [dq.PartitionData(0)])]), None, timeout_s)
+                    METADATA_TOPIC, [dq.PartitionData(0)])]), None, timeout_s)
             except (RequestFailed, KafkaProtocolError) as e:
                 last = e
                 continue

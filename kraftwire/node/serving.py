@@ -15,6 +15,7 @@ from kraftwire.protocol.messages.produce_response import (
     ProduceResponse,
     TopicProduceResponse,
 )
+from kraftwire.protocol.metadata import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.requests import Reply
 
 
@@ -43,10 +44,10 @@ def refuse_produce(body: Any, version: int) -> Reply | None:
     topics = []
     for t in body.topic_data:
         # v13 names topics by id (KIP-516): only the metadata topic's is known here
-        if version >= 13 and t.topic_id != reads.METADATA_TOPIC_ID:
+        if version >= 13 and t.topic_id != METADATA_TOPIC_ID:
             code, why = Errors.UNKNOWN_TOPIC_ID, f"unknown topic id {t.topic_id}"
         else:
-            code, why = Errors.INVALID_TOPIC_EXCEPTION, (f"{t.name or reads.METADATA_TOPIC} is read-only: only the "
+            code, why = Errors.INVALID_TOPIC_EXCEPTION, (f"{t.name or METADATA_TOPIC} is read-only: only the "
                                                          "quorum writes __cluster_metadata")
         parts = [PartitionProduceResponse(index=p.index, error_code=int(code),
                                           error_message=why if version >= 8 else None)

@@ -8,7 +8,7 @@ from brokers, the group APIs, and Metadata/DescribeCluster listing the voters at
 on the client's listener. Its authorization reads the controller's committed image.
 
 A client's admin write (``FORWARDED_APIS``) reaching a voter that is not the active controller is
-forwarded there in an Envelope, as a broker does (``broker/forwarding``): a client that follows
+forwarded there in an Envelope, as a broker does (``node/forwarding``): a client that follows
 Metadata and keeps sending to the controller it last heard of (librdkafka does until its next
 metadata refresh) is answered by the active controller instead of NOT_CONTROLLER after every
 election. Envelopes and brokers' own requests still get NOT_CONTROLLER.
@@ -23,7 +23,6 @@ from typing import Any
 import anyio
 
 from kraftwire.broker.envelope import FORWARDED_APIS
-from kraftwire.broker.forwarding import ForwardingManager
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.controller import configs as config_cmds
 from kraftwire.controller import quotas as quota_cmds
@@ -46,6 +45,7 @@ from kraftwire.node import loggers, reads, tokens
 from kraftwire.node.apis import Dispatcher
 from kraftwire.node.controller_registration import ControllerRegistrar, listener_endpoint
 from kraftwire.node.envelope import ForwardedContext, handle_envelope
+from kraftwire.node.forwarding import ForwardingManager
 from kraftwire.node.group_shell import GroupShell
 from kraftwire.node.metrics import ForwardingMetrics
 from kraftwire.node.offsets_quorum import OffsetsQuorum

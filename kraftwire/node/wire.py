@@ -11,7 +11,6 @@ import uuid
 from typing import Any
 
 from kraftwire.group.replicated import OFFSETS_TOPIC
-from kraftwire.node.reads import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import DecodeError, Errors
 from kraftwire.protocol.messages import (
@@ -47,6 +46,7 @@ from kraftwire.protocol.messages import (
 from kraftwire.protocol.messages import (
     vote_response as v_resp,
 )
+from kraftwire.protocol.metadata import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.records import decode_batches, encode_batch
 from kraftwire.raft import messages as m
 

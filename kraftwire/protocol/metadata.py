@@ -6,6 +6,7 @@ record version — followed by the record encoded in that version (Kafka's Metad
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -15,6 +16,8 @@ from kraftwire.protocol.messages import METADATA_RECORDS, message_class
 from kraftwire.protocol.runtime import read_uvarint, to_json, uvarint
 
 FRAME_VERSION = 1
+METADATA_TOPIC = "__cluster_metadata"   # the metadata log's topic, partition 0
+METADATA_TOPIC_ID = uuid.UUID(int=1)    # Kafka's fixed id of the metadata topic (AAAAAAAAAAAAAAAAAAAAAQ)
 RECORD_TYPES: dict[str, int] = {name: key for key, name in METADATA_RECORDS.items()}
 
 

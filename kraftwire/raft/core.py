@@ -446,6 +446,12 @@ class RaftCore:
     def _respond(self, request_id: int, msg: m.Response) -> None:
         self._out.append(m.SendResponse(request_id, msg))
 
+    # -- what the voter-change handlers may do (``raft/reconfig.ChangeHost``; append_voters,
+    # send_versions_probe and leader_check below are also part of it)
+    def respond(self, request_id: int, msg: m.Response) -> None:
+        """Answer request ``request_id`` (an output of the current event)."""
+        self._respond(request_id, msg)
+
     def _can_send(self, dest: int, now: int) -> bool:
         return dest not in self._busy and self._backoff.get(dest, 0) <= now
 
@@ -522,7 +528,7 @@ class RaftCore:
             st.check_quorum_deadline = now + int(self.config.fetch_timeout_ms * self.config.check_quorum_factor)
             st.fetched_voters.clear()
             for v in set(ids) - old:
-                st.voters[v] = st.observers.pop(v, None) or ReplicaProgress()
+                st.voters[v] = st.observers.pop(v) if v in st.observers else ReplicaProgress()
                 if v != self.node_id and st.voters[v].end_offset is None:
                     st.unendorsed.add(v)
             for v in old - set(ids):
@@ -541,7 +547,7 @@ class RaftCore:
         elif isinstance(st, Observer) and self.can_elect:
             self._set_state(Unattached(st.epoch, now + self._election_timeout()))
 
-    def _append_voters(self, now: int, voters: VoterSet) -> int:
+    def append_voters(self, now: int, voters: VoterSet) -> int:
         """Leader: write ``voters`` as a VotersRecord now (after any gathered data); it is in force at once."""
         st = self.state
         assert isinstance(st, Leader) and self.history is not None
@@ -558,7 +564,7 @@ class RaftCore:
         self._leader_progress(now, st)
         return offset
 
-    def _send_versions_probe(self, now: int, dest: int, msg: m.KraftVersionsRequest) -> int:
+    def send_versions_probe(self, now: int, dest: int, msg: m.KraftVersionsRequest) -> int:
         rid = self._next_id
         self._send(now, dest, Kind.VERSIONS, msg)
         return rid
@@ -670,7 +676,7 @@ class RaftCore:
         assert isinstance(st, Leader)
         others = [v for v in self.voters if v != self.node_id]
         # Preferred successors: most replicated first (ties by id for determinism).
-        others.sort(key=lambda v: (-(st.voters[v].end_offset if st.voters[v].end_offset is not None else -1), v))
+        others.sort(key=lambda v: (-(e if (e := st.voters[v].end_offset) is not None else -1), v))
         self._set_state(Resigned(st.epoch, now + self._election_timeout(), tuple(others), set(others),
                                  shutting_down=shutting_down))
 
@@ -1034,7 +1040,7 @@ class RaftCore:
             self._respond(rid, self._fetch_error(Errors.INVALID_REQUEST))
             return
         st = self.state
-        err = self._leader_check(req.current_leader_epoch)
+        err = self.leader_check(req.current_leader_epoch)
         if err is not None:
             self._respond(rid, self._fetch_error(err))
             return
@@ -1262,7 +1268,7 @@ class RaftCore:
         return m.FetchSnapshotResponse(NONE, m.FetchSnapshotPartition(
             int(err), current_leader=m.LeaderIdAndEpoch(-1 if leader is None else leader, self.state.epoch)))
 
-    def _leader_check(self, current_leader_epoch: int) -> Errors | None:
+    def leader_check(self, current_leader_epoch: int) -> Errors | None:
         """The error for a Fetch/FetchSnapshot naming ``current_leader_epoch``, None if we lead it."""
         st = self.state
         if current_leader_epoch < st.epoch:
@@ -1278,7 +1284,7 @@ class RaftCore:
             self._respond(rid, m.FetchSnapshotResponse(int(Errors.INCONSISTENT_CLUSTER_ID)))
             return
         st = self.state
-        err = self._leader_check(req.current_leader_epoch)
+        err = self.leader_check(req.current_leader_epoch)
         if err is not None:
             self._respond(rid, self._snapshot_error(err))
             return

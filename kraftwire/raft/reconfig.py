@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.records import Record, RecordBatch
@@ -26,8 +26,9 @@ from kraftwire.raft import messages as m
 from kraftwire.raft.voter_set import ControlState, VoterNode, VoterSet, kraft_version_record, replay_control
 
 if TYPE_CHECKING:
-    from kraftwire.raft.core import RaftCore
-    from kraftwire.raft.state import Leader
+    from kraftwire.raft.config import RaftConfig
+    from kraftwire.raft.faults import RaftFaults
+    from kraftwire.raft.state import Leader, State
 
 SNAPSHOT_OFFSET = -1      # a voter set read from a snapshot is committed by definition
 CAUGHT_UP_WINDOW_MS = 3_600_000   # Kafka: an observer that caught up and fetched within the last hour
@@ -136,10 +137,40 @@ def _answer(err: Errors, message: str | None = None) -> m.VoterChangeResponse:
     return m.VoterChangeResponse(int(err), message)
 
 
-class VoterChanges:
-    """The leader's voter-change handlers; owned by one ``RaftCore``."""
+class ChangeHost(Protocol):
+    """The narrow view of the Raft core the voter-change handlers work through (``RaftCore`` is one):
+    what it is, and the four things they may do — answer, append a voter set, probe a new voter's
+    kraft.version range, check a request's leader epoch."""
 
-    def __init__(self, core: RaftCore) -> None:
+    @property
+    def cluster_id(self) -> str | None: ...
+    @property
+    def config(self) -> RaftConfig: ...
+    @property
+    def faults(self) -> RaftFaults: ...
+    @property
+    def history(self) -> VoterHistory | None: ...
+    @property
+    def listener_name(self) -> str | None: ...
+    @property
+    def state(self) -> State: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def is_voter(self) -> bool: ...
+    @property
+    def leader_id(self) -> int | None: ...
+
+    def respond(self, request_id: int, msg: m.Response) -> None: ...
+    def append_voters(self, now: int, voters: VoterSet) -> int: ...
+    def send_versions_probe(self, now: int, dest: int, msg: m.KraftVersionsRequest) -> int: ...
+    def leader_check(self, current_leader_epoch: int) -> Errors | None: ...
+
+
+class VoterChanges:
+    """The leader's voter-change handlers; owned by one Raft core, seen through ``ChangeHost``."""
+
+    def __init__(self, core: ChangeHost) -> None:
         self.core = core
         self.pending: PendingChange | None = None
 
@@ -164,44 +195,44 @@ class VoterChanges:
                                               f"change at {at} with HWM {st.hw}")
         return None
 
-    def _leader(self, cluster_id: str | None) -> tuple[Leader | None, m.VoterChangeResponse | None]:
+    def _leader(self, cluster_id: str | None) -> Leader | m.VoterChangeResponse:
         from kraftwire.raft.state import Leader
         core = self.core
         if cluster_id is not None and core.cluster_id is not None and cluster_id != core.cluster_id:
-            return None, _answer(Errors.INCONSISTENT_CLUSTER_ID,
-                                 f'The given id "{cluster_id}" doesn\'t match the cluster id "{core.cluster_id}"')
+            return _answer(Errors.INCONSISTENT_CLUSTER_ID,
+                           f'The given id "{cluster_id}" doesn\'t match the cluster id "{core.cluster_id}"')
         if not isinstance(core.state, Leader):
-            return None, _answer(Errors.NOT_LEADER_OR_FOLLOWER)
-        return core.state, None
+            return _answer(Errors.NOT_LEADER_OR_FOLLOWER)
+        return core.state
 
     # ---------------------------------------------------------------------- AddRaftVoter
     def handle_add(self, now: int, rid: int, req: m.AddRaftVoterRequest) -> None:
         core = self.core
-        st, refusal = self._leader(req.cluster_id)
-        if st is None:
-            core._respond(rid, refusal)
+        st = self._leader(req.cluster_id)
+        if isinstance(st, m.VoterChangeResponse):
+            core.respond(rid, st)
             return
         if req.voter_id < 0 or req.voter_directory_id == uuid.UUID(int=0):
-            core._respond(rid, _answer(Errors.INVALID_REQUEST, "Add voter request didn't include a valid voter"))
+            core.respond(rid, _answer(Errors.INVALID_REQUEST, "Add voter request didn't include a valid voter"))
             return
         if core.listener_name is not None and not any(n == core.listener_name for n, _, _ in req.listeners):
-            core._respond(rid, _answer(Errors.INVALID_REQUEST, (
+            core.respond(rid, _answer(Errors.INVALID_REQUEST, (
                 f"Add voter request didn't include the endpoint ({list(req.listeners)}) for the default listener "
                 f"{core.listener_name}")))
             return
         err = self._common(now, st, "adding")
         if err is not None:
-            core._respond(rid, _answer(*err))
+            core.respond(rid, _answer(*err))
             return
-        voters = core.history.latest[1]   # type: ignore[union-attr]
+        voters = core.history.latest[1]   # type: ignore[union-attr,index]
         if req.voter_id in voters.ids:
-            core._respond(rid, _answer(Errors.DUPLICATE_VOTER, (
+            core.respond(rid, _answer(Errors.DUPLICATE_VOTER, (
                 f"The voter id for ReplicaKey(id={req.voter_id}, directoryId={req.voter_directory_id}) is already "
                 f"part of the set of voters {sorted(voters.ids)}.")))
             return
         node = VoterNode(req.voter_id, req.voter_directory_id, tuple(req.listeners))
         self.pending = PendingChange("add", rid, st.epoch, node, now + core.config.request_timeout_ms)
-        self.pending.versions_request = core._send_versions_probe(now, req.voter_id,
+        self.pending.versions_request = core.send_versions_probe(now, req.voter_id,
                                                                   m.KraftVersionsRequest(tuple(req.listeners)))
 
     def on_versions(self, now: int, request_id: int, resp: m.KraftVersionsResponse | None) -> None:
@@ -233,33 +264,33 @@ class VoterChanges:
             self._finish(_answer(Errors.REQUEST_TIMED_OUT,
                                  f"Aborted add voter operation for {self._key(p.voter)} since it is lagging behind"))
             return
-        voters = core.history.latest[1]   # type: ignore[union-attr]
+        voters = core.history.latest[1]   # type: ignore[union-attr,index]
         node = VoterNode(p.voter.node_id, p.voter.directory_id, p.voter.endpoints, (rng[0], rng[1]))
-        p.record_offset = core._append_voters(now, VoterSet((*voters.voters, node)))
+        p.record_offset = core.append_voters(now, VoterSet((*voters.voters, node)))
 
     # ---------------------------------------------------------------------- RemoveRaftVoter
     def handle_remove(self, now: int, rid: int, req: m.RemoveRaftVoterRequest) -> None:
         core = self.core
-        st, refusal = self._leader(req.cluster_id)
-        if st is None:
-            core._respond(rid, refusal)
+        st = self._leader(req.cluster_id)
+        if isinstance(st, m.VoterChangeResponse):
+            core.respond(rid, st)
             return
         if req.voter_id < 0 or req.voter_directory_id == uuid.UUID(int=0):
-            core._respond(rid, _answer(Errors.INVALID_REQUEST, "Remove voter request didn't include a valid voter"))
+            core.respond(rid, _answer(Errors.INVALID_REQUEST, "Remove voter request didn't include a valid voter"))
             return
         err = self._common(now, st, "removing")
         if err is not None:
-            core._respond(rid, _answer(*err))
+            core.respond(rid, _answer(*err))
             return
-        voters = core.history.latest[1]   # type: ignore[union-attr]
+        voters = core.history.latest[1]   # type: ignore[union-attr,index]
         old = voters.get(req.voter_id)
         if old is None or old.directory_id != req.voter_directory_id or len(voters.voters) == 1:
-            core._respond(rid, _answer(Errors.VOTER_NOT_FOUND, (
+            core.respond(rid, _answer(Errors.VOTER_NOT_FOUND, (
                 f"Cannot remove voter ReplicaKey(id={req.voter_id}, directoryId={req.voter_directory_id}) from "
                 f"the set of voters {sorted(voters.ids)}")))
             return
         self.pending = PendingChange("remove", rid, st.epoch, old, now + core.config.request_timeout_ms)
-        self.pending.record_offset = core._append_voters(
+        self.pending.record_offset = core.append_voters(
             now, VoterSet(tuple(v for v in voters.voters if v.node_id != req.voter_id)))
 
     # ---------------------------------------------------------------------- UpdateRaftVoter
@@ -268,13 +299,13 @@ class VoterChanges:
         st = core.state
 
         def answer(err: Errors) -> None:
-            core._respond(rid, m.VoterChangeResponse(int(err), None, m.LeaderIdAndEpoch(
+            core.respond(rid, m.VoterChangeResponse(int(err), None, m.LeaderIdAndEpoch(
                 -1 if core.leader_id is None else core.leader_id, core.epoch)))
 
         if req.cluster_id is not None and core.cluster_id is not None and req.cluster_id != core.cluster_id:
             answer(Errors.INCONSISTENT_CLUSTER_ID)
             return
-        lead_err = core._leader_check(req.current_leader_epoch)
+        lead_err = core.leader_check(req.current_leader_epoch)
         if lead_err is not None:
             answer(lead_err)
             return
@@ -291,14 +322,14 @@ class VoterChanges:
         if not lo <= level <= hi:
             answer(Errors.INVALID_REQUEST)
             return
-        voters = core.history.latest[1]   # type: ignore[union-attr]
+        voters = core.history.latest[1]   # type: ignore[union-attr,index]
         old = voters.get(req.voter_id)
         if old is None or old.directory_id != req.voter_directory_id:
             answer(Errors.VOTER_NOT_FOUND)
             return
         node = VoterNode(req.voter_id, req.voter_directory_id, tuple(req.listeners), (lo, hi))
         if node != old:
-            core._append_voters(now, VoterSet(tuple(node if v.node_id == req.voter_id else v for v in voters.voters)))
+            core.append_voters(now, VoterSet(tuple(node if v.node_id == req.voter_id else v for v in voters.voters)))
         answer(Errors.NONE)   # Kafka answers at once, without waiting for the commit
 
     # ---------------------------------------------------------------------- progress
@@ -326,7 +357,7 @@ class VoterChanges:
     def _finish(self, resp: m.VoterChangeResponse) -> None:
         p, self.pending = self.pending, None
         if p is not None:
-            self.core._respond(p.request_id, resp)
+            self.core.respond(p.request_id, resp)
 
     @staticmethod
     def _key(v: VoterNode) -> str:

@@ -26,13 +26,12 @@ from typing import Any
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
+from kraftwire.protocol.metadata import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, AclAuthorizer
 
 log = logging.getLogger(__name__)
 
-METADATA_TOPIC = "__cluster_metadata"
-METADATA_TOPIC_ID = uuid.UUID(int=1)
 Dispatch = Callable[[Request, RequestContext], Awaitable[Reply | None]]
 
 

@@ -472,7 +472,7 @@ def _open(a: Access, body: Any, version: int) -> Outcome | None:
     return None
 
 
-RULES: dict[ApiKey, Rule] = {
+RULES: dict[int, Rule] = {
     ApiKey.PRODUCE: _produce,
     ApiKey.FETCH: _fetch,
     ApiKey.LIST_OFFSETS: _list_offsets,

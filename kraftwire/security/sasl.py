@@ -21,7 +21,7 @@ from kraftwire.protocol.messages.sasl_handshake_response import SaslHandshakeRes
 from kraftwire.security.plain import PasswordLookup, PlainServer
 from kraftwire.security.scram import MECHANISMS, CredentialLookup, SaslAuthenticationError, ScramServer
 
-SASL_APIS = {ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
+SASL_APIS: dict[int, tuple[int, int]] = {ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 

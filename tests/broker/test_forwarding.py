@@ -8,10 +8,10 @@ import anyio
 import pytest
 
 from kraftwire.broker.envelope import deserialize_principal, host_from_bytes, response_bytes
-from kraftwire.broker.forwarding import ForwardingManager
 from kraftwire.core.api_registry import api_versions_response, supported
 from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import KafkaServer, ListenerSpec, Reply
+from kraftwire.node.forwarding import ForwardingManager
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import decode_request, decode_response, encode_request, encode_response
 from kraftwire.protocol.messages import create_topics_request as ctq

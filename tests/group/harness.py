@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kraftwire.group import Completion, Done, GroupConfig, GroupCoordinator, MemoryOffsetStore, Pending
-from kraftwire.group.config import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.api import request_class, response_class
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.heartbeat_request import HeartbeatRequest
@@ -30,6 +29,7 @@ from kraftwire.protocol.messages.offset_fetch_request import (
     OffsetFetchRequestTopics,
 )
 from kraftwire.protocol.messages.sync_group_request import SyncGroupRequest, SyncGroupRequestAssignment
+from kraftwire.protocol.metadata import METADATA_TOPIC, METADATA_TOPIC_ID
 
 META = "__cluster_metadata"
 T0 = 1_700_000_000_000

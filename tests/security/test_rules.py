@@ -145,8 +145,8 @@ async def test_list_offsets_needs_describe_and_produce_needs_write():
 
 
 async def test_produce_v13_names_topics_by_id():
-    from kraftwire.node.reads import METADATA_TOPIC_ID
     from kraftwire.node.serving import refuse_produce
+    from kraftwire.protocol.metadata import METADATA_TOPIC_ID
 
     other = uuid.UUID(int=0x77)
     body = pq.ProduceRequest(acks=-1, topic_data=[pq.TopicProduceData(topic_id=METADATA_TOPIC_ID,
@@ -239,7 +239,7 @@ async def test_describe_topic_partitions_needs_describe_per_topic():
 
 
 async def test_offset_commit_v10_authorizes_topics_by_id():
-    from kraftwire.node.reads import METADATA_TOPIC_ID
+    from kraftwire.protocol.metadata import METADATA_TOPIC_ID
 
     def respond(b):
         return ocr.OffsetCommitResponse(topics=[ocr.OffsetCommitResponseTopic(topic_id=t.topic_id, partitions=[
