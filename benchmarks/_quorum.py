@@ -86,21 +86,18 @@ class Quorum:
 
 
 def build(system: str, root: Path, controllers: int = 3, brokers: int = 0,
-          props: dict[str, str] | None = None) -> Quorum:
-    """Write configs and format every node (not started)."""
+          props: dict[str, str] | None = None, broker_system: str | None = None) -> Quorum:
+    """Write configs and format every node (not started); brokers are of ``broker_system`` (default: ``system``)."""
     hosts = loopback_hosts(controllers + brokers, (CONTROLLER_PORT, BROKER_PORT))
     voters = [(i + 1, h, CONTROLLER_PORT) for i, h in enumerate(hosts[:controllers])]
     settings = dict(KAFKA_DEFAULTS, **(props or {}))
-    if system == "kafka":
-        dist = kafka_dist()
 
-        def make(i: int, roles: str, h: str):  # noqa: ANN202
-            return KafkaNode(dist, root, i, roles, h, voters, props=settings)
-    else:
-        def make(i: int, roles: str, h: str):  # noqa: ANN202
-            return KraftwireNode(root, i, roles, h, voters, props=settings)
-    ctl = [make(i, "controller", h) for i, h, _ in voters]
-    brk = [make(controllers + 1 + k, "broker", hosts[controllers + k]) for k in range(brokers)]
+    def make(kind: str, i: int, roles: str, h: str):  # noqa: ANN202
+        if kind == "kafka":
+            return KafkaNode(kafka_dist(), root, i, roles, h, voters, props=settings)
+        return KraftwireNode(root, i, roles, h, voters, props=settings)
+    ctl = [make(system, i, "controller", h) for i, h, _ in voters]
+    brk = [make(broker_system or system, controllers + 1 + k, "broker", hosts[controllers + k]) for k in range(brokers)]
     cluster_id = random_uuid()   # never starts with "-" (CLIs would read it as an option)
     q = Quorum(system, ctl, brk, cluster_id)
     for node in q.nodes:
