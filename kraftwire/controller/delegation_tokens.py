@@ -172,8 +172,8 @@ def expire(ctl: QuorumController, now: int, body: Any, principal: str) -> tuple[
 
 
 def describe_tokens(image: MetadataImage, secret: str | None, body: Any, principal: str) -> Any:
-    """DescribeDelegationToken from an image: the tokens of the owners asked for (all when null) that
-    ``principal`` owns, requested or may renew (Kafka also shows tokens to holders of DESCRIBE on the
+    """DescribeDelegationToken from an image: the tokens owned or renewable by the principals asked for (all
+    when null) that ``principal`` owns, requested or may renew (Kafka also shows tokens to holders of DESCRIBE on the
     token resource; that ACL check belongs to the caller's authorizer)."""
     resp = dresp.DescribeDelegationTokenResponse(tokens=[])
     if not secret:
@@ -181,7 +181,7 @@ def describe_tokens(image: MetadataImage, secret: str | None, body: Any, princip
         return resp
     owners = None if body.owners is None else {f"{o.principal_type}:{o.principal_name}" for o in body.owners}
     for token_id, t in sorted(image.delegation_tokens.items()):
-        if owners is not None and t.owner not in owners:
+        if owners is not None and t.owner not in owners and not owners.intersection(t.renewers):
             continue
         if not (_allowed(t, principal) or t.requester == principal):
             continue

@@ -112,6 +112,11 @@ def test_describe_shows_what_the_caller_owns_requested_or_renews() -> None:
     mine = describe_tokens(h.image, SECRET, dq.DescribeDelegationTokenRequest(
         owners=[dq.DescribeDelegationTokenOwner("User", "carol")]), ALICE)
     assert mine.tokens == []
+    as_renewer = describe_tokens(h.image, SECRET, dq.DescribeDelegationTokenRequest(
+        owners=[dq.DescribeDelegationTokenOwner("User", "bob")]), BOB)   # owners match owners or renewers
+    assert [t.token_id for t in as_renewer.tokens] == [a.token_id]
+    nobody = describe_tokens(h.image, SECRET, dq.DescribeDelegationTokenRequest(owners=[]), ALICE)
+    assert nobody.tokens == []   # an empty owner list lists nothing, as in Kafka
     one = h.run(TokenRequest(everyone, BOB)).tokens[0]
     assert one.hmac == a.hmac and [(x.principal_type, x.principal_name) for x in one.renewers] == [("User", "bob")]
     assert describe_tokens(h.image, None, everyone, ALICE).error_code == Errors.DELEGATION_TOKEN_AUTH_DISABLED
