@@ -17,7 +17,6 @@ The controller needs the caller's principal, which a bare request body does not 
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac as hmac_mod
 import logging
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from kraftwire.protocol.messages.expire_delegation_token_response import ExpireD
 from kraftwire.protocol.messages.remove_delegation_token_record import RemoveDelegationTokenRecord
 from kraftwire.protocol.messages.renew_delegation_token_response import RenewDelegationTokenResponse
 from kraftwire.protocol.metadata import MetadataRecord
+from kraftwire.security.tokens import token_hmac
 
 if TYPE_CHECKING:
     from kraftwire.controller.controller import QuorumController
@@ -54,11 +54,6 @@ class TokenRequest:
 
     def error_response(self, version: int, code: int, message: str | None = None) -> Any:
         return self.body.error_response(version, code, message)
-
-
-def token_hmac(secret: str, token_id: str) -> bytes:
-    """The token's HMAC (its password): HMAC-SHA512 of the id under the secret key, both UTF-8."""
-    return hmac_mod.new(secret.encode(), token_id.encode(), hashlib.sha512).digest()
 
 
 def find_by_hmac(image: MetadataImage, secret: str, mac: bytes) -> tuple[str, DelegationToken] | None:

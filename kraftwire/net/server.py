@@ -374,7 +374,7 @@ class KafkaServer:
             log.info("SASL %s authentication from %s failed: %s", auth.mechanism, ctx.client_host, e)
             raise ConnectionError(str(e)) from None
         if auth.principal is not None:
-            ctx.principal = auth.principal
+            ctx.principal, ctx.token_authenticated = auth.principal, auth.token_authenticated
             log.debug("authenticated %s from %s with %s", ctx.principal, ctx.client_host, auth.mechanism)
         return _SIZE.pack(len(out)) + out
 
@@ -387,7 +387,7 @@ class KafkaServer:
             step = auth.handshake(request.body, version) if key == ApiKey.SASL_HANDSHAKE else auth.authenticate(request.body, version)
             body, close = step.response, step.close
             if step.authenticated and auth.principal is not None:
-                ctx.principal = auth.principal
+                ctx.principal, ctx.token_authenticated = auth.principal, auth.token_authenticated
                 log.debug("authenticated %s from %s with %s", ctx.principal, ctx.client_host, auth.mechanism)
             if close:
                 log.info("SASL authentication from %s on %s failed: %s", ctx.client_host, ctx.listener,

@@ -28,6 +28,7 @@ from kraftwire.security.settings import (
     inter_node_security,
     listener_security,
 )
+from kraftwire.security.tokens import TokenCredentials
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +50,14 @@ class NodeSecurity:
                  skip: Iterable[int] = ()) -> None:
         self.cfg = cfg
         self.scram = ScramStore(image, bootstrap)
+        secret = cfg["delegation.token.secret.key"]
+        tokens = TokenCredentials(image, secret) if secret else None   # SCRAM logins with delegation tokens
         self.listeners: dict[str, ListenerSecurity] = {}
         try:
             for ep in cfg.listeners:
                 proto = cfg.security_protocol(ep.name)
                 if proto != "PLAINTEXT":
-                    self.listeners[ep.name] = listener_security(cfg.raw, ep.name, proto, self.scram)
+                    self.listeners[ep.name] = listener_security(cfg.raw, ep.name, proto, self.scram, tokens)
             self.outbound = outbound_security(cfg)
             authorizer = authorizer_from(cfg.raw, lambda: image().acls)
         except SecurityConfigError as e:

@@ -1,7 +1,7 @@
 """Which connections may use the delegation-token APIs (Kafka's ``allowTokenRequests``).
 
-Tokens are only handed out over authenticated connections: a PLAINTEXT connection, or SSL without a client
-certificate (the anonymous principal), gets DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, on brokers and on
+Tokens are only handed out over authenticated connections: a session that logged in with a token, a
+PLAINTEXT connection, or SSL without a client certificate (the anonymous principal), gets DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, on brokers and on
 controllers alike; a controller accepts a request forwarded in an Envelope whatever its own listener is (the
 broker checked the client's connection), as Kafka's ControllerApis does.
 """
@@ -18,6 +18,8 @@ ANONYMOUS = "User:ANONYMOUS"
 
 
 def requests_allowed(ctx: RequestContext, *, forwarded: bool) -> bool:
+    if ctx.token_authenticated:
+        return False
     if forwarded:
         return True
     if ctx.security_protocol == "PLAINTEXT":

@@ -20,6 +20,7 @@ class RequestContext:
     client_port: int
     principal: str = "User:ANONYMOUS"
     connection_id: int = field(default_factory=lambda: next(_ids))
+    token_authenticated: bool = False   # logged in with a delegation token (SCRAM tokenauth)
 
 
 @dataclass(slots=True)

@@ -19,7 +19,13 @@ from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.sasl_authenticate_response import SaslAuthenticateResponse
 from kraftwire.protocol.messages.sasl_handshake_response import SaslHandshakeResponse
 from kraftwire.security.plain import PasswordLookup, PlainServer
-from kraftwire.security.scram import MECHANISMS, CredentialLookup, SaslAuthenticationError, ScramServer
+from kraftwire.security.scram import (
+    MECHANISMS,
+    CredentialLookup,
+    SaslAuthenticationError,
+    ScramServer,
+    TokenLookup,
+)
 
 SASL_APIS: dict[int, tuple[int, int]] = {ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -41,11 +47,12 @@ class SaslSettings:
     mechanisms: tuple[str, ...]
     plain_users: PasswordLookup
     scram: CredentialLookup
+    tokens: TokenLookup | None = None   # delegation tokens over SCRAM (tokenauth=true); None: refused
 
     def server(self, mechanism: str) -> MechanismServer:
         if mechanism == "PLAIN":
             return PlainServer(self.plain_users)
-        return ScramServer(MECHANISMS[mechanism], self.scram)
+        return ScramServer(MECHANISMS[mechanism], self.scram, token_lookup=self.tokens)
 
 
 @dataclass(slots=True)
@@ -65,6 +72,7 @@ class SaslAuthenticator:
         self.state = "handshake"
         self.mechanism: str | None = None
         self.principal: str | None = None
+        self.token_authenticated = False
         self.failure: str | None = None
         self._server: MechanismServer | None = None
 
@@ -120,6 +128,7 @@ class SaslAuthenticator:
             raise
         if server.complete:
             self.principal = server.principal
+            self.token_authenticated = bool(getattr(server, "token_authenticated", False))
             self.state = "done"
         return out
 

@@ -3,8 +3,10 @@
 ``ScramServer`` checks a client against stored credentials (salt, StoredKey, ServerKey,
 iterations: the fields of ``UserScramCredentialRecord``); ``ScramClient`` is the other side, used by
 kraftwire's own outbound connections and by tests. Passwords are UTF-8 encoded without SASLprep,
-as Kafka does. Channel binding is not offered (gs2 flag ``n`` or ``y``); ``tokenauth`` (delegation
-tokens) is refused.
+as Kafka does. Channel binding is not offered (gs2 flag ``n`` or ``y``). A client-first message with the
+``tokenauth=true`` extension logs in with a delegation token (user name = token id, password = the token's
+HMAC in base64) through ``token_lookup``; the session's principal is then the token's owner and
+``token_authenticated`` is set (such a session may not ask for more tokens).
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from kraftwire.metadata.image import ScramCredential
 MIN_ITERATIONS = 4096
 MAX_ITERATIONS = 16384
 _NONCE = re.compile(r"^[\x21-\x2b\x2d-\x7e]+$")
+
+
+#: token id, mechanism -> (a SCRAM credential of the token's HMAC, the owner's principal), or None
+TokenLookup = Callable[[str, "ScramMechanism"], "tuple[ScramCredential, str] | None"]
 
 
 class SaslAuthenticationError(Exception):
@@ -111,9 +117,13 @@ def _b64(text: str) -> bytes:
 class ScramServer:
     """One server-side SCRAM exchange: ``evaluate`` each client token; ``complete`` once done."""
 
-    def __init__(self, mechanism: ScramMechanism, lookup: CredentialLookup, *, nonce: str | None = None) -> None:
+    def __init__(self, mechanism: ScramMechanism, lookup: CredentialLookup, *, nonce: str | None = None,
+                 token_lookup: TokenLookup | None = None) -> None:
         self.mechanism = mechanism
         self.lookup = lookup
+        self.token_lookup = token_lookup
+        self.token_authenticated = False
+        self._owner: str | None = None
         self.complete = False
         self.username: str | None = None
         self._server_nonce = nonce or _nonce()
@@ -129,7 +139,7 @@ class ScramServer:
     def principal(self) -> str:
         if not self.complete or self.username is None:
             raise RuntimeError("SCRAM exchange not complete")
-        return f"User:{self.username}"
+        return self._owner if self._owner is not None else f"User:{self.username}"
 
     def _fail(self, why: str) -> SaslAuthenticationError:
         self._state = "failed"
@@ -163,12 +173,19 @@ class ScramServer:
             raise self._fail(f"Invalid SCRAM client first message: {e}") from None
         if "m" in extensions:
             raise self._fail("SCRAM mandatory extensions are not supported")
-        if extensions.get("tokenauth", "false").lower() == "true":
-            raise self._fail("delegation token authentication is not supported")
+        token = extensions.get("tokenauth", "false").lower() == "true"
+        if token and self.token_lookup is None:
+            raise self._fail("delegation token authentication is not enabled (no delegation.token.secret.key)")
         if authzid and authzid != username:
             raise self._fail("Authentication failed: Client requested an authorization id that is different "
                              "from username")
-        credential = self.lookup(username, self.mechanism)
+        if token:
+            assert self.token_lookup is not None
+            found = self.token_lookup(username, self.mechanism)
+            credential, self._owner = (None, None) if found is None else found
+            self.token_authenticated = found is not None
+        else:
+            credential = self.lookup(username, self.mechanism)
         if credential is None:
             # Carry on with a decoy so an unknown name fails exactly like a wrong password.
             self._decoy = True
@@ -236,12 +253,14 @@ class ScramServer:
 class ScramClient:
     """The client side: ``first()``, then ``final(server_first)``, then ``verify(server_final)``."""
 
-    def __init__(self, mechanism: ScramMechanism, username: str, password: str, *, nonce: str | None = None) -> None:
+    def __init__(self, mechanism: ScramMechanism, username: str, password: str, *, nonce: str | None = None,
+                 token: bool = False) -> None:
+        """``token``: log in with a delegation token (user name = token id, password = its HMAC in base64)."""
         self.mechanism = mechanism
         self.username = username
         self.password = password
         self._nonce = nonce or _nonce()
-        self._bare = f"n={escape_name(username)},r={self._nonce}"
+        self._bare = f"n={escape_name(username)},r={self._nonce}" + (",tokenauth=true" if token else "")
         self._server_signature = b""
 
     def first(self) -> bytes:

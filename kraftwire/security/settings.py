@@ -25,7 +25,7 @@ from kraftwire.security.principal import (
     subject_dn,
 )
 from kraftwire.security.sasl import SUPPORTED_MECHANISMS, SaslSettings
-from kraftwire.security.scram import BY_TYPE, ScramMechanism
+from kraftwire.security.scram import BY_TYPE, ScramMechanism, TokenLookup
 from kraftwire.security.tls import TlsConfigError, client_context, server_context
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,8 @@ class ListenerSecurity:
 
 
 def listener_security(raw: Mapping[str, str], listener: str, protocol: str,
-                      scram: Callable[[str, ScramMechanism], ScramCredential | None]) -> ListenerSecurity:
+                      scram: Callable[[str, ScramMechanism], ScramCredential | None],
+                      tokens: TokenLookup | None = None) -> ListenerSecurity:
     """Build one listener's security from the raw properties; raises SecurityConfigError."""
     props = scoped(raw, listener)
     sec = ListenerSecurity(protocol)
@@ -124,7 +125,7 @@ def listener_security(raw: Mapping[str, str], listener: str, protocol: str,
         if "PLAIN" in mechs and not users:
             log.warning("listener %s enables PLAIN but its JAAS entry lists no user_<name> passwords: every "
                         "PLAIN login will fail", listener)
-        sec.sasl = SaslSettings(mechs, users.get, scram)
+        sec.sasl = SaslSettings(mechs, users.get, scram, tokens)
     return sec
 
 
