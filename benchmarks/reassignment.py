@@ -196,8 +196,8 @@ async def move(q: Quorum, layout: Layout, trial: Trial, pid: int, stall_s: float
                 break
             if st.at_target > best:
                 best, best_at = st.at_target, now
-            why = (f"no progress for {stall_s:.0f} s" if now - best_at > stall_s else
-                   f"not done after {timeout_s:.0f} s" if now - t0 > timeout_s else "")
+            why = (f"no progress for {stall_s:g} s" if now - best_at > stall_s else
+                   f"not done after {timeout_s:g} s" if now - t0 > timeout_s else "")
             if why:
                 trial.cpu_s = cpu_seconds(pid) - cpu0
                 listed = await ongoing(conns[1])
