@@ -190,7 +190,7 @@ class RaftDriver:
                 states = [out for out in outputs if type(out) is m.PersistState]
                 if states:
                     try:
-                        await self.disk.run(self.core.store.write, states[-1].state)
+                        await self.disk.urgent(self.core.store.write, states[-1].state)
                     except OSError as e:   # votes that cannot be made durable must not be given: stop
                         log.critical("writing quorum-state %s failed (%s); stopping the node", states[-1].state, e)
                         raise
