@@ -26,14 +26,15 @@ from heartbeats import run_system  # noqa: E402
 from compat.slow_disk import ENV_DELAY, ENV_REPORT, child_env  # noqa: E402
 
 
-def one_run(n: int, duration_s: float, delay_ms: float, procs: int) -> dict:
+def one_run(n: int, duration_s: float, delay_ms: float, procs: int, keep: Path | None = None) -> dict:
     saved = {k: os.environ.get(k) for k in ("PYTHONPATH", ENV_DELAY, ENV_REPORT)}
     with tempfile.TemporaryDirectory(prefix="hb-slowdisk-") as tmp:
         report = Path(tmp) / "disk"
         if delay_ms > 0:
             os.environ.update(child_env(delay_ms, report))
         try:
-            row = run_system("kraftwire", n, duration_s, Path(tmp) / "cluster", procs)
+            row = run_system("kraftwire", n, duration_s, Path(tmp) / "cluster", procs,
+                             keep / f"delay-{delay_ms:.0f}" if keep is not None else None)
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -59,12 +60,14 @@ def main() -> int:
     p.add_argument("--duration", type=float, default=30.0, help="measured seconds per run (after warm-up)")
     p.add_argument("--delay-ms", type=float, default=200.0)
     p.add_argument("--procs", type=int, default=2, help="load generator processes")
+    p.add_argument("--delays", type=float, nargs="+", default=None, help="delays to run (default: 0 and --delay-ms)")
+    p.add_argument("--keep-logs", type=Path, default=None, help="copy the controllers' logs here")
     args = p.parse_args()
     cols = ["delay_ms", "brokers", "registered", "heartbeats", "p50_ms", "p99_ms", "max_ms", "timeouts",
             "spurious_fences", "leader_changes", "cpu_max_pct", "disk_calls", "loop_disk_calls", "loadavg"]
     print(" | ".join(cols), flush=True)
-    for delay in (0.0, args.delay_ms):
-        row = one_run(args.brokers, args.duration, delay, args.procs)
+    for delay in args.delays or (0.0, args.delay_ms):
+        row = one_run(args.brokers, args.duration, delay, args.procs, args.keep_logs)
         print(" | ".join(f"{row[c]:.1f}" if isinstance(row[c], float) else str(row[c]) for c in cols), flush=True)
         if row["loop_examples"]:
             print(f"  on the event loop: {row['loop_examples']}", flush=True)

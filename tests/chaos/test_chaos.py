@@ -79,3 +79,29 @@ def test_long(tmp_path, fault, voters):
     _check(v)
     assert v.longest_unavailable_s < 30, v.line()
 
+
+
+def _check_rolling(v) -> None:
+    assert v.acked > 0, v.lines()
+    assert v.lost == [], f"acknowledged creates lost: {v.lost[:10]} ({v.lines()})"
+    assert v.unexpected_fences == [], f"brokers fenced outside their own restart: {v.unexpected_fences} ({v.lines()})"
+    assert v.deaths == [] and v.unhealed == "", v.lines()
+    assert all(r.rejoined != float("inf") for r in v.restarts), v.lines()
+
+
+def test_sample_rolling_restart(tmp_path):
+    """Issue #23 item 4: every voter and a broker restarted one at a time (SIGTERM, rejoin, next) under the
+    writer's load: nothing acknowledged lost, no broker fenced but the one restarting."""
+    from .rolling import run_rolling
+
+    v = run_rolling(tmp_path, voters=3, brokers=1, rounds=1)
+    _check_rolling(v)
+    assert len(v.restarts) == 4
+
+
+def test_long_rolling_restarts(tmp_path):
+    from .rolling import run_rolling
+
+    v = run_rolling(tmp_path, voters=3, brokers=2, rounds=3)
+    _check_rolling(v)
+    print("\n".join(v.lines()))

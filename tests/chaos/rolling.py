@@ -1,0 +1,243 @@
+"""Rolling restarts in the chaos lab (issue #23, item 4): every voter, then every broker, of a running
+kraftwire cluster is stopped with SIGTERM, restarted, and waited for until it has rejoined, one at a
+time, while the lab's writer creates topics without pause.
+
+Verdicts: acknowledged creates lost (the ledger, ``Writer.missing``), brokers the controller fenced other
+than the one restarting (every fencing record of the committed metadata log, by its batch's append time,
+against each broker's own restart window; the ledger's broker is never restarted, so any fencing of it
+is a finding), deaths, and the longest write unavailability of each restart (the longest time without an
+acknowledged create from the SIGTERM to 2 s after the node rejoined).
+
+    sudo .venv/bin/python -m tests.chaos.rolling --voters 3 --brokers 2 --rounds 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from kraftwire.cli.storage import format_storage
+from kraftwire.config import load_config
+from kraftwire.net.client import Connection, RequestFailed
+from kraftwire.protocol.errors import KafkaProtocolError
+from kraftwire.protocol.messages.broker_registration_change_record import BrokerRegistrationChangeRecord
+from kraftwire.protocol.messages.describe_cluster_request import DescribeClusterRequest
+from kraftwire.protocol.messages.fence_broker_record import FenceBrokerRecord
+from kraftwire.protocol.metadata import decode_record
+from kraftwire.protocol.records import iter_batches
+from kraftwire.storage.meta_properties import random_uuid
+
+from .lab import LEDGER_BROKER, PORT, ChaosCluster, Writer, leader_of
+from .netlab import Disk, NetLab
+
+BROKER_PORT = 9092
+SETTLE_S = 2.0     # after a node rejoined: part of its restart's window, then the next node goes
+
+
+class RollingCluster(ChaosCluster):
+    """``n`` voters (1..n) and ``brokers`` brokers (n+1..), each in its own namespace with a tmpfs."""
+
+    def __init__(self, root: Path, n: int = 3, brokers: int = 2, disk_mb: int = 64) -> None:  # noqa: D107
+        self.root, self.n, self.extra = root, n, []
+        self.brokers = list(range(n + 1, n + brokers + 1))
+        self.net = NetLab(list(range(1, n + brokers + 1)))
+        self.disks: dict[int, Disk] = {}
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.deaths: list[str] = []
+        self.expected_down: set[int] = set()
+        self.disk_stops: list[int] = []
+        self.journal: list[str] = []
+        try:
+            voters = ",".join(f"{i}@{self.net.host(i)}:{PORT}" for i in range(1, n + 1))
+            self.configs = []
+            for i in range(1, n + brokers + 1):
+                node_dir = root / f"node{i}"
+                self.disks[i] = Disk(node_dir / "data", disk_mb)
+                if i <= n:
+                    lines = ["process.roles=controller", f"listeners=CONTROLLER://{self.net.host(i)}:{PORT}"]
+                else:
+                    lines = ["process.roles=broker", f"listeners=PLAINTEXT://{self.net.host(i)}:{BROKER_PORT}",
+                             "broker.heartbeat.interval.ms=500", "broker.session.timeout.ms=6000"]
+                cfg = node_dir / "server.properties"
+                cfg.write_text("\n".join([
+                    *lines, f"node.id={i}", f"controller.quorum.voters={voters}", "controller.listener.names=CONTROLLER",
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                    f"log.dirs={node_dir / 'data'}", ""]))
+                self.configs.append(cfg)
+            self.cluster_id = random_uuid()
+            for cfg in self.configs:
+                format_storage(load_config(cfg), self.cluster_id, quiet=True)
+        except BaseException:
+            self.close()
+            raise
+
+    def start_all(self) -> None:
+        for i in range(1, self.n + len(self.brokers) + 1):
+            self.start(i)
+
+    async def broker_rejoined(self, node: int, timeout_s: float = 60.0) -> bool:
+        """The broker serves on its listener and its own image lists it unfenced (DescribeCluster)."""
+        with anyio.move_on_after(timeout_s):
+            while self.procs[node].poll() is None:
+                try:
+                    async with anyio.create_task_group() as tg:
+                        conn = Connection(tg, self.net.host(node), BROKER_PORT, connect_timeout_s=1.0)
+                        try:
+                            resp = await conn.request(DescribeClusterRequest(), None, 2.0)
+                        finally:
+                            await conn.close()
+                    if resp.error_code == 0 and any(b.broker_id == node and not b.is_fenced for b in resp.brokers):
+                        self.note(f"broker {node} rejoined (unfenced)")
+                        return True
+                except (RequestFailed, KafkaProtocolError, OSError, ExceptionGroup):   # not serving yet
+                    pass
+                await anyio.sleep(0.3)
+        return False
+
+
+@dataclass
+class Restart:
+    node: int
+    role: str
+    began: float            # monotonic, at the SIGTERM
+    rejoined: float         # monotonic (inf: never)
+    wall_began: float
+    wall_rejoined: float
+    longest_unavailable_s: float = 0.0
+
+    def line(self) -> str:
+        took = "never" if self.rejoined == float("inf") else f"{self.rejoined - self.began:.1f}s"
+        return (f"{self.role} {self.node}: rejoined after {took}, longest write unavailability "
+                f"{self.longest_unavailable_s:.2f}s")
+
+
+@dataclass
+class RollingVerdicts:
+    acked: int
+    lost: list[str]
+    restarts: list[Restart]
+    fenced: list[tuple[int, float]]            # (broker, wall time) of every fencing record
+    unexpected_fences: list[tuple[int, float]]
+    deaths: list[str]
+    indeterminate: int
+    unhealed: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [f"acked={self.acked} lost={len(self.lost)} restarts={len(self.restarts)} fences={len(self.fenced)} "
+                f"unexpected_fences={len(self.unexpected_fences)} deaths={len(self.deaths)} "
+                f"indeterminate={self.indeterminate}" + (f" UNHEALED: {self.unhealed}" if self.unhealed else ""),
+                *(r.line() for r in self.restarts)]
+
+
+def fencings(c: RollingCluster, node: int) -> list[tuple[int, float]]:
+    """(broker id, append time in seconds) of every fencing record in a stopped node's metadata log."""
+    out = []
+    for seg in sorted((c.data_dir(node) / "__cluster_metadata-0").glob("*.log")):
+        for batch, _, _ in iter_batches(seg.read_bytes()):
+            if batch.control:
+                continue
+            for r in batch.records:
+                if r.value is None:
+                    continue
+                msg = decode_record(r.value).message
+                if isinstance(msg, BrokerRegistrationChangeRecord) and msg.fenced == 1:
+                    out.append((msg.broker_id, batch.base_timestamp / 1000))
+                elif isinstance(msg, FenceBrokerRecord):
+                    out.append((msg.id_, batch.base_timestamp / 1000))
+    return out
+
+
+def _gap(ack_times: list[float], start: float, end: float) -> float:
+    """The longest time without an acknowledged create within [start, end]."""
+    marks = [start, *(t for t in ack_times if start < t < end), end]
+    return max(b - a for a, b in zip(marks, marks[1:], strict=False))
+
+
+async def _rolling(c: RollingCluster, rounds: int) -> RollingVerdicts:
+    writer = Writer(c)
+    restarts: list[Restart] = []
+    async with anyio.create_task_group() as tg:
+        await writer.register_broker(tg)
+        for b in c.brokers:
+            if not await c.broker_rejoined(b):
+                raise RuntimeError(f"broker {b} never joined: {c.log_text(b)[-2000:]}")
+        stop = anyio.Event()
+        tg.start_soon(writer.run, tg, stop)
+        await anyio.sleep(SETTLE_S)
+        for _ in range(rounds):
+            for node in [*range(1, c.n + 1), *c.brokers]:
+                role = "voter" if node <= c.n else "broker"
+                began, wall = time.monotonic(), time.time()
+                c.kill(node, signal.SIGTERM)      # waits for the process to exit (controlled shutdown)
+                c.start(node)
+                if role == "voter":
+                    ok = await c.wait_serving(node, 60) and await c.wait_caught_up(node, 60)
+                else:
+                    ok = await c.broker_rejoined(node)
+                rejoined = time.monotonic() if ok else float("inf")
+                restarts.append(Restart(node, role, began, rejoined, wall, time.time() if ok else float("inf")))
+                await anyio.sleep(SETTLE_S)
+                c.check_alive()
+        stop.set()
+        ended = time.monotonic()
+        for r in restarts:
+            r.longest_unavailable_s = _gap(writer.ack_times, r.began, min(r.rejoined + SETTLE_S, ended))
+        unhealed = ""
+        with anyio.move_on_after(60) as scope:
+            while await leader_of(c) is None:
+                await anyio.sleep(0.3)
+        if scope.cancelled_caught:
+            unhealed = "no leader 60 s after the last restart"
+        lost = await writer.missing(tg) if not unhealed else []
+        tg.cancel_scope.cancel()
+    teardown = time.time()   # the brokers' controlled shutdowns from here on are the run's end, not findings
+    c.stop_all()
+    fenced = [(b, t) for b, t in fencings(c, 1) if t < teardown]
+    windows = {r.node: [] for r in restarts}
+    for r in restarts:
+        windows[r.node].append((r.wall_began - 1.0, r.wall_rejoined + SETTLE_S))
+    unexpected = [(b, t) for b, t in fenced
+                  if not any(lo <= t <= hi for lo, hi in windows.get(b, []))]
+    return RollingVerdicts(len(writer.acked), lost, restarts, fenced, unexpected, c.deaths, writer.indeterminate,
+                           unhealed)
+
+
+def run_rolling(root: Path, voters: int = 3, brokers: int = 2, rounds: int = 1) -> RollingVerdicts:
+    """A cluster up, ``rounds`` rolling restarts of every node under the writer's load, torn down after."""
+    c = RollingCluster(root, voters, brokers)
+    try:
+        c.start_all()
+        return anyio.run(_rolling, c, rounds)
+    finally:
+        c.stop_all()
+        (root / "journal.txt").write_text("".join(f"{line}\n" for line in c.journal))
+        c.close()
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--voters", type=int, default=3, choices=(3, 5))
+    p.add_argument("--brokers", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--root", type=Path, default=None, help="keep the nodes' logs here")
+    args = p.parse_args()
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kw-rolling-") as tmp:
+        v = run_rolling(args.root or Path(tmp), args.voters, args.brokers, args.rounds)
+    for line in v.lines():
+        print(line)
+    print(f"ledger broker {LEDGER_BROKER} fencings: {[t for b, t in v.fenced if b == LEDGER_BROKER]}")
+    return 0 if not v.lost and not v.unexpected_fences and not v.deaths and not v.unhealed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
