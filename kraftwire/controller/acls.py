@@ -118,7 +118,7 @@ def create_acls(ctl: QuorumController, now: int, req: Any, version: int) -> tupl
 
 def delete_acls(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[Records, Any]:
     image = ctl.image
-    removed: set = set()
+    removed: set[Any] = set()
     out: Records = []
     resp = dar.DeleteAclsResponse()
     for f in req.filters:
@@ -148,7 +148,7 @@ def describe(image: MetadataImage, req: Any) -> Any:
     if not filter_is_valid(req.resource_type_filter, req.pattern_type_filter, req.operation,
                            req.permission_type):
         raise CommandError(Errors.INVALID_REQUEST, "filter contains UNKNOWN elements")
-    groups: dict[tuple[int, str, int], list] = {}
+    groups: dict[tuple[int, str, int], list[Any]] = {}
     for _, e in matching(image, req, describe=True):
         groups.setdefault((e.resource_type, e.resource_name, e.pattern_type), []).append(
             dsr.AclDescription(e.principal, e.host, e.operation, e.permission_type))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -233,7 +233,7 @@ def _check_resource(image: MetadataImage, rtype: int, rname: str) -> None:
 
 
 def _validate_alter(ctl: QuorumController, image: MetadataImage, rtype: int, rname: str,
-                    merged: dict[str, str], changed: dict[str, str | None]) -> None:
+                    merged: dict[str, str], changed: Mapping[str, str | None]) -> None:
     """Kafka's checks of an altered resource, in its order: the name and the resulting configs
     (ControllerConfigurationValidator), then that the resource exists (the controller's existence checker)."""
     if rtype == TOPIC_RESOURCE:
@@ -446,15 +446,15 @@ def describe_resource(image: MetadataImage, static: dict[str, str], rtype: int, 
         cluster = image.configs.get((rtype, ""), {})
         names = sorted(set(BROKER_CONFIGS) | set(own) | set(cluster) | set(static))
         for k in names:
-            d = BROKER_CONFIGS.get(k)
+            known = BROKER_CONFIGS.get(k)
             if k in own:
-                out.append(_entry(k, own[k], SOURCE_DYNAMIC_BROKER, d, version))
+                out.append(_entry(k, own[k], SOURCE_DYNAMIC_BROKER, known, version))
             elif k in cluster:
-                out.append(_entry(k, cluster[k], SOURCE_DYNAMIC_DEFAULT_BROKER, d, version))
+                out.append(_entry(k, cluster[k], SOURCE_DYNAMIC_DEFAULT_BROKER, known, version))
             elif k in static:
-                out.append(_entry(k, static[k], SOURCE_STATIC_BROKER, d, version))
-            elif d is not None:
-                out.append(_entry(k, d.default, SOURCE_DEFAULT, d, version))
+                out.append(_entry(k, static[k], SOURCE_STATIC_BROKER, known, version))
+            elif known is not None:
+                out.append(_entry(k, known.default, SOURCE_DEFAULT, known, version))
     if keys is not None:
         wanted = set(keys)
         out = [e for e in out if e.name in wanted]

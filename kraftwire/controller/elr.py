@@ -45,13 +45,13 @@ def topic_min_isr(image: MetadataImage, topic: str, replication_factor: int, sta
     return min(level, replication_factor) if replication_factor else level
 
 
-def change_options(image: MetadataImage, topic: Any, static: dict[str, str], node_id: int = -1) -> dict:
+def change_options(image: MetadataImage, topic: Any, static: dict[str, str], node_id: int = -1) -> dict[str, Any]:
     """Keyword arguments of ``build_change`` for one topic: ELR on/off and its min ISR, and which replicas'
     directories are online (KIP-858, ``directories.online_check``)."""
     from kraftwire.controller.directories import online_check
 
     online = online_check(image)
-    opts: dict = {} if online is None else {"dir_online": online}
+    opts: dict[str, Any] = {} if online is None else {"dir_online": online}
     if not elr_enabled(image):
         return opts
     first = topic.partitions.get(0)

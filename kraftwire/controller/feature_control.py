@@ -125,7 +125,7 @@ def check_update(image: MetadataImage, name: str, level: int, upgrade_type: int,
     return wrap(FeatureLevelRecord(name=name, feature_level=level))
 
 
-def update_features(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[list, Any]:
+def update_features(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[list[Any], Any]:
     """All updates succeed together or the request fails with the first error (as Kafka 3.9)."""
     image = ctl.image
     records = []

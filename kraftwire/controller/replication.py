@@ -95,7 +95,7 @@ def _check_manual(image: MetadataImage, lists: list[list[int]], rf: int | None) 
                                "controlled shutdown")
 
 
-def _usable_brokers(image: MetadataImage) -> list:
+def _usable_brokers(image: MetadataImage) -> list[Any]:
     return [b for b in image.brokers.values() if b.active]
 
 

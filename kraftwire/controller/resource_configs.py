@@ -139,8 +139,8 @@ def validate_group(name: str, configs: dict[str, str], static: dict[str, str]) -
         elif value not in ("read_committed", "read_uncommitted"):
             raise CommandError(Errors.INVALID_CONFIG, f"Invalid value {value} for configuration {key}: String must "
                                                       "be one of: read_committed, read_uncommitted")
-    for key, bound, default, lower in GROUP_BOUNDS:
-        limit = int(static.get(bound, default))
+    for key, bound, fallback, lower in GROUP_BOUNDS:
+        limit = int(static.get(bound, fallback))
         if lower and parsed[key] < limit:
             raise CommandError(Errors.INVALID_CONFIG, f"{key} must be greater than or equal to {bound}")
         if not lower and parsed[key] > limit:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from kraftwire.controller.cluster import fence_records
 from kraftwire.controller.controller import QuorumController
@@ -40,7 +41,7 @@ class PartitionOutcome:
     def under_min_isr(self) -> bool:
         return len(self.isr_after) < self.min_isr
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition, "replicas": list(self.replicas),
                 "leaderBefore": self.leader_before, "leaderAfter": self.leader_after,
                 "isrBefore": list(self.isr_before), "isrAfter": list(self.isr_after),
@@ -59,7 +60,7 @@ class WhatIf:
     already_under_min_isr: list[PartitionOutcome] = field(default_factory=list)
     records: int = 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"failed": self.failed, "recordsTheControllerWouldWrite": self.records,
                 **{key: [p.to_json() for p in getattr(self, attr)] for key, attr in (
                     ("offline", "offline"), ("underMinIsr", "under_min_isr"), ("leaderMoves", "leader_moves"),

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kraftwire.metadata.image import ImageLoader, Partition, _new_partition
 from kraftwire.protocol.errors import DecodeError
-from kraftwire.protocol.messages.partition_record import VALUE_DECODERS as _PARTITION_DECODERS
+from kraftwire.protocol.messages.partition_record import VALUE_DECODERS
 from kraftwire.protocol.metadata import FRAME_VERSION, RECORD_TYPES, decode_record
 from kraftwire.protocol.runtime import make_uuid
 
@@ -28,6 +29,8 @@ PARTITION_RECORD = RECORD_TYPES["PartitionRecord"]
 STATE_CACHE_SIZE = 65_536
 _HEAD = struct.Struct(">i16s")   # partition id, topic id: bytes 3..23 of a one-byte-varint frame
 _BODY = 3 + _HEAD.size
+# version -> decoder of a PartitionRecord value: (fields, end offset)
+_PARTITION_DECODERS: dict[int, Callable[[bytes, int, int], tuple[tuple[Any, ...], int]]] = VALUE_DECODERS
 _STATES: dict[int, dict[bytes, Partition]] = {v: {} for v in _PARTITION_DECODERS}
 _DECODE_ERRORS = (struct.error, IndexError, ValueError, OverflowError, MemoryError)
 

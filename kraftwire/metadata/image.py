@@ -204,7 +204,7 @@ QuotaEntity = tuple[tuple[str, str | None], ...]   # ((entity_type, entity_name)
 ConfigKey = tuple[int, str]                          # (resource type, resource name)
 
 
-def _empty() -> dict:
+def _empty() -> dict[Any, Any]:
     return {}
 
 
@@ -273,20 +273,20 @@ class MetadataDelta:
         on_partition: Callable[[uuid.UUID, int, Partition | None, Partition | None], None] | None = None,
     ) -> None:
         self.base = base
-        self._features: dict | None = None
-        self._brokers: dict | None = None
-        self._controllers: dict | None = None
-        self._topics: dict | None = None
-        self._topic_ids: dict | None = None
+        self._features: dict[Any, Any] | None = None
+        self._brokers: dict[Any, Any] | None = None
+        self._controllers: dict[Any, Any] | None = None
+        self._topics: dict[Any, Any] | None = None
+        self._topic_ids: dict[Any, Any] | None = None
         self._parts: dict[uuid.UUID, dict[int, Partition]] = {}
-        self._configs: dict | None = None
-        self._config_copied: set = set()
-        self._acls: dict | None = None
-        self._quotas: dict | None = None
-        self._quota_copied: set = set()
+        self._configs: dict[Any, Any] | None = None
+        self._config_copied: set[Any] = set()
+        self._acls: dict[Any, Any] | None = None
+        self._quotas: dict[Any, Any] | None = None
+        self._quota_copied: set[Any] = set()
         self._next_pid = base.next_producer_id
-        self._scram: dict | None = None
-        self._tokens: dict | None = None
+        self._scram: dict[Any, Any] | None = None
+        self._tokens: dict[Any, Any] | None = None
         self._zk = base.zk_migration_state
         #: called with (topic id, partition id, old, new) on every partition change (for indexes)
         self.on_partition = on_partition
@@ -316,12 +316,12 @@ class MetadataDelta:
         return None if t is None else t.partitions
 
     # -- copy-on-first-write helpers ------------------------------------------------------------------
-    def _w_brokers(self) -> dict:
+    def _w_brokers(self) -> dict[Any, Any]:
         if self._brokers is None:
             self._brokers = dict(self.base.brokers)
         return self._brokers
 
-    def _w_topics(self) -> tuple[dict, dict]:
+    def _w_topics(self) -> tuple[dict[Any, Any], dict[Any, Any]]:
         if self._topics is None:
             self._topics = dict(self.base.topics)
             self._topic_ids = dict(self.base.topic_ids)
@@ -381,7 +381,7 @@ class MetadataDelta:
         del self._w_brokers()[r.broker_id]
 
     def _change_broker(self, broker_id: int, epoch: int, what: str, fenced: bool | None,
-                       shutdown: bool | None, dirs: tuple | None = None) -> None:
+                       shutdown: bool | None, dirs: tuple[Any, ...] | None = None) -> None:
         b = self._broker_at(broker_id, epoch, what)
         self._w_brokers()[broker_id] = BrokerRegistration(
             b.id, b.epoch, b.incarnation_id, b.listeners, b.features, b.rack,
@@ -596,7 +596,7 @@ class MetadataDelta:
             brokers=b.brokers if self._brokers is None else self._brokers,
             controllers=b.controllers if self._controllers is None else self._controllers,
             topics=topics,
-            topic_ids=topic_ids,  # type: ignore[arg-type]
+            topic_ids=topic_ids,
             configs=configs,
             acls=b.acls if self._acls is None else self._acls,
             quotas=quotas,

@@ -87,12 +87,12 @@ def iter_image_records(image: MetadataImage) -> Iterator[MetadataRecord]:
                 # as Kafka's PartitionRegistration.toRecord: ELR fields only when not empty
                 list(p.elr) if p.elr else None, list(p.last_known_elr) if p.last_known_elr else None,
             ))
-    for (rtype, rname), kv in image.configs.items():
-        for k, v in kv.items():
-            yield wrap(ConfigRecord(resource_type=rtype, resource_name=rname, name=k, value=v))
-    for entity, kv in image.quotas.items():
-        for k, v in kv.items():
-            yield wrap(ClientQuotaRecord(entity=[EntityData(t, n) for t, n in entity], key=k, value=v))
+    for (rtype, rname), settings in image.configs.items():
+        for name, value in settings.items():
+            yield wrap(ConfigRecord(resource_type=rtype, resource_name=rname, name=name, value=value))
+    for entity, quotas in image.quotas.items():
+        for key, quota in quotas.items():
+            yield wrap(ClientQuotaRecord(entity=[EntityData(kind, n) for kind, n in entity], key=key, value=quota))
     if image.next_producer_id:
         yield wrap(ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=image.next_producer_id))
     for aid, a in image.acls.items():
