@@ -174,14 +174,27 @@ class QuorumLog:
     # -- reads ----------------------------------------------------------------------------------------
     async def _read(self, node: _Node, state: dict[str, int], end: int, on_batch: OnBatch,
                     on_snapshot: OnSnapshot | None) -> None:
-        last_epoch = 0
+        last_epoch: int | None = None
+        realigned = False
         while state["offset"] < end:
             offset = state["offset"]
             if not node.consumer:
                 hw = await self._leader_hw(node)
                 if hw <= offset:
                     raise RequestFailed(f"the leader's high watermark {hw} is below offset {offset}")
+            if last_epoch is None:
+                # A read starting mid-log does not know the epoch of the record before it. Raft checks only
+                # that the offset is not past the end of the claimed epoch, which the leader's current epoch
+                # never is for a committed offset.
+                last_epoch = 0 if offset == 0 else max(node.epoch, 0)
             part = await self._fetch(node, offset, last_epoch)
+            div = part.diverging_epoch
+            if div is not None and div.end_offset >= 0 and not node.consumer:
+                if realigned:
+                    raise RequestFailed(f"the leader reports the log diverging at offset {div.end_offset} "
+                                        f"(epoch {div.epoch}) below its high watermark")
+                last_epoch, realigned = max(node.epoch, 0), True
+                continue
             sid = part.snapshot_id
             if sid is not None and sid.end_offset >= 0 and offset < sid.end_offset and (
                     part.error_code in (0, int(Errors.OFFSET_OUT_OF_RANGE))):
