@@ -135,7 +135,8 @@ def _cause(e: BaseException) -> str:
     """The innermost meaningful line of a (possibly Spark-wrapped) error."""
     lines = [ln.strip(" |\t") for ln in str(e).splitlines() if ln.strip(" |\t")]
     for ln in reversed(lines):
-        if "Error" in ln.split(":", 1)[0] or "Exception" in ln.split(":", 1)[0]:
+        head = ln.split(":", 1)[0]
+        if "Error" in head or "Exception" in head or head.endswith("RequestFailed"):
             return ln
     return lines[0] if lines else type(e).__name__
 
