@@ -1,5 +1,5 @@
 """``kafka-delegation-tokens.sh --create/--describe/--renew/--expire`` over SASL/SCRAM (Kafka hands tokens out on
-authenticated connections only), against a kraftwire broker on a kraftwire controller, a Kafka broker on a kraftwire
+authenticated connections only) and a Kafka client logged in with the token, against a kraftwire broker on a kraftwire controller, a Kafka broker on a kraftwire
 controller, and, as the baseline, a Kafka broker on a Kafka controller of the same release."""
 
 from __future__ import annotations
@@ -56,6 +56,16 @@ class TokenCluster(Cluster):
         self.wait_leader(60)
         start_all([self.nodes[2]], 120)
 
+    def token_client(self, token_id: str, hmac: str) -> tuple[int, str]:
+        """``kafka-topics.sh --list`` logged in with a delegation token (Kafka's ScramLoginModule tokenauth)."""
+        cfg = self.root / "token.properties"
+        cfg.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\nrequest.timeout.ms=15000\n"
+                       "default.api.timeout.ms=20000\n"
+                       f'sasl.jaas.config={SCRAM_JAAS[:-1]} username="{token_id}" password="{hmac}" '
+                       'tokenauth="true";\n')
+        return self.dist.run("kafka-topics.sh", ["--bootstrap-server", self.sasl_bootstrap, "--command-config",
+                                                 str(cfg), "--list"], timeout_s=90)
+
     def tool(self, user: str, *args: str) -> tuple[int, str]:
         cfg = self.root / f"{user}.properties"
         cfg.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
@@ -93,6 +103,11 @@ def test_delegation_token_tool(cluster) -> None:
     assert token_id in out, out
     # without --owner-principal the tool sends an empty owner list, for which Kafka lists nothing
     assert described("alice", 0) is not None
+    # a client logs in with the token (SCRAM, tokenauth) and runs as alice; a wrong HMAC does not log in
+    rc, out = c.token_client(token_id, hmac)
+    assert rc == 0, out
+    rc, out = c.token_client(token_id, "AAAA" + hmac[4:])
+    assert rc != 0, out
     rc, out = c.tool("bob", "--renew", "--hmac", hmac, "--renew-time-period", "-1")
     assert rc == 0 and "Completed renew operation" in out, out
     rc, out = c.tool("alice", "--expire", "--hmac", hmac, "--expiry-time-period", "-1")
