@@ -262,9 +262,10 @@ class RaftDriver:
             self._trimming = False
 
     async def _write_audit(self, out: Audit) -> None:
-        """Append the audit entry in the disk worker (trimming entries the log no longer holds)."""
+        """Append the audit entry in a worker thread (trimming entries the log no longer holds); not the disk
+        worker's queue: an fsync per write there would hold every PersistLog behind the audit trail."""
         try:
-            await self.disk.run(self.audit.append, out.entry, self.core.log.start_offset)
+            await anyio.to_thread.run_sync(self.audit.append, out.entry, self.core.log.start_offset)
         except OSError as e:
             log.error("cannot write the audit entry of offsets %d-%d: %s", out.entry.first_offset,
                       out.entry.last_offset, e)
