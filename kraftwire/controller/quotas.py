@@ -56,7 +56,7 @@ def valid_ip_entity(name: str | None) -> bool:
     return True
 
 
-def _check_entity(entity: dict[str, str | None]) -> dict[str, str]:
+def check_entity(entity: dict[str, str | None]) -> dict[str, str]:
     """The quota keys this entity accepts; raises CommandError(INVALID_REQUEST) as Kafka words it."""
     if not entity:
         raise CommandError(Errors.INVALID_REQUEST, "Invalid empty client quota entity")
@@ -75,7 +75,8 @@ def _check_entity(entity: dict[str, str | None]) -> dict[str, str]:
     return USER_CLIENT_QUOTAS
 
 
-def _check_value(keys: dict[str, str], key: str, value: float) -> None:
+def check_value(keys: dict[str, str], key: str, value: float) -> None:
+    """A quota value for ``key`` of an entity accepting ``keys``; raises CommandError(INVALID_REQUEST)."""
     kind = keys.get(key)
     if kind is None:
         raise CommandError(Errors.INVALID_REQUEST, f"Invalid configuration key {key}")
@@ -92,7 +93,7 @@ def _check_value(keys: dict[str, str], key: str, value: float) -> None:
 
 def _alter_one(image: MetadataImage, entity: dict[str, str | None],
                ops: dict[str, float | None]) -> list[MetadataRecord]:
-    keys = _check_entity(entity)
+    keys = check_entity(entity)
     current = image.quotas.get(_key(entity), {})
     records: list[MetadataRecord] = []
 
@@ -105,7 +106,7 @@ def _alter_one(image: MetadataImage, entity: dict[str, str | None],
             if key in current:
                 records.append(record(key, 0.0, True))
             continue
-        _check_value(keys, key, value)
+        check_value(keys, key, value)
         old = current.get(key)
         if old != value and not (old is not None and math.isnan(old) and math.isnan(value)):  # Double.equals
             records.append(record(key, value, False))

@@ -27,7 +27,10 @@ Checked after every event, on top of the raft invariants:
   unfenced before it has replayed its own registration; every broker up at the end is unfenced;
 * partition reassignments (``reassign_sim``: a mover client and a data-plane stand-in for the
   partition leaders): ISR, adding and removing replicas within the replicas in every image, a move
-  ends only complete (every replica in the ISR) or cancelled, and none is still moving at the end.
+  ends only complete (every replica in the ISR) or cancelled, and none is still moving at the end;
+* client quotas and topic configs (``quota_config_sim``: a client sending AlterClientQuotas and
+  IncrementalAlterConfigs, valid, refused and validate_only): acknowledged changes in every image at the
+  end, refused and validate_only ones in none, every image's quotas and configs as replaying the log once.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from kraftwire.raft import RaftCore, SimulatedCrash, SnapshotId
 from kraftwire.sim.cluster import TICK, UNDO, SimNode, Simulation
 from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.invariants import InvariantChecker, Violation
+from kraftwire.sim.quota_config_sim import QUOTA_CLIENT, QuotaConfigWorkload, check_quotas_and_configs
 from kraftwire.sim.reassign_sim import CATCH_UP, MOVER, MoveChecker, ReassignWorkload, check_partition
 
 CTICK, AGENT_WAKE, AGENT_REQ, AGENT_RESP, AGENT_TIMEOUT = range(20, 25)
@@ -176,6 +180,7 @@ class ControllerChecker(InvariantChecker):
         self.moves.follow(self.committed)
 
     def check_image(self, nid: int, image: MetadataImage, which: str) -> None:
+        check_quotas_and_configs(nid, which, image)
         for topic in image.topics.values():
             for pid, p in topic.partitions.items():
                 check_partition(nid, which, topic.name, pid, p)
@@ -253,6 +258,7 @@ class ControllerChecker(InvariantChecker):
                 raise Violation(f"liveness: broker {bid} is up but not serving after the heal "
                                 f"({role.state.name}, replayed to {role.metadata.applied_offset})")
         sim.moves.check_settled(self.moves.image)
+        sim.quota_configs.check_end(images, self.committed)
 
     @property
     def _acked_by(self) -> int:
@@ -276,6 +282,7 @@ class ControllerSimulation(Simulation):
         self.agents = {bid: BrokerAgent(bid) for bid in self.observer_ids}
         self.admin = AdminAgent()
         self.moves = ReassignWorkload(self)
+        self.quota_configs = QuotaConfigWorkload(self)
         self._agent_seq = 0
         self._agent_calls: dict[int, tuple[Any, Any, Any]] = {}   # seq -> (agent key, life, request)
         self.activations = 0
@@ -436,6 +443,7 @@ class ControllerSimulation(Simulation):
         self.admin.target = self.rng.choice(self.voter_ids)
         self.schedule(self.rng.randint(200, 500), AGENT_WAKE, ("admin", 0))
         self.moves.start()
+        self.quota_configs.start()
         if self.faults:
             self.schedule(self.rng.randint(0, self.ccfg.broker_fault_interval_ms), AGENT_WAKE, ("fault", 0))
 
@@ -479,6 +487,8 @@ class ControllerSimulation(Simulation):
             shell = self.shells[dest]
             self.checker.on_topic_answer(response.topics[0].name, shell)
             self._answered_offsets[seq] = shell.ctl.committed_offset
+        if call is not None and call[0] == QUOTA_CLIENT:
+            self.quota_configs.on_answer(seq, self.shells[dest], response)
         if self.drop_p and self.rng.random() < self.drop_p:
             return
         if self.codec is not None and call is not None:
@@ -528,6 +538,9 @@ class ControllerSimulation(Simulation):
             return
         if key in (MOVER, CATCH_UP):
             self.moves.wake(key)
+            return
+        if key == QUOTA_CLIENT:
+            self.quota_configs.wake()
             return
         raise ValueError(f"unknown agent {key!r}")
 
@@ -580,6 +593,9 @@ class ControllerSimulation(Simulation):
             return
         if key in (MOVER, CATCH_UP):
             self.moves.on_response(key, seq, response)
+            return
+        if key == QUOTA_CLIENT:
+            self.quota_configs.on_response(seq, response)
             return
         node, agent = self.nodes[key], self.agents[key]
         incarnation, rid = life
