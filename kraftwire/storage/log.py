@@ -122,6 +122,10 @@ class FileLog:
         self.journal = DiskJournal()
         self.snapshots = SnapshotStore(self.dir, self.journal)
         self.rejoin_marker = self.dir / REJOIN_MARKER
+        # The marker's text, read once here: afterwards the disk worker may be unlinking the file at any
+        # moment, so the loop never looks at the disk for it again.
+        self._rejoin_text: str | None = (self.rejoin_marker.read_text(errors="replace")
+                                         if self.rejoin_marker.exists() else None)
         self.damage: str | None = None   # what was discarded on open (None: nothing)
         self._recover()
         self._recover_start()
@@ -218,7 +222,7 @@ class FileLog:
             path = self.snapshots.path(sid)
             path.rename(path.with_name(path.name + ".damaged"))
         self.snapshots = SnapshotStore(self.dir, self.journal)
-        write_durably(self.rejoin_marker, (problem + "\n").encode())
+        self._write_rejoin_marker(problem + "\n")
         self._truncate_fully_and_start_at(0)
         self.damage = problem
 
@@ -257,14 +261,19 @@ class FileLog:
                      "a history, or, if the quorum has one, until every voter answered and it holds the committed "
                      "log)", self.dir, reason)
         text = reason + "\n" + ("" if vote_floor is None else f"vote-floor {vote_floor[0]} {vote_floor[1]}\n")
+        self._write_rejoin_marker(text)
+
+    def _write_rejoin_marker(self, text: str) -> None:
+        self.journal.claim(self.rejoin_marker)   # an unlink of an earlier marker still queued must not remove it
         write_durably(self.rejoin_marker, text.encode())
+        self._rejoin_text = text
 
     @property
     def vote_floor(self) -> tuple[int, int] | None:
         """The (epoch, end offset) floor the marker names, if it names one."""
-        if not self.rejoin_marker.exists():
+        if self._rejoin_text is None:
             return None
-        for line in self.rejoin_marker.read_text(errors="replace").splitlines():
+        for line in self._rejoin_text.splitlines():
             parts = line.split()
             if len(parts) == 3 and parts[0] == "vote-floor" and parts[1].isdigit() and parts[2].isdigit():
                 return int(parts[1]), int(parts[2])
@@ -273,13 +282,14 @@ class FileLog:
     @property
     def rejoining(self) -> bool:
         """The node must start re-joining (damage was discarded and it has not caught up since)."""
-        return self.rejoin_marker.exists()
+        return self._rejoin_text is not None
 
     def rejoined(self) -> None:
-        """The Raft core re-joined: forget the marker."""
-        if self.rejoin_marker.exists():
-            lines = self.rejoin_marker.read_text(errors="replace").splitlines()
+        """The Raft core re-joined: forget the marker (its unlink is queued for the disk worker)."""
+        if self._rejoin_text is not None:
+            lines = self._rejoin_text.splitlines()
             reason = lines[0] if lines else "?"
+            self._rejoin_text = None
             self.journal.unlink(self.rejoin_marker)
             self.journal.fsync_dir(self.dir)
             log.info("%s: re-joined the quorum (it had started re-joining: %s)", self.dir, reason)
