@@ -74,8 +74,11 @@ def _placement(c: Cluster) -> dict[int, list[tuple[int, str]]]:
 
 @pytest.fixture(scope="module", params=["kraftwire", "kafka"])
 def cluster(request, kafka_dist, tmp_path_factory):
-    if not kafka_dist.at_least(3, 7):
-        pytest.skip("JBOD in KRaft needs Kafka 3.7")
+    if not kafka_dist.at_least(3, 8):
+        # 3.7 shipped JBOD in KRaft as early access (KIP-858): in a clean-clone run its broker left the replicas
+        # of the failed directory in the ISR for over 90 s on Kafka's own controller as on kraftwire's.
+        pytest.skip("JBOD in KRaft is production-ready from Kafka 3.8 (early access in 3.7: a failed directory's "
+                    "replicas stayed in the ISR on Kafka's own controller too)")
     root = tmp_path_factory.mktemp(f"jbod-{request.param}-{kafka_dist.version}")
     c = JbodCluster(kafka_dist, root, request.param)
     with Fleet(root) as fleet:
