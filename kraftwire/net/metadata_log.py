@@ -176,12 +176,14 @@ class QuorumLog:
                     on_snapshot: OnSnapshot | None) -> None:
         last_epoch: int | None = None
         realigned = False
+        if not node.consumer and state["offset"] < end:
+            # The leader's epoch, once per node: each Fetch answer then carries the high watermark to cut at
+            # (a leader change ends this node's read with FENCED_LEADER_EPOCH; the next node asks again).
+            hw = await self._leader_hw(node)
+            if hw <= state["offset"]:
+                raise RequestFailed(f"the leader's high watermark {hw} is below offset {state['offset']}")
         while state["offset"] < end:
             offset = state["offset"]
-            if not node.consumer:
-                hw = await self._leader_hw(node)
-                if hw <= offset:
-                    raise RequestFailed(f"the leader's high watermark {hw} is below offset {offset}")
             if last_epoch is None:
                 # A read starting mid-log does not know the epoch of the record before it. Raft checks only
                 # that the offset is not past the end of the claimed epoch, which the leader's current epoch
