@@ -124,12 +124,20 @@ def _allowed(token: DelegationToken, principal: str) -> bool:
     return token.owner == principal or principal in token.renewers
 
 
-def renew(ctl: QuorumController, now: int, body: Any, principal: str) -> tuple[Records, Any]:
-    resp = RenewDelegationTokenResponse()
+def _token_named(ctl: QuorumController, hmac: bytes, resp: Any) -> Any:
+    """(token id, token) the HMAC names; None, with ``resp``'s error set, when tokens are refused or none matches."""
     refused = _refusal(ctl)
-    found = None if refused else find_by_hmac(ctl.image, ctl.config.token_secret_key or "", body.hmac)
+    found = None if refused else find_by_hmac(ctl.image, ctl.config.token_secret_key or "", hmac)
     if refused is not None or found is None:
         resp.error_code = int(refused or Errors.DELEGATION_TOKEN_NOT_FOUND)
+        return None
+    return found
+
+
+def renew(ctl: QuorumController, now: int, body: Any, principal: str) -> tuple[Records, Any]:
+    resp = RenewDelegationTokenResponse()
+    found = _token_named(ctl, body.hmac, resp)
+    if found is None:
         return [], resp
     token_id, token = found
     if token.max_timestamp < now or token.expiration_timestamp < now:
@@ -146,10 +154,8 @@ def renew(ctl: QuorumController, now: int, body: Any, principal: str) -> tuple[R
 
 def expire(ctl: QuorumController, now: int, body: Any, principal: str) -> tuple[Records, Any]:
     resp = ExpireDelegationTokenResponse()
-    refused = _refusal(ctl)
-    found = None if refused else find_by_hmac(ctl.image, ctl.config.token_secret_key or "", body.hmac)
-    if refused is not None or found is None:
-        resp.error_code = int(refused or Errors.DELEGATION_TOKEN_NOT_FOUND)
+    found = _token_named(ctl, body.hmac, resp)
+    if found is None:
         return [], resp
     token_id, token = found
     if not _allowed(token, principal):
