@@ -7,7 +7,8 @@ to the Raft core through an injected ``append``, answers leave through callbacks
 * It is the Raft core's listener: committed batches are replayed on every voter (standbys keep an
   up-to-date image); leadership changes deactivate the controller.
 * It activates the controller only once this node leads and the high watermark has passed the
-  epoch's LeaderChange record, i.e. everything before the epoch is replayed.
+  epoch's LeaderChange record, i.e. everything before the epoch is replayed (``core/leadership.py``,
+  shared with the group role: when to start and stop, answers held until their records commit).
 * ``submit`` runs a controller request; its records are appended as one batch and the answer is
   released when they commit (NOT_CONTROLLER if leadership is lost first).
 * ``tick`` runs periodic work (lease expiry, NoOpRecords); ``snapshot_due`` says when the committed
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kraftwire.controller import QuorumController
+from kraftwire.core.leadership import LeaderTerm
 from kraftwire.core.snapshots import SnapshotJob, snapshot_due
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.metadata.snapshot import Snapshotter, image_from_snapshot
@@ -67,10 +69,9 @@ class ControllerObserver:
 
 
 class _Waiter:
-    __slots__ = ("offset", "request", "version", "response", "done")
+    __slots__ = ("request", "version", "response", "done")
 
-    def __init__(self, offset: int, request: Any, version: int, response: Any, done: Done) -> None:
-        self.offset = offset
+    def __init__(self, request: Any, version: int, response: Any, done: Done) -> None:
         self.request = request
         self.version = version
         self.response = response
@@ -98,7 +99,8 @@ class ControllerRole:
         #: writes them beside the log, off the event loop)
         self.audits: list[AuditEntry] = []
         self._last_offsets: list[int] = []
-        self._waiters: list[_Waiter] = []
+        #: the epoch the controller is active in and the answers waiting for their records to commit
+        self.term: LeaderTerm[_Waiter] = LeaderTerm()
         #: set when the log finalized a metadata.version this node lacks: replay stops, the node stays up
         self.parked: str | None = None
         #: set while another finalized feature level is one this controller lacks: it will not activate
@@ -141,7 +143,7 @@ class ControllerRole:
         """Raft hands over a snapshot: it replaces the controller's state (commits resume after it)."""
         if self.fatal is not None or self.parked is not None:
             return
-        if self.controller.active:
+        if self.term.active:
             self._step_down("the state is being replaced by a snapshot")
         try:
             image = image_from_snapshot(batches)
@@ -162,24 +164,23 @@ class ControllerRole:
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self.observer.leader_changed(leader_id)
-        if self.controller.active and (leader_id != self.node_id or epoch != self.controller.epoch):
+        if self.term.superseded(self.node_id, leader_id, epoch):
             self._step_down(f"leader is now {leader_id} in epoch {epoch}")
 
     # -- activation -----------------------------------------------------------------------------
     def maybe_activate(self) -> None:
         """Activate once this node leads and its epoch's LeaderChange committed; step down when the
         Raft core no longer leads the controller's epoch (e.g. check-quorum resigned it)."""
-        core, ctl = self.core, self.controller
+        core, ctl, term = self.core, self.controller, self.term
         if core is None or self.fatal is not None or self.parked is not None:
             return
-        if ctl.active and (not core.is_leader or core.epoch != ctl.epoch):
+        if term.ended(core):
             self._step_down("the raft leader resigned")
             return
-        if ctl.active or not core.is_leader or self.unsupported is not None:
-            return
-        if core.hw is None or core.hw <= core.state.epoch_start_offset:
+        if self.unsupported is not None or not term.due(core):
             return
         boot = ctl.activate(core.epoch, self.next_offset(), self.clock(), self.bootstrap)
+        term.begin(core.epoch)
         log.info("controller activated in epoch %d at offset %d", core.epoch, ctl.next_offset)
         if boot:
             self._append(boot)
@@ -207,8 +208,7 @@ class ControllerRole:
         if self.controller.active:
             log.info("controller deactivated: %s", why)
             self.controller.deactivate()
-        waiters, self._waiters = self._waiters, []
-        for w in waiters:
+        for w in self.term.end():
             self.observer.interrupted(w.request)
             w.done(_not_controller(w.request, w.version, "leadership changed before the write committed"))
 
@@ -235,7 +235,7 @@ class ControllerRole:
         if result.commit_offset < 0:
             done(result.response)
             return
-        self._waiters.append(_Waiter(result.commit_offset, request, version, result.response, done))
+        self.term.hold(result.commit_offset, _Waiter(request, version, result.response, done))
 
     def _audit_entry(self, request: Any, origin: Origin) -> AuditEntry:
         key = getattr(type(request), "API_KEY", -1)
@@ -246,11 +246,8 @@ class ControllerRole:
                           forwarded=origin.forwarded)
 
     def _release(self, committed: int) -> None:
-        ready = [w for w in self._waiters if w.offset <= committed]
-        if ready:
-            self._waiters = [w for w in self._waiters if w.offset > committed]
-            for w in ready:
-                w.done(w.response)
+        for w in self.term.release(committed + 1):
+            w.done(w.response)
 
     # -- periodic work --------------------------------------------------------------------------
     def tick(self) -> None:

@@ -7,7 +7,8 @@ Two placements (docs/groups.md):
   earlier is applied to the ``OffsetsMachine``); it is built over that state and writes through
   Raft. No answer leaves before every record the coordinator wrote so far is committed (reads
   included: no client sees an offset that could still be lost); when leadership goes, every waiting
-  and parked request is answered NOT_COORDINATOR and clients look the coordinator up again.
+  and parked request is answered NOT_COORDINATOR and clients look the coordinator up again. When to
+  start and stop and the answers held for a commit are ``core/leadership.py``'s, as the controller's.
 * local (no Raft core): one coordinator over a durable local store; answers leave at once.
 
 ``submit`` takes a group request and an ``answer`` callback; a JoinGroup or SyncGroup may park until
@@ -20,6 +21,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kraftwire.core.leadership import LeaderTerm
 from kraftwire.group import Done, GroupConfig, GroupCoordinator
 from kraftwire.group.replicated import (
     IMPORT_CLIENT_ID,
@@ -63,12 +65,12 @@ class GroupRole:
         self.legacy = list(legacy)           # a legacy local offsets file's records to import when leading
         self.import_offset: int | None = None   # the offsets log offset the import waits for
         self.imported = False                # the legacy records are committed (the shell renames the file)
-        self.epoch: int | None = None        # the epoch this node coordinates in (replicated)
+        #: replicated: the epoch this node coordinates in, and the answers due once what they wait for commits
+        self.term: LeaderTerm[list[tuple[_Request, Any]]] = LeaderTerm()
         self.raft: Any = None
         self.clock: Callable[[], int] = lambda: 0
         self._append: Callable[[list[Record]], list[int]] | None = None
         self._parked: dict[int, _Request] = {}
-        self._waiting: list[tuple[int, list[tuple[_Request, Any]]]] = []   # (offset, answers due at its commit)
 
     def attach(self, raft: Any, *, clock: Callable[[], int], append: Callable[[list[Record]], list[int]]) -> None:
         """Replicated placement: bind to the offsets quorum's Raft core (``NodeCore`` does this)."""
@@ -84,18 +86,17 @@ class GroupRole:
         raft = self.raft
         if raft is None or self.machine is None:
             return
-        if self.coordinator is not None and (not raft.is_leader or raft.epoch != self.epoch):
+        if self.term.ended(raft):
             log.info("offsets quorum: node %d no longer coordinates groups (epoch %d)", self.node_id, raft.epoch)
             self._deactivate()
-        if self.coordinator is None and raft.is_leader and raft.hw is not None \
-                and raft.hw > raft.state.epoch_start_offset:
+        if self.term.due(raft):
             self._activate()
         self._release()
 
     def _activate(self) -> None:
         raft, machine = self.raft, self.machine
         assert machine is not None and self._append is not None
-        self.epoch = raft.epoch
+        self.term.begin(raft.epoch)
         store = ReplicatedOffsetStore(machine.state.copy(), self._append)
         coordinator = GroupCoordinator(self.node_id, store, self.config)
         todo = missing(machine.state, self.legacy)
@@ -111,11 +112,9 @@ class GroupRole:
 
     def _deactivate(self) -> None:
         coordinator, self.coordinator = self.coordinator, None
-        self.epoch = None
         if coordinator is not None:
             coordinator.close()
-        waiting, self._waiting = self._waiting, []
-        for _, answers in waiting:
+        for answers in self.term.end():
             for req, _ in answers:
                 req.refuse()
         parked, self._parked = self._parked, {}
@@ -180,7 +179,7 @@ class GroupRole:
             for req, resp in answers:
                 req.answer(resp)
         else:
-            self._waiting.append((last, answers))
+            self.term.hold(last, answers)
 
     def _release(self) -> None:
         hw = self.raft.hw
@@ -189,9 +188,6 @@ class GroupRole:
         if self.import_offset is not None and hw > self.import_offset:
             self.import_offset = None
             self.imported = True
-        if self._waiting and self._waiting[0][0] < hw:
-            ready = [w for w in self._waiting if w[0] < hw]
-            self._waiting = [w for w in self._waiting if w[0] >= hw]
-            for _, answers in ready:
-                for req, resp in answers:
-                    req.answer(resp)
+        for answers in self.term.release(hw):
+            for req, resp in answers:
+                req.answer(resp)

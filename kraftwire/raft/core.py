@@ -205,6 +205,13 @@ class RaftCore:
         return isinstance(self.state, Leader)
 
     @property
+    def epoch_start_committed(self) -> bool:
+        """This replica leads and the first record of its epoch (the LeaderChange) is committed, so is
+        everything earlier: a role that runs only on the leader may start (``core/leadership.py``)."""
+        st = self.state
+        return isinstance(st, Leader) and self.hw is not None and self.hw > st.epoch_start_offset
+
+    @property
     def state_name(self) -> str:
         return self.state.name
 

@@ -106,6 +106,10 @@ class _Core:
         self.state = SimpleNamespace(epoch_start_offset=5, pending=())
         self.log = SimpleNamespace(end_offset=100)
 
+    @property
+    def epoch_start_committed(self) -> bool:   # as RaftCore's: leading, the epoch's first record committed
+        return self.is_leader and self.hw > self.state.epoch_start_offset
+
 
 def _shell() -> ControllerRole:
     role = ControllerRole(1, QuorumController(), bootstrap_records())

@@ -178,7 +178,12 @@ def test_the_group_role_answers_only_what_is_committed_and_not_coordinator_when_
     from kraftwire.group.replicated import OffsetsMachine
     from kraftwire.protocol.messages import join_group_request as jgq
 
-    raft = SimpleNamespace(is_leader=True, epoch=3, hw=None, state=SimpleNamespace(epoch_start_offset=0))
+    class Raft(SimpleNamespace):
+        @property
+        def epoch_start_committed(self) -> bool:   # as RaftCore's: leading, the epoch's first record committed
+            return self.is_leader and self.hw is not None and self.hw > self.state.epoch_start_offset
+
+    raft = Raft(is_leader=True, epoch=3, hw=None, state=SimpleNamespace(epoch_start_offset=0))
     written: list = []
 
     def append(records):
