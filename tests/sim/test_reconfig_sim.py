@@ -34,6 +34,15 @@ def test_five_voters_with_spares() -> None:
         assert r.ok, (r.violations, r.repro)
 
 
+def test_a_leader_dying_in_the_event_that_committed_is_checked_against_what_it_committed() -> None:
+    """Seed 4038: a removed leader commits offset 82, tells its state machine, then a torn write kills it in
+    the same event. The checker must observe the high watermark the node reached before it died, else the
+    report looks like an uncommitted record (CI's sample found this)."""
+    r = run_seed(4038, SimConfig(reconfig=True, voters=5, observers=2))
+    assert r.ok, (r.violations, r.repro)
+    assert r.voter_changes >= 1
+
+
 def test_one_voter_grows_from_spares_formatted_without_voters() -> None:
     """The spares learn the set from the log (the first leader copies the bootstrap set into it); without
     that a spare added to a sole voter could never grant the vote the pair needs (found by these seeds)."""
