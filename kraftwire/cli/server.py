@@ -60,10 +60,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def build_node(cfg: NodeConfig) -> Any:
-    """One server composing the roles of ``process.roles`` (controller, broker, or both)."""
+    """One server composing the roles of ``process.roles`` (controller, broker, or both).
+
+    The log directory is opened before the server's modules are imported: the Raft core starts there
+    (``node/node_storage.py``), so its election timer runs while the roles are imported and built."""
+    from kraftwire.node.node_storage import open_node_storage
+
+    storage = open_node_storage(cfg)
     from kraftwire.node.server import Server
 
-    return Server(cfg)
+    return Server(cfg, storage=storage)
 
 
 def check(cfg: NodeConfig) -> int:

@@ -19,7 +19,6 @@ node; ``shutdown()`` is the broker's controlled shutdown, then the voter's resig
 
 from __future__ import annotations
 
-import base64
 import logging
 import random
 import uuid
@@ -38,9 +37,9 @@ from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import KafkaServer
 from kraftwire.node import reads, serving
 from kraftwire.node.apis import Dispatcher, FastHandler
-from kraftwire.node.bootstrap import read_bootstrap
 from kraftwire.node.disk_worker import DiskWorker
 from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
+from kraftwire.node.node_storage import NodeStorage, open_node_storage
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.secure import outbound_security
 from kraftwire.node.wire import OFFSETS_TOPIC, addressed_topic
@@ -74,17 +73,6 @@ def raft_config(cfg: NodeConfig) -> RaftConfig:
         defer_flush=True,
         defer_state=True,
     )
-
-
-def directory_uuid(directory_id: str) -> uuid.UUID:
-    """meta.properties' base64url directory.id as the UUID BrokerRegistration carries."""
-    try:
-        raw = base64.urlsafe_b64decode(directory_id + "==")
-        if len(raw) == 16:
-            return uuid.UUID(bytes=raw)
-    except ValueError:
-        pass
-    return uuid.uuid4()
 
 
 async def discover_voters(servers: list[str], listener: str, timeout_s: float,
@@ -137,7 +125,7 @@ class Server:
 
     def __init__(self, cfg: NodeConfig, *, log: Any = None, store: Any = None, cluster_id: str | None = None,
                  directory_id: uuid.UUID | None = None, bootstrap: list[Any] | None = None,
-                 offset_store: Any = None) -> None:
+                 offset_store: Any = None, storage: NodeStorage | None = None) -> None:
         from kraftwire.node.broker_role import BrokerRole
         from kraftwire.node.voter import VoterRole
 
@@ -145,8 +133,14 @@ class Server:
         self.node_id = cfg.node_id
         self.voter_set: Any = None           # KIP-853 voter set read from the log (no controller.quorum.voters)
         self.snapshot_control: tuple[Any, ...] = ()   # the control records every snapshot of it carries
+        self._started_ms: int | None = None  # when the opened log was ready: the Raft core's start
         if log is None:
-            log, store, cluster_id, directory_id, bootstrap = self._open_storage()
+            storage = storage or open_node_storage(cfg)
+            log, store, cluster_id, directory_id, bootstrap = (storage.log, storage.store, storage.cluster_id,
+                                                               storage.directory_id, storage.bootstrap)
+            self.dir_locks = storage.dir_locks   # Kafka's .lock, held for the process life
+            self.voter_set, self.snapshot_control = storage.voter_set, storage.snapshot_control
+            self._started_ms = storage.opened_ms
         self.log, self.store = log, store
         self.cluster_id: str = cluster_id or ""
         self.directory_id = directory_id   # KIP-853 ReplicaDirectoryId of its Fetches
@@ -182,37 +176,16 @@ class Server:
         self._fatal_event = anyio.Event()
 
     # -- construction ---------------------------------------------------------------------------
-    def _open_storage(self) -> tuple[Any, Any, str, uuid.UUID | None, list[Any] | None]:
-        from kraftwire.storage.data_dirs import open_data_dirs
-        from kraftwire.storage.log import FileLog
-        from kraftwire.storage.quorum_state import FileQuorumStateStore
-
-        cfg = self.cfg
-        meta, self.dir_locks = open_data_dirs(cfg)  # Kafka's .lock, held for the process life
-        directory_id = directory_uuid(meta.directory_id) if meta.directory_id else None
-        log = FileLog(cfg.metadata_log_dir / "__cluster_metadata-0", segment_bytes=cfg["metadata.log.segment.bytes"])
-        if cfg.is_controller and not cfg.voters:   # KIP-853: the voter set is in the log (format --standalone ...)
-            from kraftwire.node.dynamic_quorum import resolve_voters
-
-            self.voter_set, self.snapshot_control = resolve_voters(cfg, log, directory_id)
-        store = FileQuorumStateStore(cfg.metadata_log_dir / "__cluster_metadata-0" / "quorum-state")
-        if cfg.is_controller:
-            saved = store.read()
-            if saved is not None:
-                log.discard_epochs_above(saved.epoch)
-            elif (len(cfg.voters) > 1 and any(v.node_id == cfg.node_id for v in cfg.voters)
-                    and log.end_offset == 0 and log.latest_snapshot_id() is None):
-                # Fresh or wiped? Only the other voters can tell: re-join until they say (raft/core.py).
-                log.mark_rejoining("voter started on an empty directory (fresh, or wiped and re-formatted)")
-        return log, store, meta.cluster_id, directory_id, read_bootstrap(cfg.metadata_log_dir)
-
     def _build_raft(self) -> None:
         """The Raft core and its driver (a broker bootstrapping from controller.quorum.bootstrap.servers
         builds them once it has learnt the voters)."""
         cfg, log_ = self.cfg, self.log
         vote_floor = getattr(log_, "vote_floor", None)
+        # The core starts when its log was opened (Kafka initializes the Raft client there, before the
+        # controller and the request handlers are built): its election timer runs while the roles are built.
+        now, self._started_ms = min(self._started_ms or wall_ms(), wall_ms()), None
         self.core = RaftCore(cfg.node_id, frozenset(self.voters), self.raft_config, log_, self.store, random.Random(),
-                             self.cluster_id, wall_ms(), listener=self.raft_listeners,
+                             self.cluster_id, now, listener=self.raft_listeners,
                              rejoining=bool(getattr(log_, "rejoining", False)) and vote_floor is None,
                              directory_id=self.directory_id, vote_floor=vote_floor,
                              epoch_start_records=self._epoch_start_records(),
@@ -380,15 +353,19 @@ class Server:
 
     async def describe_quorum(self, body: Any, version: int, client_id: str) -> Any:
         """DescribeQuorum is the quorum leader's to answer: a follower or observer asks it (following
-        NOT_LEADER_OR_FOLLOWER hints, then every other voter) and relays its answer, as a Kafka broker
-        forwards it to the controller (kafka-python and Java Admin via bootstrap.servers ask any node)."""
+        NOT_LEADER_OR_FOLLOWER hints; an observer then every voter) and relays its answer, as a Kafka broker
+        forwards it to the controller (kafka-python and Java Admin via bootstrap.servers ask any node). A
+        voter asks only the leader it knows: with none known (an election) it answers at once, as Kafka's
+        controllers do, instead of asking voters that would ask the others in turn until the client gives up."""
         driver = self.raft_driver(body)
         own = await driver.handle_inbound(ApiKey.DESCRIBE_QUORUM, body, version)
         if driver is not self.driver or not _not_leader(own):
             return own
         tried = {self.node_id}
         hint = self.leader_hint()
-        order = ([hint] if hint is not None and hint in self.voters else []) + sorted(self.voters)
+        order = [hint] if hint is not None and hint in self.voters else []
+        if self.voter is None:
+            order += sorted(self.voters)
         budget = anyio.current_time() + self.driver.request_timeout_s * len(self.voters)
         while order and anyio.current_time() < budget:
             node = order.pop(0)
