@@ -26,6 +26,8 @@ from kraftwire.group import Done, GroupConfig, GroupCoordinator
 from kraftwire.group.replicated import (
     IMPORT_CLIENT_ID,
     OffsetsMachine,
+    OffsetsSnapshotJob,
+    OffsetsSnapshotter,
     ReplicatedOffsetStore,
     import_request_records,
     missing,
@@ -56,11 +58,16 @@ class _Request:
 class GroupRole:
     """Coordinator hand-over, parked requests and durable answers of one node's group coordinator."""
 
+    #: a group role never stops its node (the node core asks every snapshotting role)
+    fatal: BaseException | None = None
+
     def __init__(self, node_id: int, config: GroupConfig, *, machine: OffsetsMachine | None = None,
-                 coordinator: GroupCoordinator | None = None, legacy: Sequence[StoreRecord] = ()) -> None:
+                 coordinator: GroupCoordinator | None = None, legacy: Sequence[StoreRecord] = (),
+                 snapshotter: OffsetsSnapshotter | None = None) -> None:
         self.node_id = node_id
         self.config = config
         self.machine = machine               # replicated placement: the committed offsets state
+        self.snapshotter = snapshotter       # replicated placement: when to snapshot that state
         self.coordinator = coordinator       # local placement: fixed; replicated: while active
         self.legacy = list(legacy)           # a legacy local offsets file's records to import when leading
         self.import_offset: int | None = None   # the offsets log offset the import waits for
@@ -159,6 +166,12 @@ class GroupRole:
 
     def next_deadline(self) -> int | None:
         return None if self.coordinator is None else self.coordinator.next_deadline()
+
+    def snapshot_due(self) -> OffsetsSnapshotJob | None:
+        """The snapshot of the committed offsets state to take now, if any (the node core's ``TakeSnapshot``)."""
+        if self.snapshotter is None or self.raft is None:
+            return None
+        return self.snapshotter.job(self.clock(), self.raft.log.latest_snapshot_id())
 
     # -- internals --------------------------------------------------------------------------------
     def _completed(self, completions: Any) -> list[tuple[_Request, Any]]:

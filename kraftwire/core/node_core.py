@@ -10,8 +10,8 @@ etcd's Ready/Advance and Kafka's KafkaRaftClient poll loop:
 * ``Respond(request_id, body)``: the answer to a controller request handed in with ``submit`` (or a
   group request with ``submit_group``), emitted once the records it wrote are committed (or at once
   when it wrote none);
-* ``TakeSnapshot(job)``: frame the committed image (pure, slow: the server does it in a worker
-  thread), then hand the batches back with ``snapshot_framed``. One is in flight at a time;
+* ``TakeSnapshot(job)``: frame the committed image, or the offsets state (pure, slow: the server does
+  it in a worker thread), then hand the batches back with ``snapshot_framed``. One is in flight at a time;
 * ``SendController(request_id, kind, request)``: the broker role's registration or heartbeat for the
   active controller; the shell picks the voter and reports ``handle_controller_response`` or
   ``handle_controller_failed``.
@@ -32,7 +32,7 @@ from typing import Any
 from kraftwire.core.broker_lifecycle_role import BrokerLifecycleRole
 from kraftwire.core.controller_role import ControllerRole
 from kraftwire.core.group_role import GroupRole
-from kraftwire.core.snapshots import SnapshotJob, clean_log, store_snapshot
+from kraftwire.core.snapshots import FramingJob, clean_log, store_snapshot
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import messages as m
 from kraftwire.raft.core import RaftCore
@@ -49,9 +49,9 @@ class Respond:
 
 @dataclass(frozen=True, slots=True)
 class TakeSnapshot:
-    """A snapshot of the committed image is due: frame ``job`` and call ``snapshot_framed``."""
+    """A snapshot of the committed image (or offsets state) is due: frame ``job`` and call ``snapshot_framed``."""
 
-    job: SnapshotJob
+    job: FramingJob
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +93,12 @@ class NodeCore:
         self._now = 0
         self._appended = False
         self._answers: list[NodeOutput] = []
-        self._snapshot: SnapshotJob | None = None   # framing in flight
+        self._snapshot: FramingJob | None = None   # framing in flight
         self._controller_ids = 0
-        # whose image this replica snapshots: the controller's (voters), else the broker's own
-        self._snapshots: Any = controller if controller is not None and controller.snapshotter is not None else (
-            broker if broker is not None and broker.snapshotter is not None else None)
+        # whose state this replica snapshots: the controller's image (voters), else the broker's own, or
+        # the offsets quorum's state (its group role)
+        self._snapshots: Any = next((role for role in (controller, broker, groups)
+                                     if role is not None and role.snapshotter is not None), None)
         if controller is not None:
             controller.attach(raft, clock=self._clock, append=self._append)
         if groups is not None:

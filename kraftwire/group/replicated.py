@@ -11,6 +11,9 @@ whose records are the offsets-store records of :mod:`kraftwire.group.store` (one
   ``append`` hands the records to Raft (``NotLeaderError`` becomes ``OSError``, which the coordinator
   answers COORDINATOR_NOT_AVAILABLE) and remembers the last offset, which the shell waits to see
   committed before it lets the answers out.
+* :class:`OffsetsSnapshotter` says when a replica snapshots its state (the node core's ``TakeSnapshot``,
+  framed by the shell off the event loop as the metadata quorum's; ``OffsetsSnapshotJob.frame``) and
+  cleans its log below it.
 * :func:`missing` picks the records of a legacy local ``offsets.log`` that the replicated state lacks
   (upgrades import them; a partition already committed through Raft is never overwritten).
 """
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 from kraftwire.group.store import (
     GroupRecord,
@@ -32,11 +37,15 @@ from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import SnapshotId
 from kraftwire.raft.snapshot import data_batches, frame
 
-__all__ = ["IMPORT_CLIENT_ID", "OFFSETS_TOPIC", "OffsetsMachine", "ReplicatedOffsetStore", "missing", "snapshot_batches", "to_raft"]
+__all__ = ["IMPORT_CLIENT_ID", "OFFSETS_TOPIC", "SNAPSHOT_MIN_RECORDS", "OffsetsMachine", "OffsetsSnapshotJob",
+           "OffsetsSnapshotter", "ReplicatedOffsetStore", "missing", "snapshot_batches", "to_raft"]
 
 OFFSETS_TOPIC = "__kraftwire_offsets"
 # The client id under which a voter relays its legacy offsets to the leader (imported, never overwriting).
 IMPORT_CLIENT_ID = "kraftwire-offsets-import"
+# A replica snapshots its offsets state (and cleans its log below) once this many records, and four
+# times the live records, were committed since its last snapshot (as the local file compacted).
+SNAPSHOT_MIN_RECORDS = 20_000
 
 
 def to_raft(records: Sequence[StoreRecord]) -> list[Record]:
@@ -131,6 +140,57 @@ def snapshot_batches(state: StoreState, sid: SnapshotId, now_ms: int) -> list[Re
     """A snapshot of the offsets state at ``sid`` (every live record; ``OffsetsMachine.handle_snapshot``
     rebuilds the same state from it)."""
     return frame(sid, to_raft(list(state.records())), timestamp_ms=now_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsSnapshotJob:
+    """A due snapshot of the offsets state: the committed state at ``sid`` (a copy) and its timestamp."""
+
+    sid: SnapshotId
+    state: StoreState
+    timestamp_ms: int
+
+    def frame(self) -> list[RecordBatch]:
+        """The snapshot's batches (pure; may run in any thread)."""
+        return snapshot_batches(self.state, self.sid, self.timestamp_ms)
+
+
+class OffsetsSnapshotter:
+    """When a replica of the offsets quorum snapshots its committed state, and cleans its log below it.
+
+    The node core asks ``job`` after every event (``core/group_role.GroupRole.snapshot_due``); a due
+    snapshot is stored with ``stored`` and the log below it cleaned at once (``clean_due``/``cleaned``):
+    the offsets log keeps no history beyond its latest snapshot, as the local file compacted.
+    """
+
+    kind: ClassVar[str] = "offsets"
+
+    def __init__(self, machine: OffsetsMachine, min_records: int = SNAPSHOT_MIN_RECORDS) -> None:
+        self.machine = machine
+        self.min_records = min_records
+        self.end = 0                              # end offset of the latest snapshot (ours or the leader's)
+        self._clean: SnapshotId | None = None     # a stored snapshot the log is still to be cleaned below
+
+    def job(self, now_ms: int, latest: SnapshotId | None) -> OffsetsSnapshotJob | None:
+        """The snapshot to take now of the applied state, if ``min_records`` and four times the live
+        records were committed since ``latest`` (or since the last one this replica stored)."""
+        if latest is not None and latest.end_offset > self.end:
+            self.end = latest.end_offset
+        m = self.machine
+        live = len(m.state.offsets) + len(m.state.groups)
+        if m.applied - self.end < max(self.min_records, 4 * live):
+            return None
+        return OffsetsSnapshotJob(SnapshotId(m.applied, m.applied_epoch), m.state.copy(), now_ms)
+
+    def stored(self, sid: SnapshotId) -> None:
+        self.end = max(self.end, sid.end_offset)
+        self._clean = sid
+
+    def clean_due(self, now_ms: int) -> SnapshotId | None:
+        return self._clean
+
+    def cleaned(self, now_ms: int) -> None:
+        self._clean = None
 
 
 def missing(replicated: StoreState, legacy: Iterable[StoreRecord]) -> list[StoreRecord]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import ClassVar
 
 from kraftwire.metadata.fast import replay_value
 from kraftwire.metadata.features import METADATA_VERSION, RecordVersions, wrap
@@ -257,6 +258,7 @@ class Snapshotter:
     core's ``create_snapshot``, report ``stored``, then apply ``clean_due`` with ``delete_before``.
     """
 
+    kind: ClassVar[str] = "metadata"     # what its snapshots hold (``core/snapshots.py`` log lines)
     policy: SnapshotPolicy
     retention: RetentionPolicy
     position: SnapshotId | None = None   # end offset and epoch of the last committed data batch

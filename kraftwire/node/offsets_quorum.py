@@ -6,8 +6,10 @@ Raft wire (``wire.retopic``), so it never mixes with the metadata log and a Kafk
 its records. Its leader coordinates every group (docs/groups.md): once the leader's epoch has a
 committed LeaderChange (every earlier record committed and applied), the group role of its node core
 (``core/group_role.py``) builds a ``GroupCoordinator`` over the replicated state; when it stops leading,
-the role drops it and clients are told NOT_COORDINATOR. This module is the shell: storage, the driver,
-snapshots framed in a worker thread, the legacy file's import.
+the role drops it and clients are told NOT_COORDINATOR. Its snapshots take the metadata quorum's path:
+the group role's ``OffsetsSnapshotter`` makes the node core emit ``TakeSnapshot``, the driver frames it
+in a worker thread and the node core stores it and cleans the log. This module is the shell: storage,
+the driver, the legacy file's import.
 
 Upgrade: a legacy local ``__consumer_offsets-kraftwire/offsets.log`` is read on start. Its records the
 replicated state lacks are appended by this voter when it leads, or relayed to the leader as a simple
@@ -31,13 +33,12 @@ from kraftwire.group.replicated import (
     IMPORT_CLIENT_ID,
     OFFSETS_TOPIC,
     OffsetsMachine,
-    snapshot_batches,
+    OffsetsSnapshotter,
 )
 from kraftwire.group.store import STORE_FILE_NAME, OffsetRecord, StoreRecord, scan_frames, store_dir
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
-from kraftwire.raft import SnapshotId
 from kraftwire.raft.config import RaftConfig
 from kraftwire.raft.core import RaftCore
 
@@ -46,9 +47,6 @@ log = logging.getLogger(__name__)
 OFFSETS_DIR = OFFSETS_TOPIC + "-0"
 IMPORTED_SUFFIX = ".imported"
 DURABLE_WAIT_S = 30.0
-# A replica snapshots its offsets state (and cleans its log below) once this many records, and four
-# times the live records, were committed since its last snapshot (as the local file compacted).
-SNAPSHOT_MIN_RECORDS = 20_000
 
 
 def read_legacy(metadata_log_dir: Path) -> list[StoreRecord]:
@@ -96,7 +94,9 @@ class OffsetsQuorum:
         self.core.log_tag = "OffsetsRaft"   # its log lines: [OffsetsRaft id=N] (kraftwire.raft.story)
         self.legacy = read_legacy(self.metadata_dir)
         # The group coordinator runs in the node core, beside this quorum's Raft core (core/group_role.py).
-        self.groups = GroupRole(cfg.node_id, group_config, machine=self.machine, legacy=self.legacy)
+        self.snapshotter = OffsetsSnapshotter(self.machine)
+        self.groups = GroupRole(cfg.node_id, group_config, machine=self.machine, legacy=self.legacy,
+                                snapshotter=self.snapshotter)
         self.driver = RaftDriver(NodeCore(self.core, groups=self.groups), peers,
                                  request_timeout_ms=raft_config.request_timeout_ms, nodes=nodes,
                                  leader_endpoints=leader_endpoints, topic=OFFSETS_TOPIC, lane="offsets-raft",
@@ -104,11 +104,6 @@ class OffsetsQuorum:
         self.driver.on_change.append(self._changed)
         self.peers = peers
         self._import_task = False
-        self.snapshot_min_records = SNAPSHOT_MIN_RECORDS
-        latest = self.log.latest_snapshot_id()
-        self.snapshot_end = 0 if latest is None else latest.end_offset
-        self._snapshotting = False
-        self.snapshots_taken = 0
 
     # -- leadership ----------------------------------------------------------------------------
     def leader_id(self) -> int | None:
@@ -123,7 +118,6 @@ class OffsetsQuorum:
         core = self.core
         if getattr(self.log, "rejoining", False) and not core.rejoining and core.vote_floor is None:
             self.log.rejoined()
-        self._maybe_snapshot()
         if self.legacy and self.groups.imported:
             self._legacy_done()
         elif self.legacy and self.groups.coordinator is None and not self._import_task \
@@ -181,37 +175,6 @@ class OffsetsQuorum:
         self.legacy = []
         self.groups.legacy = []
         log.info("offsets quorum: the local %s is imported into the replicated offsets", STORE_FILE_NAME)
-
-    # -- snapshots ---------------------------------------------------------------------------
-    def _maybe_snapshot(self) -> None:
-        m = self.machine
-        latest = self.log.latest_snapshot_id()   # ours, or one installed from the leader
-        if latest is not None and latest.end_offset > self.snapshot_end:
-            self.snapshot_end = latest.end_offset
-        live = len(m.state.offsets) + len(m.state.groups)
-        if (m.applied - self.snapshot_end >= max(self.snapshot_min_records, 4 * live) and not self._snapshotting
-                and self.driver._tg is not None):
-            self._snapshotting = True
-            self.driver._tg.start_soon(self._snapshot)
-
-    async def _snapshot(self) -> None:
-        """Frame the committed offsets state in a worker thread, store it and clean the log below it."""
-        try:
-            m = self.machine
-            sid = SnapshotId(m.applied, m.applied_epoch)
-            batches = await anyio.to_thread.run_sync(snapshot_batches, m.state.copy(), sid, wall_ms())
-            try:
-                self.core.create_snapshot(sid, batches)
-                self.core.delete_before(sid)
-            except (ValueError, KeyError) as e:   # e.g. a newer snapshot was installed from the leader
-                log.info("offsets snapshot %s not stored: %s", sid, e)
-                return
-            self.snapshot_end = sid.end_offset
-            self.snapshots_taken += 1
-            log.info("offsets snapshot stored at offset %d epoch %d (%d offsets)", sid.end_offset, sid.epoch,
-                     len(m.state.offsets))
-        finally:
-            self._snapshotting = False
 
     def close(self) -> None:
         self.log.flush()

@@ -271,12 +271,12 @@ class RaftDriver:
                       out.entry.last_offset, e)
 
     async def _frame_snapshot(self, out: TakeSnapshot) -> None:
-        """Frame the immutable image in a worker thread, then hand the batches back to the core."""
+        """Frame the snapshot (an immutable image or offsets state) in a worker thread, then hand the batches back."""
         batches = None
         try:
             batches = await anyio.to_thread.run_sync(out.job.frame)
         except Exception:
-            log.exception("framing the metadata snapshot at %s failed", out.job.sid)
+            log.exception("framing the snapshot at %s failed", out.job.sid)
         self.call(self.node.snapshot_framed, out.job.sid, batches)
 
     async def _send_controller(self, out: SendController) -> None:

@@ -10,6 +10,7 @@ from kraftwire.group import GroupCoordinator
 from kraftwire.group.replicated import (
     OFFSETS_TOPIC,
     OffsetsMachine,
+    OffsetsSnapshotter,
     ReplicatedOffsetStore,
     import_request_records,
     missing,
@@ -46,6 +47,30 @@ def test_machine_applies_committed_records_and_skips_undecodable_ones():
     assert {k: r.offset for k, r in mach.state.offsets.items()} == {("g", T, 0): 11}
     assert mach.state.groups["g"].generation == 3
     assert (mach.applied, mach.applied_epoch, mach.undecodable) == (6, 2, 1)
+
+
+def test_offsets_snapshot_policy_waits_for_min_records_and_four_times_the_live_records():
+    mach = OffsetsMachine()
+    policy = OffsetsSnapshotter(mach, min_records=4)
+    mach.handle_commit([batch(0, 1, [OffsetRecord("g", T, p, 1) for p in range(2)])])
+    assert policy.job(0, None) is None                      # 2 records < max(4, 4 * 2 live)
+    mach.handle_commit([batch(2, 2, [OffsetRecord("g", T, p % 2, p) for p in range(6)])])
+    job = policy.job(7, None)                               # 8 records >= 8
+    assert job is not None and job.sid == SnapshotId(8, 2) and job.timestamp_ms == 7
+    assert job.state.offsets == mach.state.offsets and job.state is not mach.state
+    other = OffsetsMachine()
+    other.handle_snapshot(8, job.frame())
+    assert other.state.offsets == mach.state.offsets and other.applied == 8
+    assert policy.clean_due(7) is None
+    policy.stored(job.sid)                                  # stored: clean below it at once, then not again
+    assert policy.clean_due(7) == job.sid
+    policy.cleaned(7)
+    assert policy.clean_due(8) is None and policy.job(8, job.sid) is None
+    mach.handle_commit([batch(8, 3, [OffsetRecord("g", T, 0, 99)] * 8)])
+    assert policy.job(9, SnapshotId(12, 3)) is None         # the leader's newer snapshot counts as the last one:
+    assert policy.job(9, None) is None                      # 4 records since offset 12, not 8
+    mach.handle_commit([batch(16, 3, [OffsetRecord("g", T, 1, 99)] * 4)])
+    assert policy.job(10, None).sid == SnapshotId(20, 3)
 
 
 def test_snapshot_rebuilds_the_same_state():

@@ -127,12 +127,12 @@ async def test_replicas_snapshot_the_offsets_and_a_wiped_voter_loads_the_leaders
         c.stop(victim)
         for i in (1, 2, 3):
             if i != victim:
-                c.nodes[i].voter.offsets.snapshot_min_records = 5
+                c.nodes[i].voter.offsets.snapshotter.min_records = 5
         for n in range(30):
             oc = await call(ports[owner - 1], commit(f"s{n % 4}", n), 8)
             assert oc.topics[0].partitions[0].error_code == 0
         # 4 live offsets: a snapshot after max(5, 16) records, and the log below it is gone
-        await wait_for(lambda: c.nodes[owner].voter.offsets.snapshots_taken > 0, 10)
+        await wait_for(lambda: c.nodes[owner].voter.offsets.driver.node.snapshots_taken > 0, 10)
         assert c.nodes[owner].voter.offsets.log.start_offset > 0
         shutil.rmtree(tmp_path / f"n{victim}" / "__kraftwire_offsets-0")
         await c.start(tg, victim)

@@ -1,7 +1,8 @@
 """The offsets quorum under faults: every voter runs the production node core with the production group
 role (``core/group_role.py``) over the production ``OffsetsMachine``; clients send OffsetCommit requests to
 random voters (crashes, torn writes, wiped disks, partitions, message loss and reordering, snapshots of the
-offsets state with log cleaning).
+offsets state with log cleaning: the production path, the group role's ``OffsetsSnapshotter`` making the node
+core emit ``TakeSnapshot``, framed here inline and handed back to ``snapshot_framed``).
 
 After every event, each live replica's offsets state must equal the replay of the committed log up to
 what it applied (so a committed offset is never lost or changed, through snapshots and restarts on wiped
@@ -14,15 +15,15 @@ from __future__ import annotations
 import pytest
 
 from kraftwire.core.group_role import GroupRole
-from kraftwire.core.node_core import NodeCore, Respond
+from kraftwire.core.node_core import NodeCore, Respond, TakeSnapshot
 from kraftwire.group import GroupConfig
-from kraftwire.group.replicated import OffsetsMachine, snapshot_batches
+from kraftwire.group.replicated import OffsetsMachine, OffsetsSnapshotter
 from kraftwire.group.store import OffsetRecord, StoreState, decode_record
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import offset_commit_request as ocq
 from kraftwire.protocol.records import RecordBatch
 from kraftwire.raft import SnapshotId
-from kraftwire.sim.cluster import APPEND, Simulation
+from kraftwire.sim.cluster import APPEND, SimNode, Simulation
 from kraftwire.sim.config import SimConfig
 from kraftwire.sim.invariants import Violation
 
@@ -45,23 +46,10 @@ class _OffsetsListener:
     def __init__(self, sim: OffsetsSimulation, nid: int) -> None:
         self.sim, self.nid = sim, nid
         self.machine = OffsetsMachine()
-        self.since = 0
 
     def handle_commit(self, batches: list[RecordBatch]) -> None:
         self.sim.checker.on_commit_callback(self.nid, batches)
         self.machine.handle_commit(batches)
-        self.since += sum(len(b.records) for b in batches)
-        every = self.sim.snapshot_every.get(self.nid)
-        if every and self.since >= every:
-            self.since = 0
-            last = batches[-1]
-            sid = SnapshotId(last.next_offset, last.leader_epoch)
-            core = self.sim.nodes[self.nid].core
-            core.create_snapshot(sid, snapshot_batches(self.machine.state, sid, self.sim.now))
-            self.sim.offsets_snapshots += 1
-            if self.sim.rng.random() < self.sim.cfg.snapshot_clean_p:
-                self.sim.checker.check_hw(self.sim.nodes[self.nid])
-                core.delete_before(sid)
 
     def handle_snapshot(self, end_offset: int, batches: list[RecordBatch]) -> None:
         self.machine.handle_snapshot(end_offset, batches)
@@ -69,6 +57,20 @@ class _OffsetsListener:
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self.machine.handle_leader_change(leader_id, epoch)
+
+
+class _SimSnapshotter(OffsetsSnapshotter):
+    """The production policy; whether the log is cleaned below a stored snapshot is the simulator's fault
+    choice (``snapshot_clean_p``), so replicas also keep logs that reach below their snapshot."""
+
+    def __init__(self, sim: OffsetsSimulation, machine: OffsetsMachine, min_records: int) -> None:
+        super().__init__(machine, min_records)
+        self.sim = sim
+
+    def stored(self, sid: SnapshotId) -> None:
+        super().stored(sid)
+        if self.sim.rng.random() >= self.sim.cfg.snapshot_clean_p:
+            self.cleaned(self.sim.now)
 
 
 class OffsetsSimulation(Simulation):
@@ -91,7 +93,19 @@ class OffsetsSimulation(Simulation):
     def _node_core(self, nid: int, core) -> NodeCore:
         """The production node core and group role, over this incarnation's offsets machine."""
         config = GroupConfig(partition_exists=lambda topic, partition: topic == "t")
-        return NodeCore(core, groups=GroupRole(nid, config, machine=self.listeners[nid].machine))
+        machine = self.listeners[nid].machine
+        every = self.snapshot_every.get(nid)
+        snapshotter = _SimSnapshotter(self, machine, every) if every else None
+        return NodeCore(core, groups=GroupRole(nid, config, machine=machine, snapshotter=snapshotter))
+
+    def _on_take_snapshot(self, node: SimNode, out: TakeSnapshot) -> None:
+        """Frame the group role's due snapshot inline and hand it back (the server frames it in a thread)."""
+        sid = out.job.sid
+        self.checker.check_hw(node)   # observe the committed prefix before the node core may clean below it
+        batches = out.job.frame()
+        self._run_core(node, lambda c: c.snapshot_framed(self.now, sid, batches))
+        if node.core is not None and node.core.log.latest_snapshot_id() == sid:
+            self.offsets_snapshots += 1
 
     def _append(self):
         """A client's OffsetCommit to a voter: mostly the one it found coordinating, sometimes another."""
@@ -226,3 +240,20 @@ def test_a_group_role_answering_before_the_commit_is_caught(monkeypatch):
     violations = [v for seed in range(5) for v in OffsetsSimulation(seed, SimConfig(
         voters=3, observers=0, duration_ms=3000, snapshot_records=None)).run().violations]
     assert any("before it was committed" in v for v in violations), violations
+
+
+def test_a_snapshot_that_loses_an_offset_is_caught(monkeypatch):
+    """Mutation check: the production snapshot path framing a state without one of its offsets must be
+    reported (a replica loading it, or replaying after it, differs from the committed log)."""
+    from kraftwire.group.replicated import OffsetsSnapshotJob, snapshot_batches
+
+    def lossy(self):
+        state = self.state.copy()
+        if state.offsets:
+            state.offsets.pop(next(iter(state.offsets)))
+        return snapshot_batches(state, self.sid, self.timestamp_ms)
+
+    monkeypatch.setattr(OffsetsSnapshotJob, "frame", lossy)
+    assert any(not OffsetsSimulation(seed, SimConfig(
+        voters=3, observers=0, duration_ms=5000, snapshot_records=(8, 20), snapshot_clean_p=1.0,
+        faults=frozenset({"crash", "wipe", "partition"}))).run().ok for seed in range(100, 103))
