@@ -74,6 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "convert back) at the versions kraftwire advertises")
     p.add_argument("--reconfig", action="store_true",
                    help="KIP-853: a kraft.version 1 quorum whose voters an admin adds and removes under the faults")
+    p.add_argument("--recovery", action="store_true",
+                   help="a kraft.version 1 quorum loses every voter but one for good mid-run; the survivor is made a "
+                        "single-voter quorum as `storage recover-as-single-voter` does and voters are added back")
     p.add_argument("--never-started", type=int, default=0, metavar="N",
                    help="voters that never run (a fresh quorum with machines missing; default 0)")
     p.add_argument("--start-spread-ms", type=int, default=0, metavar="MS",
@@ -97,6 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     cfg = SimConfig(voters=args.voters, observers=args.observers, faults=args.faults,
                     duration_ms=args.duration_ms, bugs=bugs, controller=args.controller,
                     metadata_version=max(0, args.metadata_version), wire=args.wire, reconfig=args.reconfig,
+                    recovery=args.recovery,
                     never_started=args.never_started, start_spread_ms=args.start_spread_ms,
                     first_leader_within_ms=args.first_leader_within_ms)
     seeds = [args.seed] if args.seed is not None else range(args.start_seed, args.start_seed + args.seeds)
@@ -126,6 +130,6 @@ def _run(args: argparse.Namespace) -> int:
             if not result.ok:
                 bad += 1
                 progress.write(f"seed={result.seed} {result.violations[0]} | repro: {result.repro}", file=sys.stdout)
-    print(f"seeds={total} violations={bad}" + (f" voter_changes={changes}" if args.reconfig else ""), flush=True)   # the result line (same for local and Spark runs)
+    print(f"seeds={total} violations={bad}" + (f" voter_changes={changes}" if args.reconfig or args.recovery else ""), flush=True)   # the result line (same for local and Spark runs)
     print(f"simulate: {total} seeds in {time.monotonic() - started:.1f} s", file=sys.stderr)
     return 1 if bad else 0

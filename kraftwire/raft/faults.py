@@ -25,6 +25,8 @@ class RaftFaults:
     hw_old_majority: bool = False         # KIP-853: commit on a majority of the first voter set, not the one in force
     rejoin_ignores_history: bool = False  # a voter without history votes once a majority answered, whatever their epochs
     rejoin_waits_for_all: bool = False    # a fresh voter waits for every other voter, not a majority, to answer
+    recovery_truncates_unproven: bool = False   # recover-as-single-voter drops the records it cannot prove committed
+    recovery_claims_log_end: bool = False       # recover-as-single-voter reports the whole log as committed
 
     @classmethod
     def named(cls, names: Iterable[str]) -> RaftFaults:

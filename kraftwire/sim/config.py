@@ -58,6 +58,8 @@ class SimConfig:
     metadata_version: int = 0  # with ``controller``: the level the cluster bootstraps at (0 = latest)
     wire: bool = False         # every message crosses the Kafka wire format (kraftwire.sim.wire)
     reconfig: bool = False     # KIP-853: an admin adds and removes voters meanwhile (kraftwire.sim.reconfig_sim)
+    recovery: bool = False     # KIP-853 quorum loses all voters but one for good mid-run; recover-as-single-voter
+                               # makes the survivor the quorum and voters are added back (kraftwire.sim.recovery_sim)
     never_started: int = 0     # voters (drawn per seed) that never run: a fresh quorum with machines missing
     start_spread_ms: int = 0   # each node starts at a time drawn in [0, start_spread_ms] (0: all at once)
     first_leader_within_ms: int | None = None   # liveness: a leader must exist this long after the start
@@ -93,6 +95,7 @@ class SeedResult:
     snapshot_loads: int = 0
     snapshot_downloads: int = 0
     voter_changes: int = 0     # with ``reconfig``: AddRaftVoter/RemoveRaftVoter answered NONE
+    recovery: dict[str, int] = field(default_factory=dict)   # with ``recovery``: what the recovery kept and lost
     first_leader_ms: int | None = None   # when the first leader was seen (simulated ms from the start)
     repro: str = ""
 

@@ -143,15 +143,14 @@ class ReconfigSimulation(Simulation):
         node = max(leaders, key=lambda n: n.core.epoch if n.core else -1)
         core = node.core
         assert core is not None
-        voters = set(core.voters)
-        outside = [i for i in self.nodes if i not in voters]
-        add = outside and (len(voters) <= 1 or self.rng.random() < 0.5)
+        pick = self._admin_pick(set(core.voters))
+        if pick is None:
+            return None
+        add, nid = pick
         if add:
-            nid = self.rng.choice(outside)
             v = voter_node(nid)
             msg: Any = m.AddRaftVoterRequest(self.cfg.cluster_id, 30000, nid, v.directory_id, v.endpoints)
         else:
-            nid = self.rng.choice(sorted(voters))
             msg = m.RemoveRaftVoterRequest(self.cfg.cluster_id, nid, directory_id(nid))
         iid = self._next_inbound
         self._next_inbound += 1
@@ -160,6 +159,13 @@ class ReconfigSimulation(Simulation):
         now = self.now
         self._run_core(node, lambda c: c.handle_request(now, iid, ADMIN, msg))
         return node
+
+    def _admin_pick(self, voters: set[int]) -> tuple[bool, int] | None:
+        """The admin's next change: (True, node) adds it, (False, node) removes it, None skips this turn."""
+        outside = [i for i in self.nodes if i not in voters]
+        if outside and (len(voters) <= 1 or self.rng.random() < 0.5):
+            return True, self.rng.choice(outside)
+        return False, self.rng.choice(sorted(voters))
 
 
 def _rng(parent: Any) -> Any:
@@ -178,8 +184,12 @@ class ReconfigChecker(InvariantChecker):
                 self._check_election(node)
         super().after_event(node)
 
+    def _history(self, node: Any) -> tuple[tuple[int, VoterSet], ...]:
+        """The (offset, voter set) entries of ``node``'s log the rules apply to."""
+        return node.core.history.entries
+
     def _check_voter_history(self, node: Any) -> None:
-        entries = node.core.history.entries
+        entries = self._history(node)
         uncommitted = [off for off, _ in entries if off >= len(self.committed)]
         if len(uncommitted) > 1:
             raise Violation(f"node {node.node_id}: {len(uncommitted)} voter changes uncommitted at offsets "
@@ -204,6 +214,10 @@ class ReconfigChecker(InvariantChecker):
             raise Violation(f"node {node.node_id} leads epoch {core.epoch} with votes {sorted(granted)}, not a "
                             f"majority of the voter set in force {sorted(voters)}")
 
+    def _sets_before_any(self) -> list[frozenset[int]]:
+        """The voter set in force where a log's entries name none yet (none: the rule is skipped)."""
+        return []
+
     def _check_majority(self) -> None:
         c = len(self.committed)
         if c == 0:
@@ -214,11 +228,11 @@ class ReconfigChecker(InvariantChecker):
             return
         sets: list[frozenset[int]] = []
         ref = max(live, key=lambda n: n.core.hw or 0)
-        below = [vs.ids for off, vs in ref.core.history.entries if off < c]
+        below = [vs.ids for off, vs in self._history(ref) if off < c] or self._sets_before_any()
         if below:
             sets.append(below[-1])
         for n in live:
-            sets.extend(vs.ids for off, vs in n.core.history.entries if off >= c)
+            sets.extend(vs.ids for off, vs in self._history(n) if off >= c)
         holders = {nid for nid, n in self.sim.nodes.items()
                    if held(n.log, c - 1) and (c - 1 < n.log.start_offset or entry_at(n.log, c - 1) == want)}
         for ids in sets:

@@ -20,6 +20,8 @@ def repro_command(seed: int, cfg: SimConfig) -> str:
         cmd += " --wire"
     if cfg.reconfig:
         cmd += " --reconfig"
+    if cfg.recovery:
+        cmd += " --recovery"
     if cfg.never_started:
         cmd += f" --never-started {cfg.never_started}"
     if cfg.start_spread_ms:
@@ -37,6 +39,13 @@ def run_seed(seed: int, cfg: SimConfig) -> SeedResult:
         from kraftwire.sim.controller_sim import ControllerSimulation
 
         result = ControllerSimulation(seed, cfg).run()
+    elif cfg.recovery:
+        from kraftwire.sim.recovery_sim import RecoverySimulation
+
+        rsim = RecoverySimulation(seed, cfg)
+        result = rsim.run()
+        result.voter_changes = rsim.changes_ok
+        result.recovery = rsim.summary()
     elif cfg.reconfig:
         from kraftwire.sim.reconfig_sim import ReconfigSimulation
 
