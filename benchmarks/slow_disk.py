@@ -66,11 +66,19 @@ def main() -> int:
     cols = ["delay_ms", "brokers", "registered", "heartbeats", "p50_ms", "p99_ms", "max_ms", "timeouts",
             "spurious_fences", "leader_changes", "cpu_max_pct", "disk_calls", "loop_disk_calls", "loadavg"]
     print(" | ".join(cols), flush=True)
+    p99: dict[float, float] = {}
     for delay in args.delays or (0.0, args.delay_ms):
         row = one_run(args.brokers, args.duration, delay, args.procs, args.keep_logs)
+        p99[delay] = row["p99_ms"]
         print(" | ".join(f"{row[c]:.1f}" if isinstance(row[c], float) else str(row[c]) for c in cols), flush=True)
         if row["loop_examples"]:
             print(f"  on the event loop: {row['loop_examples']}", flush=True)
+    base = p99.get(0.0)
+    for delay, value in p99.items():
+        if delay > 0 and base:
+            ratio = value / base
+            print(f"p99 at +{delay:.0f} ms per fsync/rename: {ratio:.1f}x the undelayed "
+                  f"({'within' if ratio <= 2 else 'above'} the 2x goal)", flush=True)
     return 0
 
 

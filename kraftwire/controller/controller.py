@@ -130,6 +130,9 @@ class QuorumController:
         self._latest = image
         self._reg_offsets: dict[int, int] = {}
         self._pending: deque[tuple[int, MetadataImage, dict[int, int]]] = deque()
+        #: offset of the last record written that changed the state (not a NoOpRecord): what a request
+        #: writing nothing waits for before its answer, read from the latest image, may be sent
+        self._last_change = offset
         self._active = False
         self._epoch = -1
         self._next_offset = offset + 1
@@ -291,6 +294,7 @@ class QuorumController:
         self._next_offset = next_offset
         self._committed_reg = dict(self._reg_offsets)
         self._pending.clear()
+        self._last_change = self._committed_offset
         self.sessions = {bid: Session(now) for bid in self._latest.brokers}
         self._last_write_ms = now
         self._next_rebalance_ms = now + self.config.leader_imbalance_check_interval_ms
@@ -320,6 +324,7 @@ class QuorumController:
         self._loader = ImageLoader(self._committed)
         self._loader.on_partition = self.index.update
         self._next_offset = self._committed_offset + 1
+        self._last_change = self._committed_offset
         self.sessions = {}
         self.index.rebuild(self._committed)
         self.dirs.rebuild(self._committed)
@@ -350,6 +355,8 @@ class QuorumController:
         self._latest = delta.apply()
         self._reg_offsets = reg
         last = off - 1
+        if any(type(r.message) is not NoOpRecord for r in records):
+            self._last_change = last
         self._next_offset = off
         self._pending.append((last, self._latest, reg))
         return last
@@ -358,7 +365,7 @@ class QuorumController:
                 atomic: bool = True) -> ControllerResult:
         if records and now is not None:
             self._last_write_ms = now
-        last = self._write(records)
+        last = self._write(records) if records else self._last_change
         wait = last if last > self._committed_offset else -1
         return ControllerResult(records, response, wait, atomic)
 

@@ -333,3 +333,30 @@ def test_sessions_stay_ordered_by_last_contact_and_expire_oldest_first() -> None
     assert h.image.brokers[2].fenced and h.image.brokers[3].fenced
     assert not h.image.brokers[1].fenced and not h.image.brokers[4].fenced
     assert h.ctl.next_deadline() == 1201        # broker 1, last seen at 200
+
+
+def test_a_heartbeat_that_writes_nothing_waits_for_pending_changes_not_for_noop_records() -> None:
+    """Kafka's controller answers a request that writes nothing once the newest pending write commits (its
+    answer was read from the latest, uncommitted state). A pending NoOpRecord changes no state, so an answer
+    read past it is the committed state's answer: only writes that change state are waited for."""
+    from kraftwire.protocol.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+    from kraftwire.protocol.messages.no_op_record import NoOpRecord
+
+    h = Harness(max_idle_interval_ms=500)
+    h.start_brokers(1)
+    h.now += 500
+    noop = h.ctl.tick(h.now)
+    h.append(noop)                                     # written, not committed (the leader's fsync is slow)
+    assert [type(r.message) for r in noop] == [NoOpRecord]
+    res = h.ctl.handle(h.now, _hb(h, 1))
+    assert res.records == [] and res.commit_offset == -1 and res.response.error_code == 0   # answered at once
+    h.run(CreateTopicsRequest(topics=[CreatableTopic(name="t", num_partitions=1, replication_factor=1)]),
+          commit=False)
+    created = len(h.log) - 1
+    h.now += 500
+    h.append(h.ctl.tick(h.now))                        # another NoOpRecord after the uncommitted create
+    assert len(h.log) - 1 > created
+    res = h.ctl.handle(h.now, _hb(h, 1))
+    assert res.records == [] and res.commit_offset == created   # the create it may have read, not the NoOp
+    h.commit()
+    assert h.ctl.handle(h.now, _hb(h, 1)).commit_offset == -1
