@@ -19,15 +19,14 @@ OffsetCommit; once they are committed the file is renamed ``offsets.log.imported
 from __future__ import annotations
 
 import logging
-import random
-from dataclasses import replace
+import uuid
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from kraftwire.config import NodeConfig
-from kraftwire.core import GroupRole, NodeCore
+from kraftwire.core import GroupRole
 from kraftwire.group import GroupConfig
 from kraftwire.group.replicated import (
     IMPORT_CLIENT_ID,
@@ -38,9 +37,10 @@ from kraftwire.group.replicated import (
 from kraftwire.group.store import STORE_FILE_NAME, OffsetRecord, StoreRecord, scan_frames, store_dir
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
-from kraftwire.node.raft_driver import RaftDriver, wall_ms
-from kraftwire.raft.config import RaftConfig
-from kraftwire.raft.core import RaftCore
+from kraftwire.node.disk_worker import DiskWorker
+from kraftwire.node.node_storage import open_quorum_log, recover_voter_log
+from kraftwire.node.replica import assemble_replica
+from kraftwire.raft import RaftConfig
 
 log = logging.getLogger(__name__)
 
@@ -67,40 +67,23 @@ class OffsetsQuorum:
     """Storage, Raft core and driver of the offsets quorum on one voter, and group hand-over."""
 
     def __init__(self, cfg: NodeConfig, peers: PeerClient, raft_config: RaftConfig, cluster_id: str, *,
-                 nodes: list[tuple[int, str, int, str]], leader_endpoints: list[tuple[str, str, int]],
-                 group_config: GroupConfig, directory_id: Any = None, disk: Any = None) -> None:
-        from kraftwire.storage.log import FileLog
-        from kraftwire.storage.quorum_state import FileQuorumStateStore
-
+                 group_config: GroupConfig, disk: DiskWorker, directory_id: uuid.UUID | None = None) -> None:
         self.node_id = cfg.node_id
         self.group_config = group_config
         self.metadata_dir = Path(cfg.metadata_log_dir)
-        directory = self.metadata_dir / OFFSETS_DIR
-        self.log = FileLog(directory, segment_bytes=cfg["metadata.log.segment.bytes"])
-        self.store = FileQuorumStateStore(directory / "quorum-state")
-        voters = [v.node_id for v in cfg.voters]
-        saved = self.store.read()
-        if saved is not None:
-            self.log.discard_epochs_above(saved.epoch)
-        elif len(voters) > 1 and cfg.node_id in voters and self.log.end_offset == 0:
-            # Fresh or wiped: only the other voters can tell (raft/core.py re-joining).
-            self.log.mark_rejoining("offsets quorum started on an empty directory (fresh, or wiped)")
+        self.log, self.store = open_quorum_log(self.metadata_dir / OFFSETS_DIR, cfg)
+        recover_voter_log(self.log, self.store, cfg, fresh="offsets quorum started on an empty directory (fresh, or wiped)")
         self.machine = OffsetsMachine()
-        floor = getattr(self.log, "vote_floor", None)
-        self.core = RaftCore(cfg.node_id, frozenset(voters), replace(raft_config, defer_flush=True), self.log,
-                             self.store, random.Random(), cluster_id, wall_ms(), listener=self.machine,
-                             rejoining=bool(getattr(self.log, "rejoining", False)) and floor is None,
-                             directory_id=directory_id, vote_floor=floor)
-        self.core.log_tag = "OffsetsRaft"   # its log lines: [OffsetsRaft id=N] (kraftwire.raft.story)
         self.legacy = read_legacy(self.metadata_dir)
         # The group coordinator runs in the node core, beside this quorum's Raft core (core/group_role.py).
         self.snapshotter = OffsetsSnapshotter(self.machine)
         self.groups = GroupRole(cfg.node_id, group_config, machine=self.machine, legacy=self.legacy,
                                 snapshotter=self.snapshotter)
-        self.driver = RaftDriver(NodeCore(self.core, groups=self.groups), peers,
-                                 request_timeout_ms=raft_config.request_timeout_ms, nodes=nodes,
-                                 leader_endpoints=leader_endpoints, topic=OFFSETS_TOPIC, lane="offsets-raft",
-                                 disk=disk)
+        replica = assemble_replica(cfg, self.log, self.store, voters=[v.node_id for v in cfg.voters],
+                                   raft_config=raft_config, cluster_id=cluster_id, listener=self.machine, peers=peers,
+                                   disk=disk, voter=True, directory_id=directory_id, groups=self.groups,
+                                   topic=OFFSETS_TOPIC, lane="offsets-raft", log_tag="OffsetsRaft")
+        self.core, self.driver = replica.core, replica.driver
         self.driver.on_change.append(self._changed)
         self.peers = peers
         self._import_task = False
@@ -115,9 +98,6 @@ class OffsetsQuorum:
         return await self.driver.submit_group(api_key, version, body, client_id, client_host)
 
     def _changed(self) -> None:
-        core = self.core
-        if getattr(self.log, "rejoining", False) and not core.rejoining and core.vote_floor is None:
-            self.log.rejoined()
         if self.legacy and self.groups.imported:
             self._legacy_done()
         elif self.legacy and self.groups.coordinator is None and not self._import_task \

@@ -20,7 +20,6 @@ node; ``shutdown()`` is the broker's controlled shutdown, then the voter's resig
 from __future__ import annotations
 
 import logging
-import random
 import uuid
 from functools import partial
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 import anyio
 
 from kraftwire.config import NodeConfig
-from kraftwire.core import FanOutListener, NodeCore
+from kraftwire.core import FanOutListener
 from kraftwire.core.api_registry import api_versions_response
 from kraftwire.net.backoff import ReconnectBackoff
 from kraftwire.net.client import Connection, RequestFailed
@@ -41,6 +40,7 @@ from kraftwire.node.disk_worker import DiskWorker
 from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
 from kraftwire.node.node_storage import NodeStorage, open_node_storage
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
+from kraftwire.node.replica import assemble_replica, quorum_raft_config
 from kraftwire.node.secure import outbound_security
 from kraftwire.node.wire import OFFSETS_TOPIC, addressed_topic
 from kraftwire.protocol.api import ApiKey
@@ -48,8 +48,6 @@ from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.metadata import METADATA_TOPIC
 from kraftwire.protocol.requests import Reply, RequestContext
-from kraftwire.raft.config import RaftConfig
-from kraftwire.raft.core import RaftCore
 from kraftwire.security.sasl import SASL_APIS
 from kraftwire.security.settings import ClientSecurity
 from kraftwire.storage.audit import AuditWriter
@@ -60,19 +58,6 @@ Address = tuple[str, int]
 
 class FatalNodeError(RuntimeError):
     """The node cannot continue safely (e.g. a committed record it cannot apply)."""
-
-
-def raft_config(cfg: NodeConfig) -> RaftConfig:
-    return RaftConfig(
-        election_timeout_ms=cfg["controller.quorum.election.timeout.ms"],
-        fetch_timeout_ms=cfg["controller.quorum.fetch.timeout.ms"],
-        election_backoff_max_ms=cfg["controller.quorum.election.backoff.max.ms"],
-        request_timeout_ms=cfg["controller.quorum.request.timeout.ms"],
-        retry_backoff_ms=cfg["controller.quorum.retry.backoff.ms"],
-        append_linger_ms=cfg["controller.quorum.append.linger.ms"],
-        defer_flush=True,
-        defer_state=True,
-    )
 
 
 async def discover_voters(servers: list[str], listener: str, timeout_s: float,
@@ -145,7 +130,7 @@ class Server:
         self.cluster_id: str = cluster_id or ""
         self.directory_id = directory_id   # KIP-853 ReplicaDirectoryId of its Fetches
         self.voters: dict[int, Address] = {v.node_id: (v.host, v.port) for v in cfg.voters}
-        self.raft_config = raft_config(cfg)
+        self.raft_config = quorum_raft_config(cfg)
         self.core: Any = None                # the Raft core of __cluster_metadata
         self.node: Any = None                # the node core around it (core/node_core.py)
         self.driver: Any = None
@@ -180,22 +165,17 @@ class Server:
         """The Raft core and its driver (a broker bootstrapping from controller.quorum.bootstrap.servers
         builds them once it has learnt the voters)."""
         cfg, log_ = self.cfg, self.log
-        vote_floor = getattr(log_, "vote_floor", None)
         # The core starts when its log was opened (Kafka initializes the Raft client there, before the
         # controller and the request handlers are built): its election timer runs while the roles are built.
         now, self._started_ms = min(self._started_ms or wall_ms(), wall_ms()), None
-        self.core = RaftCore(cfg.node_id, frozenset(self.voters), self.raft_config, log_, self.store, random.Random(),
-                             self.cluster_id, now, listener=self.raft_listeners,
-                             rejoining=bool(getattr(log_, "rejoining", False)) and vote_floor is None,
-                             directory_id=self.directory_id, vote_floor=vote_floor,
-                             epoch_start_records=self._epoch_start_records(),
-                             voter_history=self._voter_history(), listener_name=cfg.controller_listener)
         voter = self.voter is not None   # DescribeQuorum lists the voters; BeginQuorumEpoch names our endpoint
-        self.node = NodeCore(self.core, None if self.voter is None else self.voter.controller,
-                             broker=None if self.broker is None else self.broker.role)
-        self.driver = RaftDriver(self.node, self.peers, nodes=self.raft_nodes() if voter else [],
-                                 leader_endpoints=self.raft_endpoints() if voter else [],
-                                 request_timeout_ms=cfg["controller.quorum.request.timeout.ms"], disk=self.disk)
+        replica = assemble_replica(
+            cfg, log_, self.store, voters=list(self.voters), raft_config=self.raft_config, cluster_id=self.cluster_id,
+            listener=self.raft_listeners, peers=self.peers, disk=self.disk, voter=voter,
+            directory_id=self.directory_id, now_ms=now, controller=None if self.voter is None else self.voter.controller,
+            broker=None if self.broker is None else self.broker.role, listener_name=cfg.controller_listener,
+            epoch_start_records=self._epoch_start_records(), voter_history=self._voter_history())
+        self.core, self.node, self.driver = replica.core, replica.node, replica.driver
         self.metrics = RaftMetrics(self.core, log_, controller=None if self.voter is None else self.voter.controller)
         self.driver.metrics = self.metrics
         from kraftwire.storage.log import FileLog
@@ -204,16 +184,6 @@ class Server:
             self.driver.audit = AuditWriter(cfg.metadata_log_dir)
         for role in self.roles:
             role.attach(self.core, self.driver)
-
-    def raft_nodes(self) -> list[tuple[int, str, int, str]]:
-        """The voters at their controller-listener addresses, as DescribeQuorum lists them."""
-        listener = self.cfg.controller_listener
-        return [(v.node_id, v.host, v.port, listener) for v in self.cfg.voters]
-
-    def raft_endpoints(self) -> list[tuple[str, str, int]]:
-        """This voter's own controller endpoint, as its BeginQuorumEpoch names it."""
-        listener = self.cfg.controller_listener
-        return [(e.name, e.host, e.port) for e in self.cfg.advertised() if e.name == listener]
 
     def raft_driver(self, body: Any) -> RaftDriver:
         """The quorum a Raft request addresses: the voters' offsets quorum by its topic, else the metadata's."""

@@ -130,7 +130,6 @@ class VoterRole:
         self.offsets: OffsetsQuorum | None = None
         if offset_store is None and cfg["kraftwire.group.offsets.replication"] == "raft":
             self.offsets = OffsetsQuorum(cfg, server.peers, server.raft_config, server.cluster_id,
-                                         nodes=server.raft_nodes(), leader_endpoints=server.raft_endpoints(),
                                          group_config=group_config, directory_id=server.directory_id,
                                          disk=server.disk)
             self.groups = GroupShell(self.offsets.groups, wall_ms, server.peers, group_voters, node_id=cfg.node_id,
@@ -174,8 +173,6 @@ class VoterRole:
     def attach(self, core: Any, driver: Any) -> None:
         self.view = LogPartitionView(core, self.server.log)
         self.voter_changes.attach(driver)
-        if core.rejoining or core.vote_floor is not None:  # damage discarded on open: clear once back
-            driver.on_change.append(self._maybe_rejoined)
 
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg:
@@ -295,11 +292,6 @@ class VoterRole:
                                            served=self.apis, dispatch=self.server.handle), request.api_version)
 
     # -- helpers --------------------------------------------------------------------------------
-    def _maybe_rejoined(self) -> None:
-        core, log_ = self.server.core, self.server.log
-        if not core.rejoining and core.vote_floor is None and getattr(log_, "rejoining", False):
-            log_.rejoined()
-
     def _brokers(self, listener: str | None = None) -> list[reads.BrokerInfo]:
         """The voters at their addresses on ``listener`` (this node's advertised one, the others' from their
         ControllerRegistration), or at their controller-listener address when that listener is unknown."""
