@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 
 from kraftwire.config import NodeConfig
 from kraftwire.core import GroupRole
@@ -87,6 +88,14 @@ class OffsetsQuorum:
         self.driver.on_change.append(self._changed)
         self.peers = peers
         self._import_task = False
+        self._tg: TaskGroup | None = None   # this quorum's tasks: its driver, a follower's legacy relay
+
+    async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run the driver (and, on a follower upgrading from a local file, the relay of its legacy offsets)."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            await tg.start(self.driver.run)
+            task_status.started()
 
     # -- leadership ----------------------------------------------------------------------------
     def leader_id(self) -> int | None:
@@ -102,9 +111,9 @@ class OffsetsQuorum:
             self._legacy_done()
         elif self.legacy and self.groups.coordinator is None and not self._import_task \
                 and self.leader_id() not in (None, self.node_id) \
-                and self.driver._tg is not None:
+                and self._tg is not None:
             self._import_task = True
-            self.driver._tg.start_soon(self._relay_legacy)
+            self._tg.start_soon(self._relay_legacy)
 
     async def _relay_legacy(self) -> None:
         """A follower's legacy offsets go to the leader as simple OffsetCommits (imported, not overwriting)."""

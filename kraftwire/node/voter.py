@@ -177,7 +177,7 @@ class VoterRole:
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg:
             if self.offsets is not None:
-                await tg.start(self.offsets.driver.run)
+                await tg.start(self.offsets.run)
             if self.server.voter_set is not None:
                 tg.start_soon(self.voter_changes.keep_entry_current)
                 if self.cfg["controller.quorum.auto.join.enable"] == "true":
