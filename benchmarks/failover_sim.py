@@ -1,8 +1,9 @@
 """Simulated leader-failover latency and split-vote rate, ours vs Kafka-3.7-style detection.
 
 Kafka's default timeouts (RaftConfig()), 1-5 ms network latency, continuous appends. After the
-first leader has been stable for a while it crashes for good; we measure the simulated time until
-a new leader exists. A *split vote* is a failover where two voters stood in the same epoch or the
+first leader has been stable for a while it crashes for good (its process dies: connections to it close
+and new ones are refused, as after ``kill -9``; ``--silent-host``: every request to it times out); we
+measure the simulated time until a new leader exists. A *split vote* is a failover where two voters stood in the same epoch or the
 first epoch after the crash produced no leader.
 
     python benchmarks/failover_sim.py [--seeds 300] [--voters 3]
@@ -22,8 +23,9 @@ from kraftwire.sim.config import SimConfig
 MODES = {
     "kraftwire": RaftConfig(),                          # jittered fetch-timeout detection + pre-vote (KIP-996)
     "kraftwire-no-prevote": RaftConfig(pre_vote=False),  # jittered detection, direct candidacy
-    "kafka37": RaftConfig(fetch_timeout_jitter=0.0, pre_vote=False),  # fixed fetch timeout, as Kafka 3.x ships it
-    "kafka4x": RaftConfig(fetch_timeout_jitter=0.0),    # fixed fetch timeout + pre-vote, as Kafka 4.x
+    "kraftwire-no-refused": RaftConfig(refused_standoff_ms=None),  # a crash noticed by the fetch timeout only
+    "kafka37": RaftConfig(fetch_timeout_jitter=0.0, pre_vote=False, refused_standoff_ms=None),  # Kafka 3.x
+    "kafka4x": RaftConfig(fetch_timeout_jitter=0.0, refused_standoff_ms=None),  # fixed fetch timeout + pre-vote
 }
 
 
@@ -34,8 +36,10 @@ class Failover:
 
 
 def failover_once(seed: int, raft: RaftConfig, voters: int, crash_at: int = 5000,
-                  give_up_ms: int = 60_000) -> Failover:
-    cfg = SimConfig(voters=voters, observers=0, faults=frozenset(), raft=raft,
+                  give_up_ms: int = 60_000, refuse: bool = True) -> Failover:
+    """``refuse``: the leader's process dies on a live host (connections to it close, new ones are refused,
+    as after ``kill -9``); False: its host goes silent (every request times out)."""
+    cfg = SimConfig(voters=voters, observers=0, faults=frozenset(), raft=raft, refuse_when_down=refuse,
                     duration_ms=crash_at + give_up_ms, fault_until_ms=crash_at + give_up_ms,
                     liveness_bound_ms=1)
     sim = Simulation(seed, cfg)
@@ -67,11 +71,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=300)
     ap.add_argument("--voters", type=int, nargs="+", default=[3, 5])
+    ap.add_argument("--silent-host", action="store_true",
+                    help="the leader's host goes silent (requests time out) instead of its process dying "
+                         "(connections closed, then refused)")
     args = ap.parse_args()
     for voters in args.voters:
         for mode, raft in MODES.items():
             t = time.perf_counter()
-            runs = [failover_once(seed, replace(raft), voters) for seed in range(args.seeds)]
+            runs = [failover_once(seed, replace(raft), voters, refuse=not args.silent_host)
+                    for seed in range(args.seeds)]
             lat = sorted(r.latency_ms for r in runs if r.latency_ms is not None)
             splits = sum(r.split for r in runs)
             p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else float("nan")

@@ -147,9 +147,10 @@ class NodeCore:
         self._now = now
         return self._settle(now, list(self.raft.handle_response(now, request_id, msg)))
 
-    def handle_request_failed(self, now: int, request_id: int) -> list[NodeOutput]:
+    def handle_request_failed(self, now: int, request_id: int, refused: bool = False) -> list[NodeOutput]:
+        """No answer to a Raft request; ``refused``: nothing listens at the destination's address."""
         self._now = now
-        return self._settle(now, list(self.raft.handle_request_failed(now, request_id)))
+        return self._settle(now, list(self.raft.handle_request_failed(now, request_id, refused)))
 
     def handle_persisted(self, now: int, end_offset: int) -> list[NodeOutput]:
         """The ``PersistLog(end_offset)`` fsync finished."""

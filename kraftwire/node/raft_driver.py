@@ -43,6 +43,18 @@ def wall_ms() -> int:
     return int(time.time() * 1000)
 
 
+def connection_refused(e: BaseException | None) -> bool:
+    """``e`` was caused by a refused connection: nothing listens at the peer's address (its process is
+    gone), which the Raft core may act on sooner than on a timeout (``RaftConfig.refused_standoff_ms``)."""
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, ConnectionRefusedError):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
 class RaftDriver:
     """Runs a NodeCore: inbound requests, outbound requests to voters, timers, change listeners."""
 
@@ -347,7 +359,7 @@ class RaftDriver:
             msg = wire.response_from_wire(api_key, resp)
         except (RequestFailed, DecodeError, KafkaProtocolError) as e:
             log.debug("request %s to node %d failed: %s", type(out.msg).__name__, out.dest_id, e)
-            self.call(self.node.handle_request_failed, out.request_id)
+            self.call(self.node.handle_request_failed, out.request_id, connection_refused(e))
             return
         except Exception:
             log.exception("unexpected error handling %s to node %d", type(out.msg).__name__, out.dest_id)

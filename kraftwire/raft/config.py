@@ -27,6 +27,14 @@ class RaftConfig:
     shell writes it off its event loop, sending nothing the core emitted after it until it is durable
     (a granted vote, a new epoch: Raft's rule that they are durable before anyone hears of them).
 
+    ``refused_standoff_ms`` is ours: a follower whose leader *refuses the connection* (nothing listens at
+    its address: the process is gone; the shell reports it with ``handle_request_failed(refused=True)``)
+    stops waiting for its fetch timeout. It grants pre-votes at once (as after the leader's
+    EndQuorumEpoch) and stands after a random delay in ``[0, refused_standoff_ms]``, so two followers
+    that saw the same crash do not stand together. Its pre-vote is all it risks: a voter that still
+    fetches from a live leader rejects it, and a lost pre-vote changes no epoch (KIP-996). A timeout or a
+    closed connection is no evidence and changes nothing. None reproduces Kafka (the fetch timeout only).
+
     ``pre_vote`` is Kafka 4.x's KIP-996 election: a replica whose timer fires first asks the voters
     whether they would vote for it (Vote with PreVote=true, no epoch bump) and stands only with a
     majority. False reproduces Kafka 3.9 (used by the failover comparison).
@@ -45,6 +53,7 @@ class RaftConfig:
     election_backoff_base_ms: int = 100      # Kafka's RETRY_BACKOFF_BASE_MS for election backoff
     check_quorum_factor: float = 1.5         # Kafka's CHECK_QUORUM_TIMEOUT_FACTOR
     fetch_timeout_jitter: float = 0.5
+    refused_standoff_ms: int | None = 500   # ours: see above; None = wait for the fetch timeout (Kafka)
     pre_vote: bool = True                    # KIP-996 (Kafka 4.x); False = Kafka 3.9's direct candidacy
     defer_flush: bool = False                # log fsyncs are PersistLog outputs (server, simulator)
     defer_state: bool = False                # quorum-state writes are PersistState outputs (server, simulator)

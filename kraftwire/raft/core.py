@@ -319,7 +319,9 @@ class RaftCore:
         self._poll(now)
         return self._drain()
 
-    def handle_request_failed(self, now: int, request_id: int) -> list[m.Output]:
+    def handle_request_failed(self, now: int, request_id: int, refused: bool = False) -> list[m.Output]:
+        """Request ``request_id`` got no answer; ``refused``: its destination refused the connection
+        (nothing listens at its address), not a timeout or a connection closed mid-way."""
         req = self._inflight.pop(request_id, None)
         if req is not None:
             if self._busy.get(req.dest) == request_id:
@@ -328,6 +330,11 @@ class RaftCore:
             st = self.state
             if req.kind is Kind.FETCH and isinstance(st, Observer) and st.epoch == req.epoch:
                 st.next_index += 1
+            if refused and self.config.refused_standoff_ms is not None:
+                if req.kind in (Kind.FETCH, Kind.SNAPSHOT):
+                    self._leader_refused(now, req)
+                elif req.kind in (Kind.VOTE, Kind.PREVOTE):
+                    self._voter_refused(now, req)
             if req.kind is Kind.VERSIONS:
                 self._changes.on_versions(now, request_id, None)
         self._poll(now)
@@ -991,6 +998,30 @@ class RaftCore:
             st.fetch_deadline = min(st.fetch_deadline, now + self._successor_backoff(req.preferred_successors))
             st.last_fetch_ok = None  # the leader is leaving: pre-vote for its successor
         self._respond(rid, m.EndQuorumEpochResponse(NONE, self._epoch_partition(Errors.NONE)))
+
+    def _leader_refused(self, now: int, req: _Inflight) -> None:
+        """Our leader refused the connection: it is gone, so do not wait for the fetch timeout (the
+        ``refused_standoff_ms`` rule of RaftConfig). Only the first refusal since a successful Fetch
+        counts (``last_fetch_ok``), so a follower cut off that way pre-votes at most once per fetch timeout."""
+        st, standoff = self.state, self.config.refused_standoff_ms or 0
+        if not isinstance(st, Follower) or st.leader_id != req.dest or st.epoch != req.epoch or st.last_fetch_ok is None:
+            return
+        st.last_fetch_ok = None   # no healthy leader: grant pre-votes, as after its EndQuorumEpoch
+        if self.can_stand:
+            delay = self.rng.randint(0, standoff) if standoff > 0 else 0
+            st.fetch_deadline = min(st.fetch_deadline, now + delay)
+            story.leader_refused(self, st.leader_id, st.epoch, st.fetch_deadline - now)
+
+    def _voter_refused(self, now: int, req: _Inflight) -> None:
+        """A voter whose process is gone will not answer this round: count it as a rejection, so a round that
+        can no longer win ends now (a candidate backs off, a prospective goes back) instead of at its timeout."""
+        st = self.state
+        if isinstance(st, Candidate) and req.kind is Kind.VOTE and req.epoch == st.epoch:
+            st.rejected.add(req.dest)
+            if len(self.voters) - self._votes(st.rejected) < self.majority and st.backoff_until is None:
+                self._start_backoff(now, st)
+        elif isinstance(st, Prospective) and req.kind is Kind.PREVOTE and req.epoch == st.epoch:
+            st.rejected.add(req.dest)   # _poll_prospective ends a round that can no longer win
 
     def _successor_backoff(self, successors: Sequence[int]) -> int:
         """Kafka 3.9's strict exponential delay for our position in the preferred successors."""

@@ -160,3 +160,10 @@ def fresh_quorum(core: Any, answered: int, voters: int) -> None:
     if log.isEnabledFor(logging.INFO):
         log.info("[%s id=%s] A fresh quorum: %s of %s voters (a majority, this one included) answered and none has "
                  "a history (epoch 0); taking part in elections", _tag(core), core.node_id, answered, voters)
+
+
+def leader_refused(core: Any, leader: int, epoch: int, standoff_ms: int) -> None:
+    if log.isEnabledFor(logging.INFO):
+        log.info("[%s id=%s] Leader %s of epoch %s refused the connection (nothing listens at its address); "
+                 "granting pre-votes, and standing in %s ms unless it answers first", _tag(core), core.node_id,
+                 leader, epoch, standoff_ms)

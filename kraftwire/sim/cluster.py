@@ -27,7 +27,8 @@ from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.invariants import GENESIS, InvariantChecker, Violation, chain_digest
 from kraftwire.sim.wire import WireCodec
 
-DELIVER_REQ, DELIVER_RESP, REQ_TIMEOUT, TICK, RESTART, APPEND, FAULT, HEAL, END, UNDO, PERSISTED, FIRST_LEADER = range(12)
+(DELIVER_REQ, DELIVER_RESP, REQ_TIMEOUT, TICK, RESTART, APPEND, FAULT, HEAL, END, UNDO, PERSISTED, FIRST_LEADER,
+ REFUSED) = range(13)
 
 
 DIGEST_KEY = b"digest"
@@ -84,6 +85,7 @@ class SimNode:
     slow_extra: int = 0
     crash_mode: str = "crash"
     pending: set[int] = field(default_factory=set)   # request ids awaiting a response or timeout
+    pending_to: dict[int, int] = field(default_factory=dict)   # with ``refuse_when_down``: request id -> dest
 
 
 class Simulation:
@@ -237,7 +239,15 @@ class Simulation:
         node.node = None
         node.incarnation += 1
         node.pending.clear()
+        node.pending_to.clear()
         node.tick_at = None
+        if self.cfg.refuse_when_down:   # its process is gone: the others' connections to it are closed
+            for other in self.nodes.values():
+                lost = [rid for rid, dest in other.pending_to.items() if dest == nid and rid in other.pending]
+                other.pending_to = {rid: d for rid, d in other.pending_to.items() if rid in other.pending and d != nid}
+                for rid in lost:
+                    self.schedule(self.now + self._latency(nid, other.node_id), REQ_TIMEOUT,
+                                  (other.node_id, other.incarnation, rid))
         if mode == "torn_write":
             node.log.tear_last_write()
         else:
@@ -309,6 +319,8 @@ class Simulation:
                 self._on_take_snapshot(node, out)
             elif isinstance(out, m.SendRequest):
                 node.pending.add(out.request_id)
+                if self.cfg.refuse_when_down:
+                    node.pending_to[out.request_id] = out.dest_id
                 self.schedule(self.now + self.raft.request_timeout_ms, REQ_TIMEOUT,
                               (src, node.incarnation, out.request_id))
                 if (isinstance(out.msg, m.VoteRequest) and out.msg.pre_vote
@@ -362,7 +374,11 @@ class Simulation:
         if kind == DELIVER_REQ:
             src, inc, rid, dest, msg = payload
             node = self.nodes[dest]
-            if node.core is None or (src, dest) in self.blocked:
+            if (src, dest) in self.blocked:
+                return None
+            if node.core is None:
+                if self.cfg.refuse_when_down:   # nothing listens there: the sender's connection is refused
+                    self.schedule(now + self._latency(dest, src), REFUSED, (src, inc, rid))
                 return None
             iid = self._next_inbound
             self._next_inbound += 1
@@ -377,13 +393,14 @@ class Simulation:
             node.pending.discard(rid)
             self._run_core(node, lambda c: c.handle_response(now, rid, msg))
             return node
-        if kind == REQ_TIMEOUT:
+        if kind in (REQ_TIMEOUT, REFUSED):
             nid, inc, rid = payload
             node = self.nodes[nid]
             if node.core is None or node.incarnation != inc or rid not in node.pending:
                 return None
             node.pending.discard(rid)
-            self._run_core(node, lambda c: c.handle_request_failed(now, rid))
+            refused = kind == REFUSED
+            self._run_core(node, lambda c: c.handle_request_failed(now, rid, refused))
             return node
         if kind == TICK:
             nid, inc, at = payload

@@ -62,6 +62,9 @@ class SimConfig:
                                # makes the survivor the quorum and voters are added back (kraftwire.sim.recovery_sim)
     never_started: int = 0     # voters (drawn per seed) that never run: a fresh quorum with machines missing
     start_spread_ms: int = 0   # each node starts at a time drawn in [0, start_spread_ms] (0: all at once)
+    refuse_when_down: bool = False  # a crashed node's process is gone, its host up: connections to it close and a
+    #                                 request reaching it is refused, one latency later (False: a host that went
+    #                                 silent; requests to it time out)
     first_leader_within_ms: int | None = None   # liveness: a leader must exist this long after the start
 
     @property
