@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kraftwire.controller import ControllerConfig, QuorumController  # noqa: E402
 from kraftwire.metadata import EMPTY_IMAGE, bootstrap_records
+from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.metadata.snapshot import image_from_snapshot, image_to_records, snapshot_batches
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq
@@ -54,7 +55,8 @@ def registration(bid: int) -> brq.BrokerRegistrationRequest:
     return brq.BrokerRegistrationRequest(
         broker_id=bid, cluster_id="bench", incarnation_id=uuid.UUID(int=bid + 1000),
         listeners=[brq.Listener("PLAINTEXT", f"b{bid}", 9092, 0)],
-        features=[brq.Feature("metadata.version", 1, 21)], rack=f"r{bid % 3}",
+        features=[brq.Feature(n, lo, hi) for n, (lo, hi) in sorted(BROKER_SUPPORTED_FEATURES.items())],
+        rack=f"r{bid % 3}",
         log_dirs=[uuid.UUID(int=(bid + 1) << 64)])
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from kraftwire.controller.elr import change_options, elr_enabled
 from kraftwire.controller.partition_change import build_change
 from kraftwire.controller.result import CommandError, ControllerResult
+from kraftwire.controller.sessions import Session, touch_session
 from kraftwire.metadata.features import (
     METADATA_VERSION,
     MINIMUM_KRAFT_LEVEL,
@@ -130,7 +131,6 @@ def register_broker(ctl: QuorumController, now: int, req: Any, version: int) -> 
     else:
         rec.broker_epoch = ctl.next_offset
         ctl.sessions.pop(bid, None)
-    from kraftwire.controller.controller import Session, touch_session
     s = ctl.sessions.get(bid)
     if s is None:
         ctl.sessions[bid] = Session(now)
@@ -296,7 +296,6 @@ def heartbeat(ctl: QuorumController, now: int, req: Any, version: int) -> tuple[
     image = ctl.image
     bid = req.broker_id
     check_broker_epoch(image, bid, req.broker_epoch)
-    from kraftwire.controller.controller import Session, touch_session
     s = ctl.sessions.get(bid)
     if s is None:
         s = ctl.sessions[bid] = Session(now)
@@ -351,7 +350,6 @@ def find_stale_broker(ctl: QuorumController, now: int) -> int | None:
     thousands of registered brokers that have not heartbeated yet are passed once per session
     timeout, not at every look. Nothing reads a fenced broker's lease (``has_valid_session`` is
     false for it) and the heartbeat that unfences it renews it anyway."""
-    from kraftwire.controller.controller import touch_session
 
     timeout = ctl.config.session_timeout_ms
     brokers = ctl.image.brokers

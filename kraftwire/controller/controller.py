@@ -18,7 +18,6 @@ import random
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from kraftwire.controller import (
@@ -36,6 +35,7 @@ from kraftwire.controller.dir_index import DirectoryIndex
 from kraftwire.controller.directories import assign_replicas_to_dirs
 from kraftwire.controller.elr import cluster_min_isr_record
 from kraftwire.controller.result import CommandError, ControllerConfig, ControllerResult
+from kraftwire.controller.sessions import Session
 from kraftwire.metadata.fast import partition_from_value
 from kraftwire.metadata.features import (
     ELR_VERSION,
@@ -60,26 +60,6 @@ from kraftwire.protocol.messages.no_op_record import NoOpRecord
 from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRecord
 from kraftwire.protocol.metadata import MetadataRecord, decode_record
 from kraftwire.protocol.runtime import gc_paused
-
-
-@dataclass(slots=True)
-class Session:
-    """A broker's heartbeat lease on the active controller (never written to the log)."""
-
-    last_seen_ms: int
-    metadata_offset: int = -1
-    shutdown_offset: int = -1   # end offset of the batch that started controlled shutdown
-
-
-def touch_session(sessions: dict[int, Session], broker_id: int, session: Session, now: int) -> None:
-    """Renew a lease. ``sessions`` stays ordered by last contact (oldest first) so that lease expiry
-    looks at the few oldest sessions instead of every broker (5,000 brokers heartbeat 2,500 times a
-    second; a full scan per tick starved the event loop)."""
-    session.last_seen_ms = now
-    if sessions.get(broker_id) is session:
-        del sessions[broker_id]
-        sessions[broker_id] = session
-
 
 FENCES_PER_TICK = 16   # stale brokers fenced by one ``tick`` (each write copies the broker map)
 

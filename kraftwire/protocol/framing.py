@@ -59,6 +59,13 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
     return _KEY_VERSION_CORR.unpack_from(frame, 0)
 
 
+# (api key, version) -> (request class, request header version), filled as requests arrive: a request's
+# per-frame lookups (known key, class, version range, flexible header) done once per kind of request.
+_REQUEST_KINDS: dict[tuple[int, int], tuple[Any, int]] = {}
+# (api key, version) -> response header version
+_RESPONSE_HEADERS: dict[tuple[int, int], int] = {}
+
+
 def decode_request(frame: bytes) -> Request:
     """A request frame without its size prefix → header + body.
 
@@ -67,12 +74,16 @@ def decode_request(frame: bytes) -> Request:
     does: clients pad some requests (librdkafka 2.x: AlterUserScramCredentials v0, Metadata v12).
     """
     api_key, version, corr = peek_header(frame)
-    if not is_known(api_key):
-        raise UnsupportedRequestError(f"unknown API key {api_key}", api_key, version, corr)
-    cls = request_class(api_key)
-    if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
-        raise UnsupportedRequestError(f"{cls.__name__} v{version} is not supported", api_key, version, corr)
-    header, pos = RequestHeader.decode_from(frame, 0, request_header_version(api_key, version))
+    kind = _REQUEST_KINDS.get((api_key, version))
+    if kind is None:
+        if not is_known(api_key):
+            raise UnsupportedRequestError(f"unknown API key {api_key}", api_key, version, corr)
+        cls = request_class(api_key)
+        if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
+            raise UnsupportedRequestError(f"{cls.__name__} v{version} is not supported", api_key, version, corr)
+        kind = _REQUEST_KINDS[api_key, version] = (cls, request_header_version(api_key, version))
+    cls, header_version = kind
+    header, pos = RequestHeader.decode_from(frame, 0, header_version)
     body, _end = cls.decode_from(frame, pos, version)
     return Request(header, body)
 
@@ -106,7 +117,11 @@ def encode_response_pieces(body: Any, api_key: int, version: int, correlation_id
 def _encode_response(body: Any, api_key: int, version: int, correlation_id: int,
                      header_version: int | None) -> Chunked:
     out = Chunked(4)
-    hv = response_header_version(api_key, version) if header_version is None else header_version
+    hv = header_version
+    if hv is None:
+        hv = _RESPONSE_HEADERS.get((api_key, version))
+        if hv is None:
+            hv = _RESPONSE_HEADERS[api_key, version] = response_header_version(api_key, version)
     ResponseHeader(correlation_id).encode_into(out, hv)
     body.encode_into(out, version)
     SIZE.pack_into(out, 0, out.total() - 4)
