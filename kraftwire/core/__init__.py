@@ -3,22 +3,29 @@
 Shells (the server's ``node/``, the simulator's ``sim/``) import these names from here.
 """
 
+from kraftwire.core.api_door import ApiDoor, DoorPlane, Relay, RelayKind, Route
 from kraftwire.core.broker_lifecycle_role import BrokerLifecycleRole
 from kraftwire.core.controller_role import ControllerObserver, ControllerRole
 from kraftwire.core.group_role import GroupRole
 from kraftwire.core.listeners import FanOutListener
-from kraftwire.core.node_core import Audit, NodeCore, NodeOutput, Respond, SendController, TakeSnapshot
+from kraftwire.core.node_core import NodeCore, NodeOutput
+from kraftwire.core.outputs import Audit, Respond, SendController, TakeSnapshot
 from kraftwire.core.snapshots import SnapshotJob
 
 __all__ = [
+    "ApiDoor",
     "Audit",
     "BrokerLifecycleRole",
     "ControllerObserver",
     "ControllerRole",
+    "DoorPlane",
     "FanOutListener",
     "GroupRole",
     "NodeCore",
     "NodeOutput",
+    "Relay",
+    "RelayKind",
+    "Route",
     "Respond",
     "SendController",
     "SnapshotJob",

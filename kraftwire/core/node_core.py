@@ -14,7 +14,11 @@ etcd's Ready/Advance and Kafka's KafkaRaftClient poll loop:
   it in a worker thread), then hand the batches back with ``snapshot_framed``. One is in flight at a time;
 * ``SendController(request_id, kind, request)``: the broker role's registration or heartbeat for the
   active controller; the shell picks the voter and reports ``handle_controller_response`` or
-  ``handle_controller_failed``.
+  ``handle_controller_failed``;
+* ``Relay(request_id, kind, request, context)``: a Kafka request that entered the one door,
+  ``handle_api`` (``core/api_door.py``), for the shell to carry on (forward to the active controller,
+  or its own handler); it reports ``handle_relayed`` or ``handle_relay_failed``. The door's answers
+  are ``Respond(request_id, reply)``.
 
 After every event the core activates the controller when due (this node leads and the epoch's
 LeaderChange committed), and a batch appended during the event is written at once rather than at
@@ -26,53 +30,23 @@ quorum's runs the group role (``core/group_role.py``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from kraftwire.core.api_door import ApiDoor, Relay
 from kraftwire.core.broker_lifecycle_role import BrokerLifecycleRole
 from kraftwire.core.controller_role import ControllerRole
 from kraftwire.core.group_role import GroupRole
+from kraftwire.core.outputs import Audit, Respond, SendController, TakeSnapshot
 from kraftwire.core.snapshots import FramingJob, clean_log, store_snapshot
+from kraftwire.protocol.framing import Request
 from kraftwire.protocol.records import Record, RecordBatch
+from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.raft import messages as m
 from kraftwire.raft.core import RaftCore
-from kraftwire.storage.audit import AuditEntry, Origin
-
-
-@dataclass(frozen=True, slots=True)
-class Respond:
-    """The answer to the controller request submitted as ``request_id``."""
-
-    request_id: int
-    body: Any
-
-
-@dataclass(frozen=True, slots=True)
-class TakeSnapshot:
-    """A snapshot of the committed image (or offsets state) is due: frame ``job`` and call ``snapshot_framed``."""
-
-    job: FramingJob
-
-
-@dataclass(frozen=True, slots=True)
-class Audit:
-    """A controller write and who asked for it: the shell appends ``entry`` to the audit file beside the
-    metadata log (off the event loop)."""
-
-    entry: AuditEntry
-
-
-@dataclass(frozen=True, slots=True)
-class SendController:
-    """A broker lifecycle request (``kind`` "register" or "heartbeat") for the active controller."""
-
-    request_id: int
-    kind: str
-    request: Any
-
+from kraftwire.storage.audit import Origin
 
 NodeOutput = (m.SendRequest | m.SendResponse | m.PersistLog | m.PersistState | Respond | TakeSnapshot
-              | SendController | Audit)
+              | SendController | Audit | Relay)
 
 #: appends made while the core handles an event can trigger more (a commit the role replays and
 #: answers with records): flush that many rounds at most within one event, the rest at the next tick
@@ -84,11 +58,13 @@ class NodeCore:
     every event returns outputs."""
 
     def __init__(self, raft: RaftCore, controller: ControllerRole | None = None,
-                 groups: GroupRole | None = None, broker: BrokerLifecycleRole | None = None) -> None:
+                 groups: GroupRole | None = None, broker: BrokerLifecycleRole | None = None,
+                 door: ApiDoor | None = None) -> None:
         self.raft = raft
         self.controller = controller
         self.groups = groups
         self.broker = broker
+        self.door = door
         self.snapshots_taken = 0
         self._now = 0
         self._appended = False
@@ -105,6 +81,8 @@ class NodeCore:
             groups.attach(raft, clock=self._clock, append=self._append)
         if broker is not None:
             broker.attach(raft, clock=self._clock, send=self._send_controller)
+        if door is not None:
+            door.attach(self._emit)
 
     # -- state the shells read --------------------------------------------------------------------
     @property
@@ -178,11 +156,7 @@ class NodeCore:
         if ctl is None:
             raise TypeError("this node core has no controller role")
         ctl.submit(request, version, lambda body: self._answers.append(Respond(request_id, body)), origin)
-        out = self._settled_request(now)
-        if ctl.audits:
-            out += [Audit(e) for e in ctl.audits]
-            ctl.audits.clear()
-        return out
+        return self._audited(self._settled_request(now))
 
     def submit_group(self, now: int, request_id: int, api_key: int, version: int, body: Any, client_id: str = "",
                      client_host: str = "") -> list[NodeOutput]:
@@ -194,6 +168,31 @@ class NodeCore:
             raise TypeError("this node core has no group role")
         groups.submit(api_key, version, body, client_id, client_host,
                       lambda resp: self._answers.append(Respond(request_id, resp)))
+        return self._settled_request(now)
+
+    # -- the one door (core/api_door.py) ---------------------------------------------------------
+    def handle_api(self, now: int, connection: int, request: Request, context: RequestContext) -> list[NodeOutput]:
+        """A Kafka request a listener decoded; ``connection`` is the shell's id for it, which its
+        ``Respond`` (the answer to write) or ``Relay`` (I/O for the shell) carries. An API or version the
+        listener's plane does not serve raises ``RefusedRequest`` (the shell closes the connection)."""
+        self._now = now
+        if self.door is None:
+            raise TypeError("this node core has no API door")
+        self.door.handle(connection, request, context)
+        return self._audited(self._settled_request(now))
+
+    def handle_relayed(self, now: int, connection: int, reply: Reply | None) -> list[NodeOutput]:
+        """The shell's answer to the ``Relay`` of ``connection``: its ``Respond`` comes out."""
+        self._now = now
+        if self.door is not None:
+            self.door.relayed(connection, reply)
+        return self._settled_request(now)
+
+    def handle_relay_failed(self, now: int, connection: int) -> list[NodeOutput]:
+        """The shell failed the ``Relay`` of ``connection`` itself (it answered or closed the connection)."""
+        self._now = now
+        if self.door is not None:
+            self.door.relay_failed(connection)
         return self._settled_request(now)
 
     # -- broker events ----------------------------------------------------------------------------
@@ -247,6 +246,17 @@ class NodeCore:
     # -- internals --------------------------------------------------------------------------------
     def _clock(self) -> int:
         return self._now
+
+    def _emit(self, out: NodeOutput) -> None:
+        self._answers.append(out)
+
+    def _audited(self, out: list[NodeOutput]) -> list[NodeOutput]:
+        """``out`` with the audit entries of the writes the controller role made during the event."""
+        ctl = self.controller
+        if ctl is not None and ctl.audits:
+            out += [Audit(e) for e in ctl.audits]
+            ctl.audits.clear()
+        return out
 
     def _send_controller(self, kind: str, request: Any) -> int:
         self._controller_ids += 1

@@ -20,7 +20,6 @@ import asyncio
 import logging
 import struct
 from collections import deque
-from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger("kraftwire.net.server")
@@ -36,7 +35,7 @@ class FramedConnection(asyncio.Protocol):
         self.idle_s = idle_s
         self.peer = peer
         self.transport: asyncio.Transport | None = None
-        self.frames: deque[Any] = deque()   # request frames (bytes), or requests ``inline`` started
+        self.frames: deque[bytes] = deque()   # request frames
         self.buf = bytearray()
         self.closed = False          # the peer went away, or we closed
         self.bad_size: int | None = None
@@ -48,10 +47,6 @@ class FramedConnection(asyncio.Protocol):
         self._drain: asyncio.Future[None] | None = None
         self._idle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        # The listener's fast path (``KafkaServer._inline``): called with a frame that arrives while the
-        # task waits with nothing queued; returns the answer's bytes, a started request for the task to
-        # finish, or None (the frame is queued as usual). Raises ConnectionError to drop the connection.
-        self.inline: Callable[[bytes], Any] | None = None
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -80,18 +75,6 @@ class FramedConnection(asyncio.Protocol):
                 break
             frame = bytes(data[pos + 4:pos + 4 + size])
             pos += 4 + size
-            if self.inline is not None and not self.frames and self._waiter is not None and not self._waiter.done() \
-                    and not self.write_paused and not self.closed:
-                try:
-                    out = self.inline(frame)
-                except ConnectionError:
-                    self.abort()
-                    return
-                if type(out) is bytes:
-                    self.write(out)
-                    continue
-                if out is not None:
-                    frame = out
             self.frames.append(frame)
         if data is buf:
             del buf[:pos]
@@ -119,7 +102,7 @@ class FramedConnection(asyncio.Protocol):
 
     # -- the connection's task -------------------------------------------------------------------
     def next_frame(self) -> Any:
-        """The next queued request frame (or a request ``inline`` started), or None when none is queued."""
+        """The next queued request frame, or None when none is queued."""
         if not self.frames:
             self.busy = False
             return None
@@ -196,16 +179,6 @@ class FramedConnection(asyncio.Protocol):
                 self._drain = None
         if self.closed:
             raise ConnectionError("closed")
-
-    def discard_pending(self) -> None:
-        """Drop what is still queued once the task ends: a request ``inline`` started carries an awaitable
-        nobody will await (the core still answers it; only the answer is dropped, as for a lost client)."""
-        while self.frames:
-            item = self.frames.popleft()
-            if type(item) is tuple:
-                close = getattr(item[1], "close", None)
-                if close is not None:
-                    close()
 
     def close(self) -> None:
         """Close after what was written leaves."""

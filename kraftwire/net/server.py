@@ -65,11 +65,9 @@ _SIZE = struct.Struct(">i")
 _ACCEPT_BACKOFF_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 _ACCEPT_BACKOFF_S = (0.01, 1.0)
 
-Handler = Callable[[Request, RequestContext], Awaitable[Reply | None]]
-# (api key, version, listener) -> the synchronous form of the handler a request would reach, or None:
-# called ``(request, ctx)`` it returns the Reply when it is ready at once, else an awaitable of it.
-FastPath = Callable[[int, int, str], Callable[[Request, RequestContext], Any] | None]
-FAST_KEYS = frozenset({ApiKey.BROKER_HEARTBEAT})   # BrokerHeartbeat: the one request thousands of clients send every 2 s
+# The node's handler (its core's one door): the Reply when the answer is ready at once (written without
+# an await), else an awaitable of it.
+Handler = Callable[[Request, RequestContext], Reply | Awaitable[Reply | None]]
 UnsupportedApiVersions = Callable[[], Reply]
 
 
@@ -88,9 +86,8 @@ class KafkaServer:
     def __init__(self, handler: Handler, api_versions_fallback: UnsupportedApiVersions, *,
                  max_request_bytes: int = 100 << 20, idle_timeout_s: float = 600.0,
                  failed_auth_delay_s: float = 0.1, limits: ConnectionLimits | None = None,
-                 gate: ClientGate | None = None, fast: FastPath | None = None) -> None:
+                 gate: ClientGate | None = None) -> None:
         self.handler = handler
-        self.fast = fast
         self.gate = gate or ClientGate()
         self.limits = limits or ConnectionLimits()
         self.failed_auth_delay_s = failed_auth_delay_s
@@ -203,8 +200,6 @@ class KafkaServer:
         sec = spec.security
         auth = SaslAuthenticator(sec.sasl) if sec is not None and sec.sasl is not None else None
         conn = FramedConnection(self.max_request_bytes, self.idle_timeout_s, f"{addr[0]}:{addr[1]}")
-        if auth is None and self.fast is not None:
-            conn.inline = lambda frame: self._inline(frame, ctx)
         self.connections += 1
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -213,10 +208,7 @@ class KafkaServer:
                 frame = conn.next_frame()
                 if frame is None:
                     frame = await conn.wait_frame()
-                if type(frame) is tuple:   # started by ``_inline``, answered after a commit
-                    out, close = await self._finish(frame[0], ctx, frame[1]), False
-                else:
-                    out, close = await self._respond(frame, ctx, auth, pieces=True)
+                out, close = await self._respond(frame, ctx, auth, pieces=True)
                 if type(out) is list:
                     await conn.write_pieces(out)
                 elif out is not None:
@@ -234,47 +226,10 @@ class KafkaServer:
             conn.abort()
         finally:
             conn.close()
-            conn.discard_pending()
             if conn.transport is None:
                 sock.close()
             self.connections -= 1
             self.limits.release(ip)
-
-    def _inline(self, frame: bytes, ctx: RequestContext) -> bytes | tuple[Request, Any] | None:
-        """The listener's fast path (``FramedConnection.inline``), for a request arriving while its
-        connection has nothing else in progress: an API in ``FAST_KEYS`` whose handler has a synchronous
-        form (``fast``) is decoded and handed to it in ``data_received``, without the connection's task
-        and the dispatch chain. Returns the answer's bytes, or ``(request, awaitable)`` for the task to
-        finish when the answer waits for a commit, or None: the frame takes the ordinary path (another
-        API, a listener with an authorizer, no room in the gate's slice, an undecodable frame). It passes
-        the gate like any client request; handler failures answer UNKNOWN_SERVER_ERROR as ``_handle``."""
-        if len(frame) < 4 or (frame[0] << 8 | frame[1]) not in FAST_KEYS:
-            return None
-        handler = self.fast(frame[0] << 8 | frame[1], frame[2] << 8 | frame[3], ctx.listener)  # type: ignore[misc]
-        if handler is None or not self.gate.try_enter():
-            return None
-        try:
-            request = decode_request(frame)
-        except (UnsupportedRequestError, DecodeError, KafkaProtocolError):
-            return None   # the ordinary path answers or closes as it does for any such frame
-        try:
-            out = handler(request, ctx)
-            if type(out) is not Reply:
-                return request, out
-            return encode_response(out.body, request.api_key, out.version, request.correlation_id, out.header_version)
-        except Exception as e:
-            self._log_failure(request, ctx, e)
-            return self._failure_reply(request)
-
-    async def _finish(self, request: Request, ctx: RequestContext, later: Awaitable[Reply]) -> bytes:
-        """The answer of a request ``_inline`` started, once it may be sent (as ``_handle`` encodes it)."""
-        try:
-            reply = await later
-            return encode_response(reply.body, request.api_key, reply.version, request.correlation_id,
-                                   reply.header_version)
-        except Exception as e:
-            self._log_failure(request, ctx, e)
-            return self._failure_reply(request)
 
     async def _respond(self, frame: bytes, ctx: RequestContext, auth: SaslAuthenticator | None, *,
                        pieces: bool = False) -> tuple[Any, bool]:
@@ -412,7 +367,9 @@ class KafkaServer:
         """The encoded reply (bytes, or pieces: see ``_respond``); a failure in the handler or the
         encoder answers UNKNOWN_SERVER_ERROR."""
         try:
-            reply = await self.handler(request, ctx)
+            reply = self.handler(request, ctx)
+            if type(reply) is not Reply:
+                reply = await reply  # type: ignore[misc]
             if reply is None:
                 return None
             encode = encode_response_pieces if pieces else encode_response

@@ -36,11 +36,11 @@ from kraftwire.controller import quotas as quota_cmds
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.controller.delegation_tokens import describe_tokens
 from kraftwire.controller.result import CommandError
-from kraftwire.core import BrokerLifecycleRole
-from kraftwire.core.api_registry import BROKER_LOCAL_APIS, Features, broker_plane_apis
+from kraftwire.core import BrokerLifecycleRole, DoorPlane
+from kraftwire.core.api_registry import BROKER_LOCAL_APIS, ApiRegistry, Features, broker_plane_apis
 from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
-from kraftwire.node import loggers, tokens
+from kraftwire.node import loggers
 from kraftwire.node.apis import Dispatcher
 from kraftwire.node.forwarding import ForwardingManager
 from kraftwire.node.group_proxy import GroupRouter, find_coordinator, java_hash
@@ -53,6 +53,7 @@ from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.requests import Reply, RequestContext
+from kraftwire.security import token_requests as tokens
 
 log = logging.getLogger(__name__)
 
@@ -147,13 +148,17 @@ class BrokerRole:
         if self.lifecycle.fatal is not None:
             self.server.stop(self.lifecycle.fatal)
 
+    def door_plane(self) -> DoorPlane:
+        """The broker plane of the node core's door: ApiVersions, refusals, authorization (not of what it
+        forwards: the controller authorizes the client inside the Envelope) and the forwarded admin writes."""
+        return DoorPlane(ApiRegistry.broker(), self.where, self.features, gate=self.security.gate)
+
     def register(self, d: Dispatcher) -> None:
+        """The shell handlers of the APIs the door relays to the shell."""
         d.on(ApiKey.METADATA, self._on_metadata)
         d.on(ApiKey.DESCRIBE_CLUSTER, self._on_describe_cluster)
         d.on(ApiKey.DESCRIBE_TOPIC_PARTITIONS, self._on_describe_topic_partitions)
         d.on(ApiKey.LIST_CONFIG_RESOURCES, self._on_describe)
-        d.on([k for k in FORWARDED_APIS if k in self.apis and k not in tokens.TOKEN_WRITES], self.forwarding.forward)
-        d.on(tokens.TOKEN_WRITES, self._on_token_write)
         d.on(BROKER_LOCAL_APIS, self._on_describe)
         d.on(ApiKey.FIND_COORDINATOR, self._on_find_coordinator)
         d.on(ApiKey.LIST_GROUPS, self._on_list_groups)
@@ -223,13 +228,6 @@ class BrokerRole:
     async def _on_group(self, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version
         return Reply(await self.groups.route(request.api_key, v, request.body, request.header.client_id or ""), v)
-
-    async def _on_token_write(self, request: Request, ctx: RequestContext) -> Reply | None:
-        """Create/Renew/ExpireDelegationToken: refused on a connection that may not ask for tokens (as Kafka's
-        broker does), else forwarded to the active controller."""
-        if not tokens.requests_allowed(ctx, forwarded=False):
-            return tokens.not_allowed(request)
-        return await self.forwarding.forward(request, ctx)
 
     async def _on_describe(self, request: Request, ctx: RequestContext) -> Reply:
         """DescribeAcls / DescribeConfigs / DescribeClientQuotas / DescribeUserScramCredentials / ListConfigResources from

@@ -11,7 +11,9 @@ rule, as Kafka's quorum-state write before its Vote answer); the log's journal (
 the epoch and log-start checkpoints, snapshot files: ``storage/journal.py``) is drained by the same
 worker. ``TakeSnapshot`` frames the image in a worker thread and hands the batches back;
 ``SendController`` (a broker's registration or heartbeat) goes to the voter the peer client believes is
-the active controller, on its own lane. A timer task calls ``tick`` at the core's next deadline.
+the active controller, on its own lane. Kafka requests enter the core's one door with ``handle_api``:
+its ``Respond`` is the answer, its ``Relay`` runs the server's ``relay`` in the caller's task and is
+handed back. A timer task calls ``tick`` at the core's next deadline.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from kraftwire.core import Audit, NodeCore, Respond, SendController, TakeSnapshot
+from kraftwire.core import Audit, NodeCore, Relay, Respond, SendController, TakeSnapshot
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
 from kraftwire.node import wire
 from kraftwire.node.disk_worker import DiskWorker
 from kraftwire.protocol.errors import DecodeError, Errors, KafkaProtocolError
+from kraftwire.protocol.framing import Request
+from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.raft import messages as m
 from kraftwire.storage.audit import Origin
 
@@ -86,6 +90,7 @@ class RaftDriver:
         self.audit: Any = None    # an AuditWriter (storage/audit.py) on a voter with a log directory
         self._trimming = False
         self.versions_probe: Callable[[m.KraftVersionsRequest], Any] | None = None   # KIP-853 (voter_changes.py)
+        self.relay: Callable[[Relay], Awaitable[Reply | None]] | None = None   # carries the door's Relays
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
@@ -135,21 +140,40 @@ class RaftDriver:
 
     async def submit(self, body: Any, version: int, origin: Origin | None = None) -> Any:
         """Run a controller API request through the node core; returns the response body once it may be
-        sent (an answer given at once returns without a trip through the event loop). ``origin`` (who
-        sent it) goes into the audit entry of a request that writes."""
-        body, later = self.submit_now(body, version, origin)
-        return body if later is None else await later
-
-    def submit_now(self, body: Any, version: int, origin: Origin | None = None) -> tuple[Any, Awaitable[Any] | None]:
-        """``submit`` without a coroutine for an answer given at once (a heartbeat that wrote nothing):
-        ``(response, None)``, or ``(None, awaitable of the response)`` when it waits for a commit."""
-        started = time.monotonic()
+        sent. ``origin`` (who sent it) goes into the audit entry of a request that writes."""
         rid, box = self._start(lambda rid: self._call_request(self.node.submit, rid, body, version, origin))
-        if self.metrics is not None:   # the controller's own work, commit wait excluded (Kafka's processing time)
-            self.metrics.controller_processed((time.monotonic() - started) * 1000)
+        return box[0] if box else await self._later(rid, box)
+
+    def handle_api(self, request: Request, ctx: RequestContext) -> Reply | Awaitable[Reply | None]:
+        """A request through the node core's one door (``NodeCore.handle_api``): the ``Reply`` when the
+        core answered at once (a heartbeat that wrote nothing: no coroutine, no trip through the event
+        loop), else an awaitable of it (a commit wait, or a ``Relay`` this shell carries out)."""
+        started = time.monotonic()
+        rid, box = self._start(lambda rid: self._call_request(self.node.handle_api, rid, request, ctx))
         if box:
-            return box[0], None
-        return None, self._later(rid, box)
+            first = box[0]
+            if type(first) is Relay:
+                return self._run_relay(first)
+            if self.metrics is not None:   # the core's own work (Kafka's request processing time)
+                self.metrics.controller_processed((time.monotonic() - started) * 1000)
+            return first  # type: ignore[no-any-return]
+        return self._answer_later(rid, box)
+
+    async def _answer_later(self, rid: int, box: list[Any]) -> Reply | None:
+        first = await self._later(rid, box)
+        return await self._run_relay(first) if type(first) is Relay else first
+
+    async def _run_relay(self, relay: Relay) -> Reply | None:
+        """Carry out a ``Relay`` (``relay``, the server's) in the caller's task, then hand its answer back
+        to the core, which completes it (an authorization rule's filter) and gives it out."""
+        try:
+            assert self.relay is not None, "the node core relayed a request but no shell carries relays"
+            reply = await self.relay(relay)
+        except BaseException:
+            self._dispatch(self.node.handle_relay_failed(self.clock(), relay.request_id))
+            raise
+        rid, box = self._start(lambda rid: self._call_request(self.node.handle_relayed, rid, reply), relay.request_id)
+        return box[0] if box else await self._later(rid, box)  # type: ignore[no-any-return]
 
     async def submit_group(self, api_key: int, version: int, body: Any, client_id: str, client_host: str) -> Any:
         """Run a group API request through the node core's group role; its answer once durable."""
@@ -157,10 +181,12 @@ class RaftDriver:
                                                      client_id, client_host))
         return box[0] if box else await self._later(rid, box)
 
-    def _start(self, start: Callable[[int], None]) -> tuple[int, list[Any]]:
-        """Start a request under a fresh id; its answer is in the returned box once the core gave it. An
-        answer given during ``start`` needs no event: ``_dispatch`` fills the box of a waiter without one."""
-        rid = -next(self._ids)
+    def _start(self, start: Callable[[int], None], rid: int | None = None) -> tuple[int, list[Any]]:
+        """Start a request under a fresh id (or ``rid``); its answer is in the returned box once the core
+        gave it. An answer given during ``start`` needs no event: ``_dispatch`` fills the box of a waiter
+        without one."""
+        if rid is None:
+            rid = -next(self._ids)
         box: list[Any] = []
         self._waiting[rid] = (None, box)
         try:
@@ -228,10 +254,11 @@ class RaftDriver:
 
     def _dispatch_now(self, outputs: list[Any]) -> None:
         for out in outputs:
-            if isinstance(out, m.SendResponse | Respond):
+            if isinstance(out, m.SendResponse | Respond | Relay):
                 waiter = self._waiting.pop(out.request_id, None)
                 if waiter is not None:
-                    waiter[1].append(out.msg if isinstance(out, m.SendResponse) else out.body)
+                    waiter[1].append(out.msg if isinstance(out, m.SendResponse) else out if type(out) is Relay
+                                     else out.body)
                     if waiter[0] is not None:   # None: the answer came during the call that asked (``_start``)
                         waiter[0].set()
             elif isinstance(out, TakeSnapshot):

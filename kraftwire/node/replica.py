@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftwire.config import NodeConfig
-from kraftwire.core import BrokerLifecycleRole, ControllerRole, GroupRole, NodeCore
+from kraftwire.core import ApiDoor, BrokerLifecycleRole, ControllerRole, GroupRole, NodeCore
 from kraftwire.net.peers import PeerClient
 from kraftwire.node.disk_worker import DiskWorker
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
@@ -75,12 +75,12 @@ def assemble_replica(cfg: NodeConfig, log: Any, store: Any, *, voters: Sequence[
                      groups: GroupRole | None = None, topic: str | None = None, lane: str = "raft",
                      log_tag: str | None = None, listener_name: str | None = None,
                      epoch_start_records: Callable[[], Sequence[Record]] | None = None,
-                     voter_history: VoterHistory | None = None) -> Replica:
+                     voter_history: VoterHistory | None = None, door: ApiDoor | None = None) -> Replica:
     """The Raft core over ``log``/``store`` (started at ``now_ms``, default now), the node core running the
     given roles, and its driver. A ``voter`` lists the voters in DescribeQuorum and names its own endpoint in
     BeginQuorumEpoch; ``topic``/``lane`` put a second quorum on its own topic name and peer lane;
     ``log_tag`` prefixes its Raft log lines; the KIP-853 parts (``listener_name``, ``epoch_start_records``,
-    ``voter_history``) are the metadata quorum's."""
+    ``voter_history``) and the one door of the node's listeners (``door``) are the metadata quorum's."""
     vote_floor = getattr(log, "vote_floor", None)
     core = RaftCore(cfg.node_id, frozenset(voters), raft_config, log, store, random.Random(), cluster_id,
                     wall_ms() if now_ms is None else now_ms, listener=listener,
@@ -89,7 +89,7 @@ def assemble_replica(cfg: NodeConfig, log: Any, store: Any, *, voters: Sequence[
                     voter_history=voter_history, listener_name=listener_name)
     if log_tag is not None:
         core.log_tag = log_tag   # its log lines: [<tag> id=N] (kraftwire.raft.story)
-    node = NodeCore(core, controller, groups=groups, broker=broker)
+    node = NodeCore(core, controller, groups=groups, broker=broker, door=door)
     driver = RaftDriver(node, peers, nodes=voter_nodes(cfg) if voter else [],
                         leader_endpoints=own_endpoints(cfg) if voter else [],
                         request_timeout_ms=raft_config.request_timeout_ms, topic=topic, lane=lane, disk=disk)

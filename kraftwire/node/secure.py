@@ -2,9 +2,9 @@
 
 ``NodeSecurity`` is built from the node's configuration and a function returning its current
 metadata image (SCRAM credentials and ACLs live there). Nodes call ``spec(endpoint)`` for each
-listener, give ``outbound`` (the controller listener's client security) to their peer client, and
-route every request through ``handle``,
-which runs the authorizer's rules when ``authorizer.class.name`` is set.
+listener and give ``outbound`` (the controller listener's client security) to their peer client;
+``gate`` (the authorizer's rules when ``authorizer.class.name`` is set, else None) goes into the
+role's plane of the node core's door, which decides every request with it (``core/api_door.py``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ from typing import Any
 from kraftwire.config import ConfigError, Endpoint, NodeConfig
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.net.server import ListenerSpec
-from kraftwire.protocol.framing import Request
-from kraftwire.protocol.requests import Reply, RequestContext
-from kraftwire.security.gate import Dispatch, RequestGate
+from kraftwire.security.gate import RequestGate
 from kraftwire.security.settings import (
     ClientSecurity,
     ListenerSecurity,
@@ -70,8 +68,3 @@ class NodeSecurity:
     def spec(self, ep: Endpoint) -> ListenerSpec:
         return ListenerSpec(ep.name, ep.host, ep.port, self.cfg.security_protocol(ep.name),
                             security=self.listeners.get(ep.name))
-
-    async def handle(self, request: Request, ctx: RequestContext, dispatch: Dispatch) -> Reply | None:
-        if self.gate is None:
-            return await dispatch(request, ctx)
-        return await self.gate.run(request, ctx, dispatch)

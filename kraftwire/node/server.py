@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Awaitable
 from functools import partial
 from typing import Any
 
 import anyio
 
 from kraftwire.config import NodeConfig
-from kraftwire.core import FanOutListener
+from kraftwire.core import ApiDoor, DoorPlane, FanOutListener, Relay, RelayKind, Route
 from kraftwire.core.api_registry import api_versions_response
 from kraftwire.net.backoff import ReconnectBackoff
 from kraftwire.net.client import Connection, RequestFailed
@@ -35,7 +36,7 @@ from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import KafkaServer
 from kraftwire.node import reads, serving
-from kraftwire.node.apis import Dispatcher, FastHandler
+from kraftwire.node.apis import Dispatcher
 from kraftwire.node.disk_worker import DiskWorker
 from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
 from kraftwire.node.node_storage import NodeStorage, open_node_storage
@@ -94,15 +95,13 @@ async def discover_voters(servers: list[str], listener: str, timeout_s: float,
 
 
 class Plane:
-    """What a set of listeners serves: one API table with its handlers, behind one authorization gate."""
+    """What a set of listeners serves: the node core's door plane (ApiVersions, refusals, authorization,
+    the APIs the core answers) and the shell handlers of the APIs it relays to the shell."""
 
-    def __init__(self, role: Any, dispatcher: Dispatcher) -> None:
+    def __init__(self, role: Any, door: DoorPlane, dispatcher: Dispatcher) -> None:
         self.role = role
+        self.door = door
         self.dispatcher = dispatcher
-
-    async def handle(self, request: Request, ctx: RequestContext) -> Reply | None:
-        """Every request, direct or from an Envelope, passes the authorizer's rules first."""
-        return await self.role.security.handle(request, ctx, self.dispatcher.dispatch)
 
 
 class Server:
@@ -146,16 +145,17 @@ class Server:
         self.voter = VoterRole(self, bootstrap, offset_store) if cfg.is_controller else None
         self.broker = BrokerRole(self) if cfg.is_broker else None
         self.roles = [r for r in (self.voter, self.broker) if r is not None]
+        self.planes = {role: self._plane(role) for role in self.roles}
+        controller_names = set(cfg["controller.listener.names"])
+        self.listener_plane = {ep.name: self.planes[self.voter if self.voter is not None and (
+            self.broker is None or ep.name in controller_names) else self.broker] for ep in cfg.listeners}
+        self.door = ApiDoor({name: plane.door for name, plane in self.listener_plane.items()})
         if self.voters:
             self._build_raft()
         self.server = KafkaServer(self.handle, self._api_versions_fallback,
                                   max_request_bytes=cfg["socket.request.max.bytes"],
                                   idle_timeout_s=cfg["connections.max.idle.ms"] / 1000,
-                                  limits=ConnectionLimits.from_config(cfg), fast=self.fast)
-        self.planes = {role: Plane(role, self._dispatcher(role)) for role in self.roles}
-        controller_names = set(cfg["controller.listener.names"])
-        self.listener_plane = {ep.name: self.planes[self.voter if self.voter is not None and (
-            self.broker is None or ep.name in controller_names) else self.broker] for ep in cfg.listeners}
+                                  limits=ConnectionLimits.from_config(cfg))
         self.bound: dict[str, Address] = {}
         self._fatal: str | None = None
         self._fatal_event = anyio.Event()
@@ -174,8 +174,9 @@ class Server:
             listener=self.raft_listeners, peers=self.peers, disk=self.disk, voter=voter,
             directory_id=self.directory_id, now_ms=now, controller=None if self.voter is None else self.voter.controller,
             broker=None if self.broker is None else self.broker.role, listener_name=cfg.controller_listener,
-            epoch_start_records=self._epoch_start_records(), voter_history=self._voter_history())
+            epoch_start_records=self._epoch_start_records(), voter_history=self._voter_history(), door=self.door)
         self.core, self.node, self.driver = replica.core, replica.node, replica.driver
+        self.driver.relay = self._relay
         self.metrics = RaftMetrics(self.core, log_, controller=None if self.voter is None else self.voter.controller)
         self.driver.metrics = self.metrics
         from kraftwire.storage.log import FileLog
@@ -223,16 +224,18 @@ class Server:
 
         return EpochStartRecords(self.log)
 
-    def _dispatcher(self, role: Any) -> Dispatcher:
-        """A plane's one table: what every replica serves, then the role's own APIs."""
-        d = Dispatcher(role.apis, role.where, features=role.features)
+    def _plane(self, role: Any) -> Plane:
+        """A plane: the role's door plane, and its shell handlers (what every replica serves, then the role's
+        own) for every advertised API the door does not answer."""
+        door = role.door_plane()
+        d = Dispatcher(role.apis, role.where)
         d.on(ApiKey.FETCH, partial(self._on_fetch, role))
         d.on(ApiKey.LIST_OFFSETS, partial(self._on_list_offsets, role))
         d.on(ApiKey.PRODUCE, self._on_produce)
         d.on(ApiKey.DESCRIBE_QUORUM, self._on_describe_quorum)
         role.register(d)
-        d.check(answered_elsewhere=SASL_APIS)
-        return d
+        d.check(answered_elsewhere=set(SASL_APIS) | {k for k in role.apis if door.route(k) is not Route.SHELL})
+        return Plane(role, door, d)
 
     def _api_versions_fallback(self) -> Reply:
         return Reply(api_versions_response(self.roles[0].apis, int(Errors.UNSUPPORTED_VERSION)), 0)
@@ -290,18 +293,23 @@ class Server:
             offsets.close()
         await self.peers.close()
 
-    # -- what every replica serves --------------------------------------------------------------
-    async def handle(self, request: Request, ctx: RequestContext) -> Reply | None:
-        return await self.listener_plane[ctx.listener].handle(request, ctx)
+    # -- the door and what the shell serves ----------------------------------------------------
+    def handle(self, request: Request, ctx: RequestContext) -> Reply | Awaitable[Reply | None]:
+        """Every request, direct or from an Envelope, enters the node core's one door: the ``Reply`` at
+        once when the core answered (the listener writes it without awaiting), else an awaitable of it."""
+        return self.driver.handle_api(request, ctx)
 
-    def fast(self, api_key: int, version: int, listener: str) -> FastHandler | None:
-        """The listener's fast path for a request (``KafkaServer``): the handler's synchronous form when
-        ``handle`` would reach that handler with nothing in between, i.e. the plane has no authorizer (its
-        rules run only in ``handle``) and serves that API and version; None sends the request to ``handle``."""
-        plane = self.listener_plane.get(listener)
-        if plane is None or plane.role.security.gate is not None:
-            return None
-        return plane.dispatcher.fast_handler(api_key, version)
+    async def handle_async(self, request: Request, ctx: RequestContext) -> Reply | None:
+        """``handle``, awaited (an Envelope's inner request)."""
+        out = self.handle(request, ctx)
+        return out if type(out) is Reply else await out  # type: ignore[misc]
+
+    async def _relay(self, relay: Relay) -> Reply | None:
+        """What the door relays: to the active controller in an Envelope, or to the plane's shell handler."""
+        plane = self.listener_plane[relay.context.listener]
+        if relay.kind is RelayKind.FORWARD:
+            return await plane.role.forwarding.forward(relay.request, relay.context)
+        return await plane.dispatcher.dispatch(relay.request, relay.context)
 
     async def _on_fetch(self, role: Any, request: Request, ctx: RequestContext) -> Reply:
         body, version = request.body, request.api_version

@@ -17,23 +17,16 @@ election. Envelopes and brokers' own requests still get NOT_CONTROLLER.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
 from typing import Any
 
 import anyio
 
-from kraftwire.broker.envelope import FORWARDED_APIS
 from kraftwire.controller import ControllerConfig, QuorumController
-from kraftwire.controller import configs as config_cmds
-from kraftwire.controller import quotas as quota_cmds
-from kraftwire.controller import reassignment as reassignment_cmds
-from kraftwire.controller import scram as scram_cmds
-from kraftwire.controller.delegation_tokens import TokenRequest, describe_tokens
-from kraftwire.core import ControllerObserver, ControllerRole, GroupRole
+from kraftwire.core import ControllerObserver, ControllerRole, DoorPlane, GroupRole
+from kraftwire.core.api_door import origin_of
 from kraftwire.core.api_registry import (
-    CONTROLLER_APIS,
-    CONTROLLER_LOCAL_APIS,
     VOTER_CHANGE_APIS,
+    ApiRegistry,
     Features,
     controller_plane_apis,
 )
@@ -41,10 +34,10 @@ from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoord
 from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
 from kraftwire.net.client import RequestFailed
-from kraftwire.node import loggers, reads, tokens
+from kraftwire.node import loggers, reads
 from kraftwire.node.apis import Dispatcher
 from kraftwire.node.controller_registration import ControllerRegistrar, listener_endpoint
-from kraftwire.node.envelope import ForwardedContext, handle_envelope
+from kraftwire.node.envelope import handle_envelope
 from kraftwire.node.forwarding import ForwardingManager
 from kraftwire.node.group_shell import GroupShell
 from kraftwire.node.metrics import ForwardingMetrics
@@ -187,18 +180,21 @@ class VoterRole:
                 tg.start_soon(self.registrar.run)
             task_status.started()
 
+    def door_plane(self) -> DoorPlane:
+        """The controller plane of the node core's door: controller APIs for the controller role, the
+        image-answered ones from its committed image, ApiVersions, refusals and authorization."""
+        return DoorPlane(ApiRegistry.controller(), self.where, self.features, gate=self.security.gate,
+                         controller=self.controller,
+                         describe_logger=lambda name, v: loggers.describe(self.node_id, name, v))
+
     def register(self, d: Dispatcher) -> None:
+        """The shell handlers of the APIs the door relays to the shell."""
         d.on(RAFT_KEYS, self._on_raft)
         d.on(VOTER_CHANGE_APIS, self._on_voter_change)
         d.on(ApiKey.METADATA, self._on_metadata)
         d.on(ApiKey.DESCRIBE_CLUSTER, self._on_describe_cluster)
         d.on(GROUP_APIS, self._on_group)
-        d.on(CONTROLLER_LOCAL_APIS, self._on_describe_local)   # any controller answers from its committed image
-        # BROKER_LOGGER resources are answered by the node itself
-        d.on(ApiKey.INCREMENTAL_ALTER_CONFIGS, self._on_incremental_alter_configs)
-        d.on([k for k in CONTROLLER_APIS if k not in CONTROLLER_LOCAL_APIS and k != ApiKey.INCREMENTAL_ALTER_CONFIGS],
-             self._on_controller)
-        d.on_fast(ApiKey.BROKER_HEARTBEAT, self._fast_controller)   # thousands a second, most answered at once
+        d.on(ApiKey.INCREMENTAL_ALTER_CONFIGS, self._on_incremental_alter_configs)   # with BROKER_LOGGER resources
         d.on(ApiKey.ENVELOPE, self._on_envelope)
 
     # -- handlers -------------------------------------------------------------------------------
@@ -230,32 +226,11 @@ class VoterRole:
         resp = await self.groups.handle(key, v, request.body, request.header.client_id or "", ctx.client_host)
         return Reply(self._own_coordinator(resp, v, ctx.listener) if key == ApiKey.FIND_COORDINATOR else resp, v)
 
-    async def _on_describe_local(self, request: Request, ctx: RequestContext) -> Reply:
-        """DescribeConfigs / ListPartitionReassignments / DescribeClientQuotas / DescribeUserScramCredentials from
-        the committed image (BROKER_LOGGER resources from this process's loggers)."""
-        body, v, key = request.body, request.api_version, request.api_key
-        if key == ApiKey.DESCRIBE_CONFIGS:
-            static = self.controller.controller.config.static_broker_configs
-            return Reply(config_cmds.describe(self.image(), body, v, static,
-                                              lambda name, ver: loggers.describe(self.node_id, name, ver)), v)
-        if key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
-            return Reply(reassignment_cmds.describe(self.image(), body), v)
-        if key == ApiKey.DESCRIBE_CLIENT_QUOTAS:
-            return Reply(quota_cmds.describe(self.image(), body, v), v)
-        if key == ApiKey.DESCRIBE_DELEGATION_TOKEN:
-            if not tokens.requests_allowed(ctx, forwarded=isinstance(ctx, ForwardedContext)):
-                return tokens.not_allowed(request)
-            return Reply(describe_tokens(self.image(), self.controller.controller.config.token_secret_key, body,
-                                         ctx.principal), v)
-        return Reply(scram_cmds.describe(self.image(), body), v)
-
     async def _on_incremental_alter_configs(self, request: Request, ctx: RequestContext) -> Reply:
         """BROKER_LOGGER resources change this node's log levels here (they never reach the metadata log, as in
         Kafka's ControllerApis); the others go to the controller. Their answers follow the controller's."""
         body, v = request.body, request.api_version
         ours = [r for r in body.resources if loggers.is_logger_resource(r)]
-        if not ours:
-            return await self._on_controller(request, ctx)
         rest = replace(body, resources=[r for r in body.resources if not loggers.is_logger_resource(r)])
         resp = (await self.submit(rest, v, origin_of(request, ctx)) if rest.resources
                 else IncrementalAlterConfigsResponse(responses=[]))
@@ -264,24 +239,6 @@ class VoterRole:
             resp.responses.append(AlterConfigsResourceResponse(code, msg, r.resource_type, r.resource_name))
         return Reply(resp, v)
 
-    async def _on_controller(self, request: Request, ctx: RequestContext) -> Reply:
-        forwarded = isinstance(ctx, ForwardedContext)
-        v = request.api_version
-        body = request.body
-        if request.api_key in tokens.TOKEN_WRITES:
-            if not tokens.requests_allowed(ctx, forwarded=forwarded):
-                return tokens.not_allowed(request)
-            body = TokenRequest(body, ctx.principal)
-        if request.api_key in FORWARDED_APIS and not forwarded and not self.controller.controller.active:
-            return await self.forwarding.forward(request, ctx)
-        return Reply(await self.submit(body, v, origin_of(request, ctx)), v)
-
-    def _fast_controller(self, request: Request, ctx: RequestContext) -> Reply | Awaitable[Reply]:
-        """``_on_controller`` for the listener's fast path: the Reply when the controller answered at once."""
-        v = request.api_version
-        body, later = self.server.driver.submit_now(request.body, v, origin_of(request, ctx))
-        return Reply(body, v) if later is None else _reply_later(later, v)
-
     async def submit(self, body: Any, version: int, origin: Origin | None = None) -> Any:
         """A controller API request, run by the node core; its answer once it may be sent."""
         return await self.server.driver.submit(body, version, origin)
@@ -289,7 +246,7 @@ class VoterRole:
     async def _on_envelope(self, request: Request, ctx: RequestContext) -> Reply:
         # The inner request keeps the envelope's listener, so it is dispatched on this same plane.
         return Reply(await handle_envelope(request.body, ctx, active=self.controller.controller.active,
-                                           served=self.apis, dispatch=self.server.handle), request.api_version)
+                                           served=self.apis, dispatch=self.server.handle_async), request.api_version)
 
     # -- helpers --------------------------------------------------------------------------------
     def _brokers(self, listener: str | None = None) -> list[reads.BrokerInfo]:
@@ -325,14 +282,3 @@ class VoterRole:
         except RequestFailed as e:
             log.debug("controller registration to node %d failed: %s", leader, e)
             return None
-
-
-async def _reply_later(later: Awaitable[Any], version: int) -> Reply:
-    return Reply(await later, version)
-
-
-def origin_of(request: Request, ctx: RequestContext) -> Origin:
-    """Who sent a controller request (the Envelope's principal and client address when forwarded), for
-    the audit file."""
-    return Origin(principal=ctx.principal, client_id=request.header.client_id or "",
-                  client_host=ctx.client_host, listener=ctx.listener, forwarded=bool(getattr(ctx, "forwarded", False)))

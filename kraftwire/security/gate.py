@@ -1,8 +1,9 @@
 """Authorization of every request a node handles, before it reaches the handler (Kafka's per-API rules).
 
-``RequestGate.run(request, ctx, dispatch)`` applies the rule for the request's API with the
-context's principal and client address; enveloped requests arrive with their own (inner)
-context, so the same rules apply to them. A rule either
+``RequestGate.check(request, ctx)`` decides, purely, with the rule for the request's API, the
+context's principal and client address and the metadata image the ACLs are read from; the node
+core's door (``core/api_door.py``) applies the decision. Enveloped requests arrive with their own
+(inner) context, so the same rules apply to them. A rule either
 
 * refuses the request outright (the API's error response; nothing reaches the handler, so
   nothing is written),
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,13 +28,10 @@ from kraftwire.metadata.image import MetadataImage
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.metadata import METADATA_TOPIC, METADATA_TOPIC_ID
-from kraftwire.protocol.requests import Reply, RequestContext
+from kraftwire.protocol.requests import RequestContext
 from kraftwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, AclAuthorizer
 
 log = logging.getLogger(__name__)
-
-Dispatch = Callable[[Request, RequestContext], Awaitable[Reply | None]]
-
 
 @dataclass(slots=True)
 class Outcome:
@@ -96,33 +94,25 @@ class RequestGate:
         self.denied = 0
         self._unruled_logged: set[int] = set()
 
-    async def run(self, request: Request, ctx: RequestContext, dispatch: Dispatch) -> Reply | None:
-        key, version = request.api_key, request.api_version
-        if key in self.skip:
-            return await dispatch(request, ctx)
-        rule = self.rules.get(key)
-        if rule is None:
-            return self._refuse_unruled(request)
-        outcome = rule(Access(self.authorizer, ctx, self.image()), request.body, version)
-        if outcome is None:
-            return await dispatch(request, ctx)
-        if outcome.deny is not None:
-            self.denied += 1
-            return Reply(outcome.deny, version)
-        if outcome.body is not None and outcome.body is not request.body:
-            request = Request(request.header, outcome.body)
-        reply = await dispatch(request, ctx)
-        if reply is not None and outcome.finish is not None:
-            reply.body = outcome.finish(reply.body)
-        return reply
-
-    def _refuse_unruled(self, request: Request) -> Reply:
+    def check(self, request: Request, ctx: RequestContext) -> Outcome | None:
+        """The decision for one request: None lets it through unchanged; else an ``Outcome`` whose ``deny``
+        (an error response body) answers it now, or whose ``body`` (a narrowed request, when not None) is
+        what the handler gets and whose ``finish`` completes the handler's answer."""
         key = request.api_key
-        self.denied += 1
+        if key in self.skip:
+            return None
+        rule = self.rules.get(key)
+        outcome = (Outcome(deny=self._refuse_unruled(request)) if rule is None
+                   else rule(Access(self.authorizer, ctx, self.image()), request.body, request.api_version))
+        if outcome is not None and outcome.deny is not None:
+            self.denied += 1
+        return outcome
+
+    def _refuse_unruled(self, request: Request) -> Any:
+        key = request.api_key
         if key not in self._unruled_logged:
             self._unruled_logged.add(key)
             log.error("refused API %d (%s): no authorization rule is defined for it", key,
                       type(request.body).__name__)
-        body = request.body.error_response(request.api_version, int(Errors.CLUSTER_AUTHORIZATION_FAILED),
+        return request.body.error_response(request.api_version, int(Errors.CLUSTER_AUTHORIZATION_FAILED),
                                            f"no authorization rule for API {key}")
-        return Reply(body, request.api_version)

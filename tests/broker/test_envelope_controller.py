@@ -42,9 +42,9 @@ async def test_inner_request_runs_with_the_clients_principal_and_answers_under_i
         seen = []
         original = leader.handle
 
-        async def recording(request, ctx):
+        def recording(request, ctx):   # the door's answer, or an awaitable of it
             seen.append((request.api_key, ctx))
-            return await original(request, ctx)
+            return original(request, ctx)
 
         leader.handle = recording
         port = ports[leader.cfg.node_id - 1]

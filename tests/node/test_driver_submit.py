@@ -1,7 +1,8 @@
-"""RaftDriver.submit (node/raft_driver.py): a controller request answered at once that wrote nothing
-(a heartbeat, 5,000 a second at 10,000 brokers) wakes neither the timer nor the change listeners; one
-after which more than its own answer came out does (issue #12: a timer wake-up per heartbeat raised
-the active controller's CPU by half)."""
+"""RaftDriver.submit and RaftDriver.handle_api (node/raft_driver.py): a request answered at once that
+wrote nothing (a heartbeat, 5,000 a second at 10,000 brokers) wakes neither the timer nor the change
+listeners; one after which more than its own answer came out does (issue #12: a timer wake-up per
+heartbeat raised the active controller's CPU by half). ``handle_api`` gives the door's answer itself when
+it came at once, else an awaitable; a ``Relay`` is carried out by the shell's ``relay`` and handed back."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 import anyio
 import pytest
 
-from kraftwire.core.node_core import Respond
+from kraftwire.core import Relay, RelayKind, Respond
 from kraftwire.node.raft_driver import RaftDriver
+from kraftwire.protocol.requests import Reply
 
 pytestmark = pytest.mark.anyio
 
@@ -76,14 +78,55 @@ class _Later(_Node):
         return [Respond(rid, ("committed", rid)) for rid in self.rids]
 
 
-async def test_submit_now_answers_at_once_or_hands_back_what_to_await() -> None:
-    driver, _ = _driver(_Node())
-    assert driver.submit_now("hb", 1) == (("answer", "hb"), None)
-    assert driver._waiting == {}               # nothing left behind for an answer given at once
-    node = _Later()
-    driver, _ = _driver(node)
-    body, later = driver.submit_now("register", 1)
-    assert body is None and later is not None
+class _Door(_Later):
+    """``handle_api`` answers broker 1 at once, relays broker 2, and leaves broker 3 for a commit."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.relayed: list[tuple[int, Any]] = []
+
+    def handle_api(self, now: int, rid: int, request: Any, ctx: Any) -> list[Any]:
+        if request == 1:
+            return [Respond(rid, Reply("hb-answer", 1))]
+        if request == 2:
+            return [Relay(rid, RelayKind.FORWARD, request, ctx)]
+        self.rids.append(rid)
+        return []
+
+    def handle_relayed(self, now: int, rid: int, reply: Any) -> list[Any]:
+        self.relayed.append((rid, reply))
+        return [Respond(rid, Reply(("completed", reply.body), 1))]
+
+    def handle_relay_failed(self, now: int, rid: int) -> list[Any]:
+        self.relayed.append((rid, None))
+        return []
+
+
+async def test_handle_api_answers_at_once_or_hands_back_what_to_await() -> None:
+    node = _Door()
+    driver, seen = _driver(node)
+    assert driver.handle_api(1, None) == Reply("hb-answer", 1)   # a Reply, not a coroutine
+    assert driver._waiting == {} and seen == []
+
+    async def forward(relay: Relay) -> Reply:
+        assert relay.kind is RelayKind.FORWARD
+        return Reply("from the controller", 1)
+
+    driver.relay = forward
+    relayed = driver.handle_api(2, None)
+    assert not isinstance(relayed, Reply)
+    assert (await relayed).body == ("completed", "from the controller")
+    assert [r for _, r in node.relayed] == [Reply("from the controller", 1)] and driver._waiting == {}
+
+    async def broken(relay: Relay) -> Reply:
+        raise RuntimeError("the peer client failed")
+
+    driver.relay = broken
+    with pytest.raises(RuntimeError):
+        await driver.handle_api(2, None)   # the listener answers UNKNOWN_SERVER_ERROR; the core forgets it
+    assert node.relayed[-1][1] is None and driver._waiting == {}
+
+    later = driver.handle_api(3, None)
     async with anyio.create_task_group() as tg:
         got: list[Any] = []
 

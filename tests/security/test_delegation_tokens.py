@@ -1,4 +1,4 @@
-"""Delegation-token APIs on a live secured node (node/tokens.py, security/rules.py, controller/delegation_tokens.py):
+"""Delegation-token APIs on a live secured node (security/token_requests.py, security/rules.py, controller/delegation_tokens.py):
 tokens over SASL only, created/renewed/described/expired with the caller's principal, CREATE_TOKENS for a token
 owned by someone else, and DELEGATION_TOKEN_AUTH_DISABLED without a secret key."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import anyio
 import pytest
 
 from kraftwire.core.api_registry import (
@@ -18,7 +17,7 @@ from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages.describe_acls_request import DescribeAclsRequest
 from kraftwire.protocol.messages.request_header import RequestHeader
-from kraftwire.protocol.requests import Reply, RequestContext
+from kraftwire.protocol.requests import RequestContext
 from kraftwire.security.authorizer import AclAuthorizer
 from kraftwire.security.gate import RequestGate
 from kraftwire.security.rules import RULES
@@ -36,19 +35,13 @@ def test_every_served_api_has_an_authorization_rule() -> None:
 
 
 def test_an_api_without_a_rule_is_refused_and_never_dispatched() -> None:
-    dispatched: list[int] = []
-
-    async def dispatch(request, ctx):
-        dispatched.append(request.api_key)
-        return Reply(None, request.api_version)
-
     rules = {k: v for k, v in RULES.items() if k != 29}
     gate = RequestGate(AclAuthorizer(dict, super_users={"User:admin"}), lambda: None, rules=rules)
     req = Request(RequestHeader(29, 3, 1, "t"), DescribeAclsRequest())
     ctx = RequestContext("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 1, principal="User:admin")
-    reply = anyio.run(gate.run, req, ctx, dispatch)
-    assert dispatched == [] and gate.denied == 1
-    assert reply.body.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
+    outcome = gate.check(req, ctx)
+    assert outcome is not None and gate.denied == 1
+    assert outcome.deny.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
 
 
 @pytest.mark.parametrize("key", [58, 19])
@@ -56,15 +49,8 @@ def test_apis_in_skip_pass_to_the_handler_unchecked(key: int) -> None:
     """A broker forwards admin writes without checking them: the controller authorizes the client."""
     from kraftwire.protocol.api import request_class
 
-    dispatched: list[int] = []
-
-    async def dispatch(request, ctx):
-        dispatched.append(request.api_key)
-        return Reply(None, request.api_version)
-
     cls = request_class(key)
     gate = RequestGate(AclAuthorizer(dict), lambda: None, skip={key})
     req = Request(RequestHeader(key, cls.MAX_VERSION, 1, "t"), cls())
     ctx = RequestContext("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 1)
-    anyio.run(gate.run, req, ctx, dispatch)
-    assert dispatched == [key] and gate.denied == 0
+    assert gate.check(req, ctx) is None and gate.denied == 0

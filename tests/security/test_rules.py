@@ -36,7 +36,7 @@ from kraftwire.protocol.messages.join_group_request import JoinGroupRequest
 from kraftwire.protocol.messages.list_groups_request import ListGroupsRequest
 from kraftwire.protocol.messages.request_header import RequestHeader
 from kraftwire.protocol.messages.sync_group_request import SyncGroupRequest
-from kraftwire.protocol.requests import Reply, RequestContext
+from kraftwire.protocol.requests import RequestContext
 from kraftwire.security.authorizer import (
     ALLOW,
     ALTER_CONFIGS,
@@ -79,15 +79,21 @@ class Run:
         self.seen = None
 
     async def __call__(self, key: int, version: int, body, principal: str = "User:alice"):
-        async def dispatch(request, ctx):
-            self.seen = request.body
-            return Reply(self.respond(request.body), version)
-
+        """As the node core's door applies the decision (core/api_door.py)."""
         header = RequestHeader(request_api_key=key, request_api_version=version, correlation_id=7, client_id="t")
         ctx = RequestContext("L", "SASL_PLAINTEXT", "10.0.0.1", 1234, principal)
-        reply = await self.gate.run(Request(header, body), ctx, dispatch)
-        encode_response(reply.body, key, version, 7)   # every answer must encode at the request's version
-        return reply.body
+        outcome = self.gate.check(Request(header, body), ctx)
+        if outcome is not None and outcome.deny is not None:
+            answer = outcome.deny
+        else:
+            if outcome is not None and outcome.body is not None:
+                body = outcome.body
+            self.seen = body
+            answer = self.respond(body)
+            if outcome is not None and outcome.finish is not None:
+                answer = outcome.finish(answer)
+        encode_response(answer, key, version, 7)   # every answer must encode at the request's version
+        return answer
 
 
 async def test_fetch_filters_topics_by_read_and_answers_at_once_when_nothing_is_left():

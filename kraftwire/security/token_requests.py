@@ -8,10 +8,10 @@ broker checked the client's connection), as Kafka's ControllerApis does.
 
 from __future__ import annotations
 
-from kraftwire.net.server import Reply, RequestContext
 from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
+from kraftwire.protocol.requests import Reply, RequestContext
 
 TOKEN_WRITES = (ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN)
 ANONYMOUS = "User:ANONYMOUS"

@@ -1,8 +1,7 @@
-"""The listener's fast path (net/server.py ``KafkaServer._inline``): a BrokerHeartbeat arriving on an idle
-plaintext connection is answered from ``data_received`` by the handler's synchronous form, with the same
-bytes the ordinary path sends; an answer that waits for a commit is finished by the connection's task,
-in order with what follows; a failure answers UNKNOWN_SERVER_ERROR; without a fast form the ordinary
-handler answers."""
+"""The listener and the node's one door (net/server.py ``KafkaServer._handle``): an answer the handler gives
+at once (a ``Reply``: a heartbeat the node core answered synchronously) is written without an await; one
+it gives later (an awaitable: a commit wait, a relay) is written in order with what follows; a failure of
+either answers UNKNOWN_SERVER_ERROR."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ import anyio
 import pytest
 
 from kraftwire.net.server import KafkaServer, ListenerSpec, Reply
-from kraftwire.node.apis import Dispatcher
 from kraftwire.protocol import framing
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.api_versions_response import ApiVersionsResponse
@@ -53,37 +51,33 @@ def _answer(frame: bytes) -> tuple[int, Any]:
     return framing.decode_response(frame, 63, 1)
 
 
-class _Paths:
-    """A handler and its fast form that record which one answered; broker 7's answer waits for ``release``."""
+class _Door:
+    """A handler shaped as the node's door: broker 7's answer waits for ``release``, broker 13's fails at
+    once, broker 14's fails later, the others are answered at once."""
 
     def __init__(self) -> None:
-        self.slow: list[int] = []
-        self.fast: list[int] = []
+        self.seen: list[int] = []
         self.release = anyio.Event()
 
-    async def handler(self, request: Any, ctx: Any) -> Reply:
-        self.slow.append(request.body.broker_id)
-        return Reply(BrokerHeartbeatResponse(is_fenced=True), request.api_version)
-
-    def fast_form(self, request: Any, ctx: Any) -> Any:
+    def handle(self, request: Any, ctx: Any) -> Any:
         b = request.body.broker_id
-        self.fast.append(b)
+        self.seen.append(b)
         if b == 13:
             raise RuntimeError("a bug in the handler")
-        if b == 7:
-            return self._later(request.api_version)
+        if b in (7, 14):
+            return self._later(b, request.api_version)
         return Reply(BrokerHeartbeatResponse(is_caught_up=True, is_fenced=False), request.api_version)
 
-    async def _later(self, version: int) -> Reply:
+    async def _later(self, broker: int, version: int) -> Reply:
+        if broker == 14:
+            raise RuntimeError("a bug in a relay")
         await self.release.wait()
         return Reply(BrokerHeartbeatResponse(should_shut_down=True), version)
 
 
-
-
-async def test_heartbeats_take_the_fast_path_and_answer_as_the_ordinary_path_would() -> None:
-    paths = _Paths()
-    server = KafkaServer(paths.handler, _fallback, fast=lambda key, version, listener: paths.fast_form)
+async def test_an_answer_given_at_once_is_written_as_encoded() -> None:
+    door = _Door()
+    server = KafkaServer(door.handle, _fallback)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("CONTROLLER", "127.0.0.1", 0))
         sock = socket.create_connection(("127.0.0.1", port))
@@ -96,15 +90,15 @@ async def test_heartbeats_take_the_fast_path_and_answer_as_the_ordinary_path_wou
                 assert got_corr == corr and body.is_caught_up and not body.is_fenced
                 expected = framing.encode_response(BrokerHeartbeatResponse(is_caught_up=True, is_fenced=False), 63, 1, corr)
                 assert frame == expected[4:]
-            assert paths.fast == [1, 1, 1] and paths.slow == []
+            assert door.seen == [1, 1, 1]
         finally:
             sock.close()
             tg.cancel_scope.cancel()
 
 
-async def test_an_answer_that_waits_is_finished_in_order_and_a_failure_answers_an_error() -> None:
-    paths = _Paths()
-    server = KafkaServer(paths.handler, _fallback, fast=lambda key, version, listener: paths.fast_form)
+async def test_an_answer_that_waits_is_written_in_order_and_failures_answer_an_error() -> None:
+    door = _Door()
+    server = KafkaServer(door.handle, _fallback)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("CONTROLLER", "127.0.0.1", 0))
         sock = socket.create_connection(("127.0.0.1", port))
@@ -115,55 +109,19 @@ async def test_an_answer_that_waits_is_finished_in_order_and_a_failure_answers_a
             with pytest.raises(BlockingIOError):
                 sock.recv(1)                                      # nothing answered before 7's answer
             sock.setblocking(True)
-            paths.release.set()
+            door.release.set()
             with anyio.fail_after(10):
                 first = await anyio.to_thread.run_sync(_read_frame, sock)
                 second = await anyio.to_thread.run_sync(_read_frame, sock)
             assert _answer(first)[0] == 1 and _answer(first)[1].should_shut_down
             assert _answer(second)[0] == 2
-            sock.sendall(_heartbeat(13, 3))
+            sock.sendall(_heartbeat(13, 3) + _heartbeat(14, 4))
             with anyio.fail_after(10):
                 failed = await anyio.to_thread.run_sync(_read_frame, sock)
-            assert _answer(failed)[0] == 3
-            assert _answer(failed)[1].error_code == int(Errors.UNKNOWN_SERVER_ERROR)
-            assert server.request_failures == 1
-            assert 7 in paths.fast and 13 in paths.fast
+                failed_later = await anyio.to_thread.run_sync(_read_frame, sock)
+            assert _answer(failed)[0] == 3 and _answer(failed_later)[0] == 4
+            assert _answer(failed)[1].error_code == _answer(failed_later)[1].error_code == Errors.UNKNOWN_SERVER_ERROR
+            assert server.request_failures == 2
         finally:
             sock.close()
             tg.cancel_scope.cancel()
-
-
-async def test_without_a_fast_form_the_ordinary_handler_answers() -> None:
-    paths = _Paths()
-    server = KafkaServer(paths.handler, _fallback, fast=lambda key, version, listener: None)
-    async with anyio.create_task_group() as tg:
-        _, port = await tg.start(server.serve, ListenerSpec("CONTROLLER", "127.0.0.1", 0))
-        sock = socket.create_connection(("127.0.0.1", port))
-        try:
-            sock.sendall(_heartbeat(5, 9))
-            with anyio.fail_after(10):
-                frame = await anyio.to_thread.run_sync(_read_frame, sock)
-            assert _answer(frame)[0] == 9 and not _answer(frame)[1].is_caught_up
-            assert paths.slow == [5] and paths.fast == []
-        finally:
-            sock.close()
-            tg.cancel_scope.cancel()
-
-
-async def _handler(request: Any, ctx: Any) -> Reply:
-    return Reply(BrokerHeartbeatResponse(), request.api_version)
-
-
-def test_the_dispatcher_offers_a_fast_form_only_for_served_versions() -> None:
-    d = Dispatcher({63: (0, 1), 18: (0, 3)}, "on the test plane")
-    with pytest.raises(ValueError):
-        d.on_fast(63, lambda request, ctx: Reply(BrokerHeartbeatResponse(), 1))   # no handler to speed up
-    d.on(63, _handler)
-
-    def form(request: Any, ctx: Any) -> Reply:
-        return Reply(BrokerHeartbeatResponse(), 1)
-
-    d.on_fast(63, form)
-    assert d.fast_handler(63, 1) is form and d.fast_handler(63, 0) is form
-    assert d.fast_handler(63, 2) is None        # not served: the ordinary path refuses it
-    assert d.fast_handler(18, 0) is None        # no fast form

@@ -1,0 +1,259 @@
+"""The one door: every Kafka request a node's listeners decode enters the node core here
+(``NodeCore.handle_api(now, connection, request, context)``), and what it does is a function of the
+node's state returning outputs.
+
+A listener belongs to one plane (``api_registry.Plane``, as Kafka splits ControllerApis and KafkaApis);
+``ApiDoor`` holds each listener's ``DoorPlane``. For one request the door:
+
+1. answers ApiVersions from the plane's registry (with the feature levels its image finalized) and
+   refuses an API or version the plane does not serve (``RefusedRequest``: the shell closes the
+   connection, as Kafka does);
+2. runs the authorization gate (``security/gate.RequestGate.check``, the ACLs of the plane's image): a
+   denied request is answered at once; one a rule narrows goes on narrowed, and its answer is completed
+   by the rule's ``finish`` whenever it comes;
+3. hands it on as the registry says (``ApiRegistry.how``):
+
+   - a controller API on the controller plane (BrokerHeartbeat, BrokerRegistration, admin writes) is
+     submitted to the controller role: ``Respond`` at once when it writes nothing (most heartbeats),
+     else once its records commit. A client's admin write reaching a voter that is not the active
+     controller is relayed to it (``Relay`` FORWARD, in an Envelope), as a broker does;
+   - an API the controller plane answers ``from image`` is answered from the committed image;
+   - an API the broker plane ``forwarded`` is relayed (``Relay`` FORWARD); the delegation-token
+     writes are refused first on a connection that may not ask for tokens;
+   - everything else is ``Relay`` HANDLER: the shell's handler for that API answers (the Raft APIs,
+     groups, Metadata, Fetch, Envelope ...: the handlers not moved into the core yet).
+
+``Respond(connection, reply)`` carries a ``protocol.requests.Reply`` (body, version); the shell writes
+it. A ``Relay`` is I/O the shell performs: it hands the answer back with ``NodeCore.handle_relayed`` (or
+``handle_relay_failed``), and the door completes it and emits its ``Respond``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from kraftwire.broker.envelope import FORWARDED_APIS
+from kraftwire.controller import configs as config_cmds
+from kraftwire.controller import quotas as quota_cmds
+from kraftwire.controller import reassignment as reassignment_cmds
+from kraftwire.controller import scram as scram_cmds
+from kraftwire.controller.configs import BROKER_LOGGER
+from kraftwire.controller.delegation_tokens import TokenRequest, describe_tokens
+from kraftwire.core.api_registry import (
+    CONTROLLER_APIS,
+    ApiRegistry,
+    Features,
+    How,
+    Plane,
+    answer_api_versions,
+    with_features,
+)
+from kraftwire.core.controller_role import ControllerRole
+from kraftwire.core.outputs import Respond
+from kraftwire.protocol.api import ApiKey
+from kraftwire.protocol.framing import Request
+from kraftwire.protocol.requests import Reply, RequestContext
+from kraftwire.security.gate import RequestGate
+from kraftwire.security.token_requests import TOKEN_WRITES, not_allowed, requests_allowed
+from kraftwire.storage.audit import Origin
+
+K = ApiKey
+Finish = Callable[[Any], Any]
+LoggerDescriber = Callable[[str, int], Any]
+
+
+class Route(StrEnum):
+    """Where the door sends a request of a served API (``DoorPlane.route``)."""
+
+    API_VERSIONS = "api versions"   # answered from the registry
+    CONTROLLER = "controller"       # submitted to the controller role
+    FROM_IMAGE = "from image"       # answered from the controller's committed image
+    FORWARD = "forward"             # relayed to the active controller
+    SHELL = "shell"                 # relayed to the shell's handler
+
+
+class RelayKind(StrEnum):
+    """What the shell does with a relayed request."""
+
+    FORWARD = "forward"   # in an Envelope to the active controller (KIP-590)
+    HANDLER = "handler"   # the shell's own handler for the API (one not moved into the core yet)
+
+
+@dataclass(frozen=True, slots=True)
+class Relay:
+    """A request the shell carries on (``kind``); its answer comes back with ``NodeCore.handle_relayed``."""
+
+    request_id: int
+    kind: RelayKind
+    request: Request
+    context: RequestContext
+
+
+@dataclass(slots=True)
+class DoorPlane:
+    """One plane of the door: its registry, where refusals say it is (``where``), the feature levels
+    ApiVersions reports, the authorization gate (None: no authorizer) and who answers its APIs
+    (``controller`` on the controller plane; ``describe_logger`` answers BROKER_LOGGER resources from the
+    process's log levels)."""
+
+    registry: ApiRegistry
+    where: str
+    features: Callable[[], Features]
+    gate: RequestGate | None = None
+    controller: ControllerRole | None = None
+    describe_logger: LoggerDescriber | None = None
+
+    def route(self, key: int) -> Route:
+        """Where a served ``key`` goes, as the plane's registry says."""
+        registry = self.registry
+        if key == K.API_VERSIONS:
+            return Route.API_VERSIONS
+        if registry.plane is Plane.CONTROLLER:
+            if self.controller is not None and key in CONTROLLER_APIS:
+                return Route.FROM_IMAGE if registry.how(key) is How.FROM_IMAGE else Route.CONTROLLER
+        elif registry.how(key) is How.FORWARDED:
+            return Route.FORWARD
+        return Route.SHELL
+
+
+class _Call:
+    """A request in the door: ``finish`` completes its answer (an authorization rule's filter)."""
+
+    __slots__ = ("request_id", "request", "context", "finish")
+
+    def __init__(self, request_id: int, request: Request, context: RequestContext, finish: Finish | None) -> None:
+        self.request_id = request_id
+        self.request = request
+        self.context = context
+        self.finish = finish
+
+
+def origin_of(request: Request, ctx: RequestContext) -> Origin:
+    """Who sent a controller request (the Envelope's principal and client address when forwarded), for
+    the audit file."""
+    return Origin(principal=ctx.principal, client_id=request.header.client_id or "",
+                  client_host=ctx.client_host, listener=ctx.listener,
+                  forwarded=bool(getattr(ctx, "forwarded", False)))
+
+
+class ApiDoor:
+    """The planes of a node's listeners (by listener name) and the requests relayed to the shell."""
+
+    def __init__(self, planes: dict[str, DoorPlane]) -> None:
+        self.planes = planes
+        self._emit: Callable[[Any], None] = _unattached
+        self._relayed: dict[int, _Call] = {}
+
+    def attach(self, emit: Callable[[Any], None]) -> None:
+        """Bind the door to its node core's outputs (``NodeCore`` does this)."""
+        self._emit = emit
+
+    # -- the door ---------------------------------------------------------------------------------
+    def handle(self, request_id: int, request: Request, context: RequestContext) -> None:
+        plane = self.planes.get(context.listener)
+        if plane is None:
+            raise KeyError(f"no plane serves listener {context.listener!r}")
+        key, version = request.api_key, request.api_version
+        versions = answer_api_versions(plane.registry.versions, key, version, plane.where)   # refusal raises
+        if versions is not None:   # ApiVersions
+            with_features(versions, version, *plane.features())
+            self._emit(Respond(request_id, Reply(versions, version if versions.error_code == 0 else 0)))
+            return
+        finish: Finish | None = None
+        if plane.gate is not None:
+            outcome = plane.gate.check(request, context)
+            if outcome is not None:
+                if outcome.deny is not None:
+                    self._emit(Respond(request_id, Reply(outcome.deny, version)))
+                    return
+                if outcome.body is not None and outcome.body is not request.body:
+                    request = Request(request.header, outcome.body)
+                finish = outcome.finish
+        call = _Call(request_id, request, context, finish)
+        route = plane.route(key)
+        role = plane.controller
+        if route is Route.CONTROLLER and role is not None:
+            if key == K.INCREMENTAL_ALTER_CONFIGS and any(_is_logger(r) for r in request.body.resources):
+                self._relay(call, RelayKind.HANDLER)   # log levels of this process: the shell changes them
+            else:
+                self._controller_write(role, call)
+        elif route is Route.FROM_IMAGE and role is not None:
+            self._from_committed_image(plane, role, call)
+        elif route is Route.FORWARD:
+            if key in TOKEN_WRITES and not requests_allowed(context, forwarded=False):
+                self._answer(call, not_allowed(request))
+            else:
+                self._relay(call, RelayKind.FORWARD)
+        else:
+            self._relay(call, RelayKind.HANDLER)
+
+    def relayed(self, request_id: int, reply: Reply | None) -> None:
+        """The shell's answer to the ``Relay`` of ``request_id`` (None: nothing to send)."""
+        call = self._relayed.pop(request_id, None)
+        if call is not None:
+            self._answer(call, reply)
+
+    def relay_failed(self, request_id: int) -> None:
+        """The shell could not answer the ``Relay`` of ``request_id`` (it failed the request itself)."""
+        self._relayed.pop(request_id, None)
+
+    # -- handlers ---------------------------------------------------------------------------------
+    def _controller_write(self, role: ControllerRole, call: _Call) -> None:
+        """A controller API for the controller role; a client's admin write on an inactive voter goes on to
+        the active controller."""
+        request, ctx = call.request, call.context
+        key, version = request.api_key, request.api_version
+        forwarded = bool(getattr(ctx, "forwarded", False))
+        body = request.body
+        if key in TOKEN_WRITES:
+            if not requests_allowed(ctx, forwarded=forwarded):
+                self._answer(call, not_allowed(request))
+                return
+            body = TokenRequest(body, ctx.principal)
+        if key in FORWARDED_APIS and not forwarded and not role.controller.active:
+            self._relay(call, RelayKind.FORWARD)
+            return
+        role.submit(body, version, lambda resp: self._answer(call, Reply(resp, version)), origin_of(request, ctx))
+
+    def _from_committed_image(self, plane: DoorPlane, role: ControllerRole, call: _Call) -> None:
+        """DescribeConfigs / ListPartitionReassignments / DescribeClientQuotas / DescribeUserScramCredentials /
+        DescribeDelegationToken, answered by any controller from its committed image."""
+        request, ctx = call.request, call.context
+        key, version, body = request.api_key, request.api_version, request.body
+        ctl = role.controller
+        image = ctl.committed_image
+        if key == K.DESCRIBE_CONFIGS:
+            resp = config_cmds.describe(image, body, version, ctl.config.static_broker_configs, plane.describe_logger)
+        elif key == K.LIST_PARTITION_REASSIGNMENTS:
+            resp = reassignment_cmds.describe(image, body)
+        elif key == K.DESCRIBE_CLIENT_QUOTAS:
+            resp = quota_cmds.describe(image, body, version)
+        elif key == K.DESCRIBE_DELEGATION_TOKEN:
+            if not requests_allowed(ctx, forwarded=bool(getattr(ctx, "forwarded", False))):
+                self._answer(call, not_allowed(request))
+                return
+            resp = describe_tokens(image, ctl.config.token_secret_key, body, ctx.principal)
+        else:
+            resp = scram_cmds.describe(image, body)
+        self._answer(call, Reply(resp, version))
+
+    # -- internals --------------------------------------------------------------------------------
+    def _relay(self, call: _Call, kind: RelayKind) -> None:
+        self._relayed[call.request_id] = call
+        self._emit(Relay(call.request_id, kind, call.request, call.context))
+
+    def _answer(self, call: _Call, reply: Reply | None) -> None:
+        if reply is not None and call.finish is not None:
+            reply.body = call.finish(reply.body)
+        self._emit(Respond(call.request_id, reply))
+
+
+def _is_logger(resource: Any) -> bool:
+    return bool(resource.resource_type == BROKER_LOGGER)
+
+
+def _unattached(out: Any) -> None:
+    raise RuntimeError("ApiDoor used before its node core attached it")

@@ -1,0 +1,150 @@
+"""The one door (core/api_door.py, ``NodeCore.handle_api``): Kafka requests in, outputs out, on a one-voter
+node driven by hand. ApiVersions and refusals come from the registry, authorization runs inside, controller
+APIs are submitted to the controller role (a heartbeat that writes nothing is answered in the same call),
+image reads are answered at once, and what the shell carries out comes out as ``Relay``."""
+
+from __future__ import annotations
+
+import pytest
+
+from kraftwire.core import ApiDoor, DoorPlane, Relay, RelayKind, Respond, Route
+from kraftwire.core.api_registry import ApiRegistry
+from kraftwire.core.node_core import NodeCore
+from kraftwire.metadata.features import SUPPORTED_FEATURES
+from kraftwire.protocol.api import ApiKey
+from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.framing import Request, RequestHeader
+from kraftwire.protocol.messages import broker_heartbeat_request as bhq
+from kraftwire.protocol.messages import create_delegation_token_request as cdt
+from kraftwire.protocol.messages import describe_client_quotas_request as dcq
+from kraftwire.protocol.messages import describe_topic_partitions_request as dtp
+from kraftwire.protocol.messages import metadata_request as mdq
+from kraftwire.protocol.messages import metadata_response as mdr
+from kraftwire.protocol.messages.api_versions_request import ApiVersionsRequest
+from kraftwire.protocol.requests import RefusedRequest, Reply, RequestContext
+from kraftwire.security.authorizer import AclAuthorizer
+from kraftwire.security.gate import RequestGate
+from tests.core.test_node_core import Shell, _active, _create, _node, _register
+
+CTL, CLIENT = "CONTROLLER", "EXTERNAL"
+
+
+class DoorShell(Shell):
+    """The test shell, keeping the door's outputs: ``Respond`` replies and ``Relay``s."""
+
+    def __init__(self, node: NodeCore) -> None:
+        super().__init__(node)
+        self.relays: dict[int, Relay] = {}
+
+    def take(self, outputs: list) -> None:
+        rest = []
+        for out in outputs:
+            if isinstance(out, Relay):
+                self.relays[out.request_id] = out
+            else:
+                rest.append(out)
+        super().take(rest)
+
+    def api(self, rid: int, key: int, version: int, body, *, listener: str = CTL, principal: str = "User:ANONYMOUS",
+            protocol: str = "PLAINTEXT") -> list:
+        ctx = RequestContext(listener, protocol, "10.0.0.9", 5555, principal)
+        out = self.node.handle_api(self.now, rid, Request(RequestHeader(key, version, rid, "door-test"), body), ctx)
+        self.take(out)
+        return out
+
+
+def _door_node(*, gate: bool = False) -> DoorShell:
+    node = _node()
+    role = node.controller
+    image = lambda: role.controller.committed_image   # noqa: E731
+    authorizer = AclAuthorizer(lambda: image().acls, super_users={"User:admin"}) if gate else None
+    controller = DoorPlane(ApiRegistry.controller(), "here",
+                           lambda: (SUPPORTED_FEATURES, image().features, role.controller.committed_offset),
+                           gate=None if authorizer is None else RequestGate(authorizer, image), controller=role)
+    broker = DoorPlane(ApiRegistry.broker(), "by a broker", lambda: ({}, {}, 0))
+    door = ApiDoor({CTL: controller, CLIENT: broker})
+    node = NodeCore(node.raft, role, door=door)
+    shell = DoorShell(node)
+    _active(shell)
+    return shell
+
+
+def test_api_versions_come_from_the_registry_with_the_finalized_features() -> None:
+    shell = _door_node()
+    [answer] = shell.api(1, ApiKey.API_VERSIONS, 3, ApiVersionsRequest())
+    reply = answer.body
+    assert isinstance(answer, Respond) and reply.version == 3 and reply.body.error_code == 0
+    assert {k.api_key for k in reply.body.api_keys} == set(ApiRegistry.controller().versions)
+    assert "metadata.version" in {f.name for f in reply.body.finalized_features}
+    [too_new] = shell.api(2, ApiKey.API_VERSIONS, 99, ApiVersionsRequest())
+    assert too_new.body.version == 0 and too_new.body.body.error_code == Errors.UNSUPPORTED_VERSION
+
+
+def test_an_api_the_plane_does_not_serve_is_refused() -> None:
+    shell = _door_node()
+    with pytest.raises(RefusedRequest):   # DescribeTopicPartitions is the broker plane's
+        shell.api(1, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, dtp.DescribeTopicPartitionsRequest(topics=[]))
+    assert shell.node.door.planes[CTL].route(ApiKey.BROKER_HEARTBEAT) is Route.CONTROLLER
+
+
+def test_a_registration_is_answered_once_committed_and_a_heartbeat_that_writes_nothing_at_once() -> None:
+    shell = _door_node()
+    shell.api(1, ApiKey.BROKER_REGISTRATION, 0, _register(11))
+    assert 1 not in shell.answers and shell.persist, "appended: answered once durable"
+    shell.sync()
+    registered = shell.answers[1]
+    assert registered.version == 0 and registered.body.error_code == 0
+    epoch = registered.body.broker_epoch
+    out = shell.api(2, ApiKey.BROKER_HEARTBEAT, 1, bhq.BrokerHeartbeatRequest(
+        broker_id=11, broker_epoch=epoch, current_metadata_offset=0, want_fence=True))
+    assert [type(o) for o in out] == [Respond], "the synchronous answer is the only output"
+    assert out[0].body.body.error_code == 0 and out[0].body.body.is_fenced
+
+
+def test_a_denied_write_is_answered_at_once_and_writes_nothing() -> None:
+    shell = _door_node(gate=True)
+    end = shell.node.log.end_offset
+    shell.api(1, ApiKey.CREATE_TOPICS, 5, _create("orders"), principal="User:mallory")
+    topic = shell.answers[1].body.topics[0]
+    assert topic.error_code == Errors.TOPIC_AUTHORIZATION_FAILED
+    assert shell.node.log.end_offset == end and not shell.persist
+    shell.api(2, ApiKey.BROKER_REGISTRATION, 0, _register(11), principal="User:mallory")
+    assert shell.answers[2].body.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
+    shell.api(3, ApiKey.BROKER_REGISTRATION, 0, _register(11), principal="User:admin")
+    shell.sync()
+    assert shell.answers[3].body.error_code == 0
+
+
+def test_image_reads_are_answered_at_once() -> None:
+    shell = _door_node()
+    [answer] = shell.api(1, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, dcq.DescribeClientQuotasRequest(components=[]))
+    assert answer.body.body.error_code == 0 and answer.body.body.entries == []
+
+
+def test_what_the_core_does_not_answer_is_relayed_and_completed_when_handed_back() -> None:
+    shell = _door_node(gate=True)
+    shell.api(1, ApiKey.METADATA, 12, mdq.MetadataRequest(topics=None), principal="User:alice")
+    relay = shell.relays[1]
+    assert relay.kind is RelayKind.HANDLER and 1 not in shell.answers
+    answer = Reply(mdr.MetadataResponse(topics=[mdr.MetadataResponseTopic(name="secret")]), 12)
+    shell.take(shell.node.handle_relayed(shell.now, 1, answer))
+    assert shell.answers[1] is answer and answer.body.topics == [], "the authorization rule's filter completed it"
+    shell.take(shell.node.handle_relayed(shell.now, 1, Reply(None, 12)))   # handed back twice: answered once
+    assert list(shell.answers) == [1] and shell.answers[1] is answer
+
+
+def test_the_broker_plane_forwards_admin_writes_and_refuses_token_writes_on_plaintext() -> None:
+    shell = _door_node()
+    shell.api(1, ApiKey.CREATE_TOPICS, 5, _create("orders"), listener=CLIENT)
+    assert shell.relays[1].kind is RelayKind.FORWARD and 1 not in shell.answers
+    shell.take(shell.node.handle_relay_failed(shell.now, 1))
+    assert shell.node.door._relayed == {}
+    shell.api(2, ApiKey.CREATE_DELEGATION_TOKEN, 3, cdt.CreateDelegationTokenRequest(), listener=CLIENT)
+    assert shell.answers[2].body.error_code == Errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED and 2 not in shell.relays
+
+
+def test_an_admin_write_on_an_inactive_voter_is_relayed_to_the_active_controller() -> None:
+    shell = _door_node()
+    shell.node.controller.controller.deactivate()   # as between an election and the new epoch's activation
+    shell.api(1, ApiKey.CREATE_TOPICS, 5, _create("orders"))
+    assert shell.relays[1].kind is RelayKind.FORWARD
