@@ -20,8 +20,11 @@ A listener belongs to one plane (``api_registry.Plane``, as Kafka splits Control
    - an API the controller plane answers ``from image`` is answered from the committed image;
    - an API the broker plane ``forwarded`` is relayed (``Relay`` FORWARD); the delegation-token
      writes are refused first on a connection that may not ask for tokens;
-   - everything else is ``Relay`` HANDLER: the shell's handler for that API answers (the Raft APIs,
-     groups, Metadata, Fetch, Envelope ...: the handlers not moved into the core yet).
+   - an API the broker plane answers ``from image`` (Metadata, DescribeCluster, the Describe* reads)
+     is answered from the broker's image (``core/broker_reads.py``);
+   - everything else is ``Relay`` HANDLER: the shell's handler for that API answers (the Raft APIs and
+     DescribeQuorum, groups, Fetch, Envelope, the voter's Metadata ...: the handlers not moved into the
+     core yet).
 
 ``Respond(connection, reply)`` carries a ``protocol.requests.Reply`` (body, version); the shell writes
 it. A ``Relay`` is I/O the shell performs: it hands the answer back with ``NodeCore.handle_relayed`` (or
@@ -51,6 +54,7 @@ from kraftwire.core.api_registry import (
     answer_api_versions,
     with_features,
 )
+from kraftwire.core.broker_reads import BrokerReads, answer_from_image
 from kraftwire.core.controller_role import ControllerRole
 from kraftwire.core.outputs import Respond
 from kraftwire.protocol.api import ApiKey
@@ -70,7 +74,7 @@ class Route(StrEnum):
 
     API_VERSIONS = "api versions"   # answered from the registry
     CONTROLLER = "controller"       # submitted to the controller role
-    FROM_IMAGE = "from image"       # answered from the controller's committed image
+    FROM_IMAGE = "from image"       # answered from the plane's image (the controller's committed one)
     FORWARD = "forward"             # relayed to the active controller
     SHELL = "shell"                 # relayed to the shell's handler
 
@@ -96,8 +100,8 @@ class Relay:
 class DoorPlane:
     """One plane of the door: its registry, where refusals say it is (``where``), the feature levels
     ApiVersions reports, the authorization gate (None: no authorizer) and who answers its APIs
-    (``controller`` on the controller plane; ``describe_logger`` answers BROKER_LOGGER resources from the
-    process's log levels)."""
+    (``controller`` on the controller plane, ``describe_logger`` answering BROKER_LOGGER resources from the
+    process's log levels; ``broker`` on the broker plane, the state its image answers read)."""
 
     registry: ApiRegistry
     where: str
@@ -105,6 +109,7 @@ class DoorPlane:
     gate: RequestGate | None = None
     controller: ControllerRole | None = None
     describe_logger: LoggerDescriber | None = None
+    broker: BrokerReads | None = None
 
     def route(self, key: int) -> Route:
         """Where a served ``key`` goes, as the plane's registry says."""
@@ -116,6 +121,8 @@ class DoorPlane:
                 return Route.FROM_IMAGE if registry.how(key) is How.FROM_IMAGE else Route.CONTROLLER
         elif registry.how(key) is How.FORWARDED:
             return Route.FORWARD
+        elif registry.how(key) is How.FROM_IMAGE and self.broker is not None:
+            return Route.FROM_IMAGE
         return Route.SHELL
 
 
@@ -182,6 +189,8 @@ class ApiDoor:
                 self._controller_write(role, call)
         elif route is Route.FROM_IMAGE and role is not None:
             self._from_committed_image(plane, role, call)
+        elif route is Route.FROM_IMAGE and plane.broker is not None:
+            self._answer(call, answer_from_image(plane.broker, request, context))
         elif route is Route.FORWARD:
             if key in TOKEN_WRITES and not requests_allowed(context, forwarded=False):
                 self._answer(call, not_allowed(request))

@@ -25,19 +25,11 @@ from kraftwire.broker.lifecycle import SECURITY_PROTOCOLS, BrokerLifecycle, Brok
 from kraftwire.broker.metadata import BrokerMetadataListener
 from kraftwire.broker.metadata_cache import (
     LocalView,
-    describe_cluster_response,
-    describe_topic_partitions_response,
     live_brokers,
-    metadata_response,
 )
-from kraftwire.controller import acls as acl_cmds
-from kraftwire.controller import configs as config_cmds
-from kraftwire.controller import quotas as quota_cmds
-from kraftwire.controller import scram as scram_cmds
-from kraftwire.controller.delegation_tokens import describe_tokens
-from kraftwire.controller.result import CommandError
 from kraftwire.core import BrokerLifecycleRole, DoorPlane
-from kraftwire.core.api_registry import BROKER_LOCAL_APIS, ApiRegistry, Features, broker_plane_apis
+from kraftwire.core.api_registry import ApiRegistry, Features, broker_plane_apis
+from kraftwire.core.broker_reads import BrokerReads
 from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.node import loggers
@@ -50,10 +42,8 @@ from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.snapshots import snapshotter_for
 from kraftwire.node.view import LogPartitionView
 from kraftwire.protocol.api import ApiKey
-from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.requests import Reply, RequestContext
-from kraftwire.security import token_requests as tokens
 
 log = logging.getLogger(__name__)
 
@@ -151,15 +141,14 @@ class BrokerRole:
     def door_plane(self) -> DoorPlane:
         """The broker plane of the node core's door: ApiVersions, refusals, authorization (not of what it
         forwards: the controller authorizes the client inside the Envelope) and the forwarded admin writes."""
-        return DoorPlane(ApiRegistry.broker(), self.where, self.features, gate=self.security.gate)
+        return DoorPlane(ApiRegistry.broker(), self.where, self.features, gate=self.security.gate,
+                         broker=BrokerReads(self.node_id, self.server.cluster_id, lambda: self.metadata.image,
+                                            self.local_view, lambda: self.lifecycle.serving,
+                                            self.cfg["delegation.token.secret.key"] or None,
+                                            lambda name, v: loggers.describe(self.node_id, name, v)))
 
     def register(self, d: Dispatcher) -> None:
         """The shell handlers of the APIs the door relays to the shell."""
-        d.on(ApiKey.METADATA, self._on_metadata)
-        d.on(ApiKey.DESCRIBE_CLUSTER, self._on_describe_cluster)
-        d.on(ApiKey.DESCRIBE_TOPIC_PARTITIONS, self._on_describe_topic_partitions)
-        d.on(ApiKey.LIST_CONFIG_RESOURCES, self._on_describe)
-        d.on(BROKER_LOCAL_APIS, self._on_describe)
         d.on(ApiKey.FIND_COORDINATOR, self._on_find_coordinator)
         d.on(ApiKey.LIST_GROUPS, self._on_list_groups)
         d.on([k for k in GROUP_APIS if k not in (ApiKey.FIND_COORDINATOR, ApiKey.LIST_GROUPS)], self._on_group)
@@ -201,22 +190,6 @@ class BrokerRole:
                          raft_leader_known=core is not None and core.leader_id is not None,
                          raft_epoch=0 if core is None else core.epoch, voters=tuple(sorted(self.server.voters)))
 
-    async def _on_metadata(self, request: Request, ctx: RequestContext) -> Reply:
-        v = request.api_version
-        return Reply(metadata_response(request.body, v, image=self.metadata.image, listener=ctx.listener,
-                                       local=self.local_view(ctx.listener), cluster_id=self.server.cluster_id), v)
-
-    async def _on_describe_cluster(self, request: Request, ctx: RequestContext) -> Reply:
-        v = request.api_version
-        return Reply(describe_cluster_response(request.body, v, image=self.metadata.image, listener=ctx.listener,
-                                               local=self.local_view(ctx.listener),
-                                               cluster_id=self.server.cluster_id), v)
-
-    async def _on_describe_topic_partitions(self, request: Request, ctx: RequestContext) -> Reply:
-        resp = describe_topic_partitions_response(request.body, image=self.metadata.image, listener=ctx.listener,
-                                                  local=self.local_view(ctx.listener))
-        return Reply(resp, request.api_version)
-
     async def _on_find_coordinator(self, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version
         return Reply(find_coordinator(v, request.body, lambda _group: self._coordinator(ctx.listener)), v)
@@ -228,35 +201,6 @@ class BrokerRole:
     async def _on_group(self, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version
         return Reply(await self.groups.route(request.api_key, v, request.body, request.header.client_id or ""), v)
-
-    async def _on_describe(self, request: Request, ctx: RequestContext) -> Reply:
-        """DescribeAcls / DescribeConfigs / DescribeClientQuotas / DescribeUserScramCredentials / ListConfigResources from
-        the local image (retriable
-        error while not serving)."""
-        key, body, version = request.api_key, request.body, request.api_version
-        if not self.lifecycle.serving:
-            return Reply(body.error_response(version, Errors.REQUEST_TIMED_OUT,
-                                             f"broker {self.node_id} is fenced or catching up; retry"), version)
-        image = self.metadata.image
-        try:
-            if key == ApiKey.DESCRIBE_ACLS:
-                resp = acl_cmds.describe(image, body)
-            elif key == ApiKey.DESCRIBE_CONFIGS:
-                resp = config_cmds.describe(image, body, version, {},
-                                            lambda name, v: loggers.describe(self.node_id, name, v))
-            elif key == ApiKey.DESCRIBE_CLIENT_QUOTAS:
-                resp = quota_cmds.describe(image, body, version)
-            elif key == ApiKey.LIST_CONFIG_RESOURCES:
-                resp = config_cmds.list_config_resources(image, body, version)
-            elif key == ApiKey.DESCRIBE_DELEGATION_TOKEN:
-                if not tokens.requests_allowed(ctx, forwarded=False):
-                    return tokens.not_allowed(request)
-                resp = describe_tokens(image, self.cfg["delegation.token.secret.key"] or None, body, ctx.principal)
-            else:
-                resp = scram_cmds.describe(image, body)
-        except CommandError as e:
-            resp = body.error_response(version, e.code, e.message)
-        return Reply(resp, version)
 
     def _coordinator(self, listener: str) -> tuple[int, str, int] | None:
         """This broker, as every group's coordinator for its clients (it relays to the owning voter);

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from kraftwire.broker.metadata_cache import LocalView
 from kraftwire.core import ApiDoor, DoorPlane, Relay, RelayKind, Respond, Route
 from kraftwire.core.api_registry import ApiRegistry
+from kraftwire.core.broker_reads import BrokerReads
 from kraftwire.core.node_core import NodeCore
 from kraftwire.metadata.features import SUPPORTED_FEATURES
 from kraftwire.protocol.api import ApiKey
@@ -53,7 +55,8 @@ class DoorShell(Shell):
         return out
 
 
-def _door_node(*, gate: bool = False) -> DoorShell:
+def _door_node(*, gate: bool = False, serving: list[bool] | None = None) -> DoorShell:
+    serving = [True] if serving is None else serving
     node = _node()
     role = node.controller
     image = lambda: role.controller.committed_image   # noqa: E731
@@ -61,7 +64,10 @@ def _door_node(*, gate: bool = False) -> DoorShell:
     controller = DoorPlane(ApiRegistry.controller(), "here",
                            lambda: (SUPPORTED_FEATURES, image().features, role.controller.committed_offset),
                            gate=None if authorizer is None else RequestGate(authorizer, image), controller=role)
-    broker = DoorPlane(ApiRegistry.broker(), "by a broker", lambda: ({}, {}, 0))
+    local = LocalView(node_id=1, host="b1.example", port=9092, rack=None, serving=True, raft_leader_known=True,
+                      raft_epoch=1, voters=(1,))
+    broker = DoorPlane(ApiRegistry.broker(), "by a broker", lambda: ({}, {}, 0),
+                       broker=BrokerReads(1, "door-cluster", image, lambda listener: local, lambda: serving[0]))
     door = ApiDoor({CTL: controller, CLIENT: broker})
     node = NodeCore(node.raft, role, door=door)
     shell = DoorShell(node)
@@ -148,3 +154,18 @@ def test_an_admin_write_on_an_inactive_voter_is_relayed_to_the_active_controller
     shell.node.controller.controller.deactivate()   # as between an election and the new epoch's activation
     shell.api(1, ApiKey.CREATE_TOPICS, 5, _create("orders"))
     assert shell.relays[1].kind is RelayKind.FORWARD
+
+
+def test_the_broker_plane_answers_from_its_image_and_refuses_describes_while_not_serving() -> None:
+    serving = [True]
+    shell = _door_node(serving=serving)
+    [answer] = shell.api(1, ApiKey.METADATA, 12, mdq.MetadataRequest(topics=None), listener=CLIENT)
+    body = answer.body.body
+    assert body.cluster_id == "door-cluster" and [(b.node_id, b.host) for b in body.brokers] == [(1, "b1.example")]
+    [answer] = shell.api(2, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, dcq.DescribeClientQuotasRequest(components=[]),
+                         listener=CLIENT)
+    assert answer.body.body.error_code == 0
+    serving[0] = False
+    [answer] = shell.api(3, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, dcq.DescribeClientQuotasRequest(components=[]),
+                         listener=CLIENT)
+    assert answer.body.body.error_code == Errors.REQUEST_TIMED_OUT and not shell.relays
