@@ -12,8 +12,6 @@ import logging
 import signal
 from typing import Any
 
-import anyio
-
 from kraftwire.cli.errors import ExitCode, OperatorError, leaf
 from kraftwire.cli.logsetup import FORMATS, configure
 from kraftwire.cli.node_config import port_in_use, read_config
@@ -53,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from kraftwire.node.gc_tuning import tune_gc
 
     tune_gc()    # after the log and snapshot are loaded: they are the long-lived heap
+    import anyio  # with the server's modules, after the log is open (``build_node``)
+
     try:
         return anyio.run(serve, node)
     except BaseException as e:
@@ -106,6 +106,8 @@ def explain_bind_failure(exc: BaseException, cfg: NodeConfig) -> BaseException:
 
 
 async def serve(node: Any) -> int:
+    import anyio
+
     async with anyio.create_task_group() as tg:
         bound = await tg.start(node.run)
         log.info("node %d started, listeners %s", node.cfg.node_id,

@@ -53,7 +53,16 @@ import struct as _struct  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 from typing import Any  # noqa: E402
 
-from crc32c import crc32c as _crc32c  # noqa: E402
+
+def _crc32c(data: Any) -> int:
+    """CRC-32C of ``data``. The ``crc32c`` package is imported at the first use, not with this module
+    (its import reads the installed packages' metadata: ~20 ms before a server has opened its log);
+    the first call puts its C function in this name's place."""
+    global _crc32c
+    from crc32c import crc32c
+
+    _crc32c = crc32c
+    return crc32c(data)
 
 from kraftwire.protocol.errors import CorruptRecordError  # noqa: E402
 from kraftwire.protocol.runtime import gc_paused  # noqa: E402
