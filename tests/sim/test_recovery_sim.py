@@ -41,5 +41,8 @@ def test_invariants_catch_a_broken_recovery(bug: str) -> None:
 
 @pytest.mark.slow
 def test_recovery_sample_three_and_five_voters() -> None:
-    _run(range(100, 300), CFG)
+    runs = _run(range(100, 300), CFG)
+    # a survivor holding committed offsets with other records (its tail from an older epoch): lost too,
+    # above the boundary (seeds 105, 191, 243 and 282)
+    assert any(s["lost_inside_log"] for s in runs)
     _run(range(300, 360), SimConfig(recovery=True, voters=5, observers=4))
