@@ -21,7 +21,9 @@ A listener belongs to one plane (``api_registry.Plane``, as Kafka splits Control
    - an API the broker plane ``forwarded`` is relayed (``Relay`` FORWARD); the delegation-token
      writes are refused first on a connection that may not ask for tokens;
    - an API the broker plane answers ``from image`` (Metadata, DescribeCluster, the Describe* reads)
-     is answered from the broker's image (``core/broker_reads.py``);
+     is answered from the broker's image (``core/broker_reads.py``); what it ``relays`` goes on as
+     ``Relay`` DESCRIBE_QUORUM (to the quorum leader) or GROUP (to the coordinating voter), but
+     FindCoordinator (the broker itself) and its share of ListGroups are computed here;
    - everything else is ``Relay`` HANDLER: the shell's handler for that API answers (the Raft APIs and
      DescribeQuorum, groups, Fetch, Envelope, the voter's Metadata ...: the handlers not moved into the
      core yet).
@@ -54,7 +56,13 @@ from kraftwire.core.api_registry import (
     answer_api_versions,
     with_features,
 )
-from kraftwire.core.broker_reads import BrokerReads, answer_from_image
+from kraftwire.core.broker_reads import (
+    BrokerReads,
+    answer_from_image,
+    coordinator_answer,
+    list_groups_refused,
+    own_share,
+)
 from kraftwire.core.controller_role import ControllerRole
 from kraftwire.core.outputs import Respond
 from kraftwire.protocol.api import ApiKey
@@ -76,6 +84,7 @@ class Route(StrEnum):
     CONTROLLER = "controller"       # submitted to the controller role
     FROM_IMAGE = "from image"       # answered from the plane's image (the controller's committed one)
     FORWARD = "forward"             # relayed to the active controller
+    RELAY = "relay"                 # sent on to a voter (group coordinator, DescribeQuorum's leader)
     SHELL = "shell"                 # relayed to the shell's handler
 
 
@@ -83,6 +92,8 @@ class RelayKind(StrEnum):
     """What the shell does with a relayed request."""
 
     FORWARD = "forward"   # in an Envelope to the active controller (KIP-590)
+    GROUP = "group"       # to the voter coordinating the group (every voter for ListGroups)
+    DESCRIBE_QUORUM = "describe quorum"   # to the quorum leader, following NOT_LEADER_OR_FOLLOWER hints
     HANDLER = "handler"   # the shell's own handler for the API (one not moved into the core yet)
 
 
@@ -121,8 +132,10 @@ class DoorPlane:
                 return Route.FROM_IMAGE if registry.how(key) is How.FROM_IMAGE else Route.CONTROLLER
         elif registry.how(key) is How.FORWARDED:
             return Route.FORWARD
-        elif registry.how(key) is How.FROM_IMAGE and self.broker is not None:
+        elif self.broker is not None and registry.how(key) is How.FROM_IMAGE:
             return Route.FROM_IMAGE
+        elif self.broker is not None and registry.how(key) is How.RELAYED:
+            return Route.RELAY
         return Route.SHELL
 
 
@@ -191,6 +204,8 @@ class ApiDoor:
             self._from_committed_image(plane, role, call)
         elif route is Route.FROM_IMAGE and plane.broker is not None:
             self._answer(call, answer_from_image(plane.broker, request, context))
+        elif route is Route.RELAY and plane.broker is not None:
+            self._broker_relay(plane.broker, call)
         elif route is Route.FORWARD:
             if key in TOKEN_WRITES and not requests_allowed(context, forwarded=False):
                 self._answer(call, not_allowed(request))
@@ -249,8 +264,31 @@ class ApiDoor:
             resp = scram_cmds.describe(image, body)
         self._answer(call, Reply(resp, version))
 
+    def _broker_relay(self, reads: BrokerReads, call: _Call) -> None:
+        """What a broker sends on to a voter: DescribeQuorum to the leader, group requests to the coordinator
+        (FindCoordinator it answers itself, and ListGroups it completes with its own share)."""
+        request = call.request
+        key = request.api_key
+        if key == K.DESCRIBE_QUORUM:
+            self._relay(call, RelayKind.DESCRIBE_QUORUM)
+        elif key == K.FIND_COORDINATOR:
+            self._answer(call, coordinator_answer(reads, request, call.context))
+        elif key == K.LIST_GROUPS:
+            refused = list_groups_refused(reads, request)
+            if refused is not None:
+                self._answer(call, refused)
+            else:
+                self._relay(call, RelayKind.GROUP, own_share(reads, call.context.listener))
+        else:
+            self._relay(call, RelayKind.GROUP)
+
     # -- internals --------------------------------------------------------------------------------
-    def _relay(self, call: _Call, kind: RelayKind) -> None:
+    def _relay(self, call: _Call, kind: RelayKind, complete: Finish | None = None) -> None:
+        """Hand ``call`` to the shell; ``complete`` (pure) completes the answer it hands back, before the
+        authorization rule's ``finish``."""
+        if complete is not None:
+            finish = call.finish
+            call.finish = complete if finish is None else (lambda body: finish(complete(body)))
         self._relayed[call.request_id] = call
         self._emit(Relay(call.request_id, kind, call.request, call.context))
 

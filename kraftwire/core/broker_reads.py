@@ -1,8 +1,9 @@
 """What a broker's plane answers from its own metadata image (the door's ``from image`` route on the broker
 plane, ``core/api_door.py``): Metadata, DescribeCluster, DescribeTopicPartitions, and DescribeAcls /
 DescribeConfigs / DescribeClientQuotas / DescribeUserScramCredentials / DescribeDelegationToken /
-ListConfigResources. Pure: the image, this broker's view of itself and the process's log levels are
-handed in (``BrokerReads``)."""
+ListConfigResources; and the group answers a broker gives itself: FindCoordinator (itself, for every
+group: it relays them to the owning voter) and its share of ListGroups. Pure: the image, this broker's
+view of itself and the process's log levels are handed in (``BrokerReads``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from kraftwire.broker.metadata_cache import (
     LocalView,
     describe_cluster_response,
     describe_topic_partitions_response,
+    live_brokers,
     metadata_response,
 )
 from kraftwire.controller import acls as acl_cmds
@@ -22,6 +24,8 @@ from kraftwire.controller import quotas as quota_cmds
 from kraftwire.controller import scram as scram_cmds
 from kraftwire.controller.delegation_tokens import describe_tokens
 from kraftwire.controller.result import CommandError
+from kraftwire.group.placement import find_coordinator, hash_pick
+from kraftwire.group.responses import error_response as group_error_response
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
@@ -83,3 +87,36 @@ def answer_from_image(reads: BrokerReads, request: Request, ctx: RequestContext)
     except CommandError as e:
         resp = body.error_response(version, e.code, e.message)
     return Reply(resp, version)
+
+
+def coordinator_answer(reads: BrokerReads, request: Request, ctx: RequestContext) -> Reply:
+    """FindCoordinator on a broker: this broker coordinates every group for its clients (it relays their
+    requests to the owning voter); none while it is not serving, so that clients look for another broker."""
+    def locate(_group: str) -> tuple[int, str, int] | None:
+        if not reads.serving():
+            return None
+        local = reads.local_view(ctx.listener)
+        return reads.node_id, local.host, local.port
+
+    version = request.api_version
+    return Reply(find_coordinator(version, request.body, locate), version)
+
+
+def list_groups_refused(reads: BrokerReads, request: Request) -> Reply | None:
+    """ListGroups' answer while the broker is not serving (None: it serves, ask the voters)."""
+    if reads.serving():
+        return None
+    version = request.api_version
+    return Reply(group_error_response(K.LIST_GROUPS, version, request.body), version)
+
+
+def own_share(reads: BrokerReads, listener: str) -> Callable[[Any], Any]:
+    """Completes a ListGroups answer gathered from every voter: this broker lists the groups whose hash picks
+    it among the brokers its Metadata lists on ``listener``; admin tools ask every listed broker, so each
+    group is listed once."""
+    def complete(resp: Any) -> Any:
+        ids = [b[0] for b in live_brokers(reads.image(), listener, reads.local_view(listener))]
+        resp.groups = [g for g in resp.groups if ids and hash_pick(g.group_id, ids) == reads.node_id]
+        return resp
+
+    return complete

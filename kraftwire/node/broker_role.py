@@ -25,25 +25,20 @@ from kraftwire.broker.lifecycle import SECURITY_PROTOCOLS, BrokerLifecycle, Brok
 from kraftwire.broker.metadata import BrokerMetadataListener
 from kraftwire.broker.metadata_cache import (
     LocalView,
-    live_brokers,
 )
 from kraftwire.core import BrokerLifecycleRole, DoorPlane
 from kraftwire.core.api_registry import ApiRegistry, Features, broker_plane_apis
 from kraftwire.core.broker_reads import BrokerReads
-from kraftwire.group import GROUP_APIS
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.node import loggers
 from kraftwire.node.apis import Dispatcher
 from kraftwire.node.forwarding import ForwardingManager
-from kraftwire.node.group_proxy import GroupRouter, find_coordinator, java_hash
-from kraftwire.node.group_proxy import error_response as group_error_response
+from kraftwire.node.group_proxy import GroupRouter
 from kraftwire.node.metrics import ForwardingMetrics
+from kraftwire.node.role_host import RoleHost
 from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.snapshots import snapshotter_for
 from kraftwire.node.view import LogPartitionView
-from kraftwire.protocol.api import ApiKey
-from kraftwire.protocol.framing import Request
-from kraftwire.protocol.requests import Reply, RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +60,7 @@ class BrokerRole:
 
     where = "by a broker"
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: RoleHost) -> None:
         cfg = self.cfg = server.cfg
         self.server = server
         self.node_id = cfg.node_id
@@ -148,10 +143,8 @@ class BrokerRole:
                                             lambda name, v: loggers.describe(self.node_id, name, v)))
 
     def register(self, d: Dispatcher) -> None:
-        """The shell handlers of the APIs the door relays to the shell."""
-        d.on(ApiKey.FIND_COORDINATOR, self._on_find_coordinator)
-        d.on(ApiKey.LIST_GROUPS, self._on_list_groups)
-        d.on([k for k in GROUP_APIS if k not in (ApiKey.FIND_COORDINATOR, ApiKey.LIST_GROUPS)], self._on_group)
+        """The shell handlers of the APIs the door relays to the shell: none of the broker's own (the door
+        answers or relays every API it advertises but those every replica serves)."""
 
     # -- lifecycle ------------------------------------------------------------------------------
     def _lifecycle_moved(self) -> None:
@@ -167,8 +160,9 @@ class BrokerRole:
         """Controlled shutdown: WantShutDown heartbeats until the controller lets us go."""
         if timeout_s is None:
             timeout_s = 2 * self.cfg["broker.session.timeout.ms"] / 1000 + 5
-        if self.server.node is not None:
-            self.server.driver.call(self.server.node.begin_shutdown)
+        node, driver = self.server.node, self.server.driver
+        if node is not None and driver is not None:
+            driver.call(node.begin_shutdown)
         else:
             self.lifecycle.begin_shutdown(0)   # never started: nothing registered, stops at once
             self._lifecycle_moved()
@@ -189,34 +183,3 @@ class BrokerRole:
                          serving=self.lifecycle.serving,
                          raft_leader_known=core is not None and core.leader_id is not None,
                          raft_epoch=0 if core is None else core.epoch, voters=tuple(sorted(self.server.voters)))
-
-    async def _on_find_coordinator(self, request: Request, ctx: RequestContext) -> Reply:
-        v = request.api_version
-        return Reply(find_coordinator(v, request.body, lambda _group: self._coordinator(ctx.listener)), v)
-
-    async def _on_list_groups(self, request: Request, ctx: RequestContext) -> Reply:
-        v = request.api_version
-        return Reply(await self._list_groups(request.body, v, request.header.client_id or "", ctx.listener), v)
-
-    async def _on_group(self, request: Request, ctx: RequestContext) -> Reply:
-        v = request.api_version
-        return Reply(await self.groups.route(request.api_key, v, request.body, request.header.client_id or ""), v)
-
-    def _coordinator(self, listener: str) -> tuple[int, str, int] | None:
-        """This broker, as every group's coordinator for its clients (it relays to the owning voter);
-        none while it is not serving, so that clients look for another broker."""
-        if not self.lifecycle.serving:
-            return None
-        local = self.local_view(listener)
-        return self.node_id, local.host, local.port
-
-    async def _list_groups(self, body: Any, version: int, client_id: str, listener: str) -> Any:
-        """This broker's share of every voter's groups: the groups whose hash picks it among the brokers its
-        Metadata lists on ``listener``. Admin tools ask every listed broker, so each group is listed once."""
-        if not self.lifecycle.serving:
-            return group_error_response(ApiKey.LIST_GROUPS, version, body)
-        resp = await self.groups.list_groups(version, body, client_id)
-        ids = [b[0] for b in live_brokers(self.metadata.image, listener, self.local_view(listener))]
-        resp.groups = [g for g in resp.groups
-                       if ids[(java_hash(g.group_id) & 0x7FFFFFFF) % len(ids)] == self.node_id]
-        return resp

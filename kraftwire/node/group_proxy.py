@@ -19,7 +19,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kraftwire.group.responses import error_response, find_coordinator_response
+from kraftwire.group.coordinator import KEY_TYPE_GROUP
+from kraftwire.group.placement import Voter, owner_of
+from kraftwire.group.responses import error_response
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
 from kraftwire.protocol.api import ApiKey
@@ -31,7 +33,6 @@ from kraftwire.protocol.runtime import replace
 
 log = logging.getLogger(__name__)
 
-KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2
 UNAVAILABLE = int(Errors.COORDINATOR_NOT_AVAILABLE)
 NOT_COORDINATOR = int(Errors.NOT_COORDINATOR)
 # Answers after which a broker looks the coordinating voter up again (raft placement).
@@ -41,23 +42,7 @@ _MOVED = frozenset((UNAVAILABLE, NOT_COORDINATOR, int(Errors.COORDINATOR_LOAD_IN
 SYNC_WAIT_S = 330.0
 REQUEST_WAIT_S = 30.0
 
-Voter = tuple[int, str, int]
 Local = Callable[[Any], Awaitable[Any]]
-
-
-def java_hash(text: str) -> int:
-    """Java's String.hashCode (UTF-16 code units), as Kafka uses for group placement."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def owner_of(group_id: str, voters: list[Voter]) -> Voter:
-    """The (node id, host, port) coordinating ``group_id``."""
-    ordered = sorted(voters)
-    return ordered[(java_hash(group_id) & 0x7FFFFFFF) % len(ordered)]
 
 
 def group_key(api_key: int, version: int, body: Any) -> str | None:
@@ -69,24 +54,6 @@ def group_key(api_key: int, version: int, body: Any) -> str | None:
         first = groups[0]
         return first if isinstance(first, str) else first.group_id
     return None
-
-
-def find_coordinator(version: int, body: Any, locate: Callable[[str], Voter | None]) -> Any:
-    """A FindCoordinator answer: groups where ``locate`` says (None: COORDINATOR_NOT_AVAILABLE);
-    kraftwire has no transaction or share coordinators."""
-    keys = body.coordinator_keys if version >= 4 else [body.key]
-    results: list[tuple[str, int, int, str, int]] = []
-    for key in keys:
-        if body.key_type == KEY_TYPE_GROUP:
-            node = locate(key)
-            results.append((key, UNAVAILABLE, -1, "", -1) if node is None else (key, 0, *node))
-        elif body.key_type == KEY_TYPE_SHARE and version < 6:
-            results.append((key, int(Errors.INVALID_REQUEST), -1, "", -1))
-        elif body.key_type in (KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE):
-            results.append((key, UNAVAILABLE, -1, "", -1))
-        else:
-            results.append((key, int(Errors.INVALID_REQUEST), -1, "", -1))
-    return find_coordinator_response(version, results)
 
 
 def _timeout_s(api_key: int, version: int, body: Any) -> float:

@@ -19,12 +19,9 @@ from typing import Any
 import anyio
 
 from kraftwire.core import GroupRole
+from kraftwire.group.placement import find_coordinator, owner_of
 from kraftwire.net.peers import PeerClient
-from kraftwire.node.group_proxy import (
-    GroupRouter,
-    find_coordinator,
-    owner_of,
-)
+from kraftwire.node.group_proxy import GroupRouter
 from kraftwire.protocol.api import ApiKey
 
 __all__ = ["GroupShell", "owner_of"]

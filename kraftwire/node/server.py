@@ -305,11 +305,20 @@ class Server:
         return out if type(out) is Reply else await out  # type: ignore[misc]
 
     async def _relay(self, relay: Relay) -> Reply | None:
-        """What the door relays: to the active controller in an Envelope, or to the plane's shell handler."""
+        """What the door relays: to the active controller in an Envelope, a group request to its coordinating
+        voter, DescribeQuorum to the quorum leader, or to the plane's shell handler."""
         plane = self.listener_plane[relay.context.listener]
+        request = relay.request
         if relay.kind is RelayKind.FORWARD:
-            return await plane.role.forwarding.forward(relay.request, relay.context)
-        return await plane.dispatcher.dispatch(relay.request, relay.context)
+            return await plane.role.forwarding.forward(request, relay.context)
+        if relay.kind is RelayKind.GROUP:
+            v = request.api_version
+            return Reply(await plane.role.groups.route(request.api_key, v, request.body,
+                                                       request.header.client_id or ""), v)
+        if relay.kind is RelayKind.DESCRIBE_QUORUM:
+            v = request.api_version
+            return Reply(await self.describe_quorum(request.body, v, request.header.client_id or ""), v)
+        return await plane.dispatcher.dispatch(request, relay.context)
 
     async def _on_fetch(self, role: Any, request: Request, ctx: RequestContext) -> Reply:
         body, version = request.body, request.api_version

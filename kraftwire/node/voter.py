@@ -43,6 +43,7 @@ from kraftwire.node.group_shell import GroupShell
 from kraftwire.node.metrics import ForwardingMetrics
 from kraftwire.node.offsets_quorum import OffsetsQuorum
 from kraftwire.node.raft_driver import wall_ms
+from kraftwire.node.role_host import RoleHost
 from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.snapshots import snapshotter_for
 from kraftwire.node.view import LogPartitionView
@@ -69,7 +70,7 @@ RAFT_KEYS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, Ap
 class _ControllerMetrics(ControllerObserver):
     """The controller role's reports, into the server's metrics (built after the role)."""
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: RoleHost) -> None:
         self.server = server
 
     def appended(self, offsets: list[int]) -> None:
@@ -90,7 +91,7 @@ class VoterRole:
 
     where = "here"
 
-    def __init__(self, server: Any, bootstrap: list[Any] | None, offset_store: Any) -> None:
+    def __init__(self, server: RoleHost, bootstrap: list[Any] | None, offset_store: Any) -> None:
         cfg = self.cfg = server.cfg
         self.server = server
         self.node_id = cfg.node_id
@@ -241,7 +242,10 @@ class VoterRole:
 
     async def submit(self, body: Any, version: int, origin: Origin | None = None) -> Any:
         """A controller API request, run by the node core; its answer once it may be sent."""
-        return await self.server.driver.submit(body, version, origin)
+        driver = self.server.driver
+        if driver is None:   # built before the roles run; a request cannot arrive earlier
+            raise RuntimeError("the metadata quorum's driver is not built yet")
+        return await driver.submit(body, version, origin)
 
     async def _on_envelope(self, request: Request, ctx: RequestContext) -> Reply:
         # The inner request keeps the envelope's listener, so it is dispatched on this same plane.
@@ -277,7 +281,7 @@ class VoterRole:
         if leader is None or leader < 0 or leader == self.node_id:
             return None
         try:
-            return await self.server.peers.relay(leader, body, 0, self.server.driver.request_timeout_s,
+            return await self.server.peers.relay(leader, body, 0, self.cfg["controller.quorum.request.timeout.ms"] / 1000,
                                                  "kraftwire-controller-registration")
         except RequestFailed as e:
             log.debug("controller registration to node %d failed: %s", leader, e)

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 
 from kraftwire.net.client import RequestFailed
+from kraftwire.node.role_host import RoleHost
 from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.messages.add_raft_voter_request import AddRaftVoterRequest, Listener
@@ -44,7 +45,7 @@ def request_from_wire(api_key: int, body: Any) -> m.Request:
 class VoterChangeApis:
     """Serves APIs 80-82 on a voter and follows the voter set in force (endpoints, peer addresses)."""
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: RoleHost) -> None:
         self.server = server
         self._latest: Any = None
 
@@ -111,8 +112,10 @@ class VoterChangeApis:
         ours = SUPPORTED_FEATURES[KRAFT_VERSION]
         while True:
             await anyio.sleep(interval)
-            core = server.core
-            latest = None if core is None or core.history is None else core.history.latest
+            core, driver = server.core, server.driver
+            if core is None or driver is None or core.history is None:
+                continue
+            latest = core.history.latest
             if latest is None or not core.is_voter or core.leader_id is None or server.directory_id is None:
                 continue
             me = latest[1].get(server.node_id)
@@ -120,7 +123,7 @@ class VoterChangeApis:
             if me is None or not endpoints or (set(me.endpoints) == set(endpoints) and me.kraft_range == ours):
                 continue
             if core.is_leader:   # Kafka's leader rewrites its own entry too; the same rules, applied locally
-                resp = await server.driver.ask(m.UpdateRaftVoterRequest(
+                resp = await driver.ask(m.UpdateRaftVoterRequest(
                     server.cluster_id, core.epoch, server.node_id, server.directory_id, tuple(endpoints), ours))
                 log.info("the leader updated its own voter entry (endpoints %s): %s", endpoints,
                          Errors(resp.error_code).name)

@@ -9,7 +9,7 @@ import anyio
 import pytest
 from kafka import KafkaConsumer
 
-from kraftwire.node.group_proxy import java_hash, owner_of
+from kraftwire.group.placement import java_hash, owner_of
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import offset_commit_request as ocq
 from kraftwire.protocol.messages import offset_fetch_request as ofq

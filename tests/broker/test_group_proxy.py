@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kraftwire.group import GROUP_APIS
-from kraftwire.node.group_proxy import error_response, find_coordinator, java_hash, owner_of
+from kraftwire.group.placement import find_coordinator, java_hash, owner_of
+from kraftwire.group.responses import error_response
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import join_group_request as jgq
 from kraftwire.protocol.messages import offset_commit_request as ocq

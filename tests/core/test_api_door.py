@@ -19,7 +19,12 @@ from kraftwire.protocol.framing import Request, RequestHeader
 from kraftwire.protocol.messages import broker_heartbeat_request as bhq
 from kraftwire.protocol.messages import create_delegation_token_request as cdt
 from kraftwire.protocol.messages import describe_client_quotas_request as dcq
+from kraftwire.protocol.messages import describe_quorum_request as dqq
 from kraftwire.protocol.messages import describe_topic_partitions_request as dtp
+from kraftwire.protocol.messages import find_coordinator_request as fcq
+from kraftwire.protocol.messages import join_group_request as jgq
+from kraftwire.protocol.messages import list_groups_request as lgq
+from kraftwire.protocol.messages import list_groups_response as lgr
 from kraftwire.protocol.messages import metadata_request as mdq
 from kraftwire.protocol.messages import metadata_response as mdr
 from kraftwire.protocol.messages.api_versions_request import ApiVersionsRequest
@@ -169,3 +174,27 @@ def test_the_broker_plane_answers_from_its_image_and_refuses_describes_while_not
     [answer] = shell.api(3, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, dcq.DescribeClientQuotasRequest(components=[]),
                          listener=CLIENT)
     assert answer.body.body.error_code == Errors.REQUEST_TIMED_OUT and not shell.relays
+
+
+def test_a_broker_names_itself_coordinator_and_lists_its_share_of_the_voters_groups() -> None:
+    serving = [True]
+    shell = _door_node(serving=serving)
+    [answer] = shell.api(1, ApiKey.FIND_COORDINATOR, 4, fcq.FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]),
+                         listener=CLIENT)
+    [c] = answer.body.body.coordinators
+    assert (c.error_code, c.node_id, c.host, c.port) == (0, 1, "b1.example", 9092)
+    shell.api(2, ApiKey.LIST_GROUPS, 4, lgq.ListGroupsRequest(), listener=CLIENT)
+    assert shell.relays[2].kind is RelayKind.GROUP
+    gathered = lgr.ListGroupsResponse(groups=[lgr.ListedGroup(group_id=g) for g in ("a", "b", "c")])
+    shell.take(shell.node.handle_relayed(shell.now, 2, Reply(gathered, 4)))
+    assert [g.group_id for g in shell.answers[2].body.groups] == ["a", "b", "c"], "the only live broker: all"
+    shell.api(3, ApiKey.DESCRIBE_QUORUM, 2, dqq.DescribeQuorumRequest(topics=[]), listener=CLIENT)
+    assert shell.relays[3].kind is RelayKind.DESCRIBE_QUORUM
+    shell.api(4, ApiKey.JOIN_GROUP, 9, jgq.JoinGroupRequest(group_id="g"), listener=CLIENT)
+    assert shell.relays[4].kind is RelayKind.GROUP
+    serving[0] = False
+    [answer] = shell.api(5, ApiKey.FIND_COORDINATOR, 4, fcq.FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]),
+                         listener=CLIENT)
+    assert answer.body.body.coordinators[0].error_code == Errors.COORDINATOR_NOT_AVAILABLE
+    shell.api(6, ApiKey.LIST_GROUPS, 4, lgq.ListGroupsRequest(), listener=CLIENT)
+    assert 6 not in shell.relays and shell.answers[6].body.error_code != 0

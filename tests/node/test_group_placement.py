@@ -7,8 +7,8 @@ import anyio
 import pytest
 
 from kraftwire.group import MemoryOffsetStore
+from kraftwire.group.placement import owner_of
 from kraftwire.net.client import Connection
-from kraftwire.node.group_proxy import owner_of
 from kraftwire.node.server import Server
 from kraftwire.protocol.messages import offset_commit_request as ocq
 from kraftwire.protocol.messages.find_coordinator_request import FindCoordinatorRequest

@@ -1,0 +1,57 @@
+"""What the server gives the roles it composes: exactly the state and calls ``VoterRole``, ``BrokerRole`` and
+``VoterChangeApis`` use (``node/server.Server`` satisfies it), so a role names what it depends on instead of
+reaching into an untyped server."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kraftwire.config import NodeConfig
+from kraftwire.core import FanOutListener, NodeCore
+from kraftwire.net.peers import PeerClient
+from kraftwire.node.disk_worker import DiskWorker
+from kraftwire.protocol.framing import Request
+from kraftwire.protocol.requests import Reply, RequestContext
+from kraftwire.raft.config import RaftConfig
+from kraftwire.raft.core import RaftCore
+
+if TYPE_CHECKING:
+    from kraftwire.node.metrics import RaftMetrics
+    from kraftwire.node.raft_driver import RaftDriver
+    from kraftwire.node.voter import VoterRole
+
+Address = tuple[str, int]
+
+
+class RoleHost(Protocol):
+    """The server, as its roles see it."""
+
+    cfg: NodeConfig
+    node_id: int
+    cluster_id: str
+    directory_id: uuid.UUID | None
+    log: Any                          # the metadata log (a FileLog, or a MemoryLog in tests)
+    voters: dict[int, Address]        # voter id -> controller-listener address
+    voter_set: Any                    # KIP-853 voter set read from the log (None: controller.quorum.voters)
+    snapshot_control: tuple[Any, ...]
+    raft_config: RaftConfig
+    raft_listeners: FanOutListener    # the roles replay the committed log through it
+    peers: PeerClient
+    disk: DiskWorker
+    bound: dict[str, Address]         # listener name -> bound address
+    core: RaftCore | None             # built once the voters are known
+    node: NodeCore | None
+    driver: RaftDriver | None
+    metrics: RaftMetrics | None
+    voter: VoterRole | None
+
+    def stop(self, why: str) -> None:
+        """A role cannot go on: the process stops, naming ``why``."""
+
+    def raft_driver(self, body: Any) -> RaftDriver:
+        """The driver of the quorum a Raft request addresses (the metadata's, or the offsets quorum's)."""
+
+    def handle_async(self, request: Request, ctx: RequestContext) -> Awaitable[Reply | None]:
+        """A request through the node core's one door, awaited (an Envelope's inner request)."""
