@@ -10,6 +10,7 @@ generator process's CPU (near 100% would mean the generator, not the controller,
 
     .venv/bin/python benchmarks/heartbeats.py --brokers 2000 5000 10000 --duration 60
     .venv/bin/python benchmarks/heartbeats.py --brokers 2000 --systems kraftwire
+    .venv/bin/python benchmarks/heartbeats.py --brokers 10000 --kafka 4.1.0     # issue #25's peer
 
 Kafka comes from ../shared/kafka (or KAFKA_HOME); without a JDK or a distribution it is skipped with
 the reason printed.
@@ -396,15 +397,26 @@ def load(hosts: list[str], cluster_id: str, n: int, duration_s: float, pids: lis
             "gen_cpu_max_pct": max(gen), "window": (window.start.value, window.stop.value)}
 
 
-def run_system(system: str, n: int, duration_s: float, root: Path, procs: int = 2, keep: Path | None = None) -> dict:
+def kafka_dist(release: str | None):  # noqa: ANN201
+    """The peer: Kafka ``release`` from ../shared/kafka, or by default the newest 3.x (the issue #15 peer)."""
+    dists = find_distributions()
+    if release:
+        found = [d for d in dists if d.version == release]
+        if not found:
+            raise KafkaUnavailable(f"no Kafka {release} distribution (found {[d.version for d in dists]})")
+        return found[0]
+    return ([d for d in dists if d.version_tuple < (4,)] or dists)[-1]
+
+
+def run_system(system: str, n: int, duration_s: float, root: Path, procs: int = 2, keep: Path | None = None,
+               kafka: str | None = None) -> dict:
     hosts = loopback_hosts(3, (CONTROLLER_PORT,))
     voters = [(i + 1, h, CONTROLLER_PORT) for i, h in enumerate(hosts)]
     props = {"broker.session.timeout.ms": "9000", "broker.heartbeat.interval.ms": "2000"}
     if system == "kraftwire":
         nodes = [KraftwireNode(root, i, "controller", h, voters, props=props) for i, h, _ in voters]
     else:
-        dists = find_distributions()    # 3.x: its metadata.version range matches the brokers we simulate
-        dist = ([d for d in dists if d.version_tuple < (4,)] or dists)[-1]
+        dist = kafka_dist(kafka)
         nodes = [KafkaNode(dist, root, i, "controller", h, voters, props=props) for i, h, _ in voters]
     cluster_id = "-"
     while cluster_id.startswith("-"):   # as Kafka's Uuid.randomUuid: a leading '-' reads as an option
@@ -439,6 +451,8 @@ def main() -> int:
     p.add_argument("--procs", type=int, default=2, help="load generator processes")
     p.add_argument("--keep-logs", type=Path, default=None, help="copy the nodes' logs here")
     p.add_argument("--systems", nargs="+", default=["kraftwire", "kafka"], choices=["kraftwire", "kafka"])
+    p.add_argument("--kafka", default=os.environ.get("KRAFTWIRE_BENCH_KAFKA"),
+                   help="the peer's Kafka release, e.g. 4.1.0 (default: $KRAFTWIRE_BENCH_KAFKA, else the newest 3.x)")
     args = p.parse_args()
     systems = list(args.systems)
     if "kafka" in systems:
@@ -453,7 +467,7 @@ def main() -> int:
         for system in systems:
             with tempfile.TemporaryDirectory(prefix=f"hb-{system}-") as tmp:
                 try:
-                    row = run_system(system, n, args.duration, Path(tmp), args.procs, args.keep_logs)
+                    row = run_system(system, n, args.duration, Path(tmp), args.procs, args.keep_logs, args.kafka)
                 except (KafkaUnavailable, RuntimeError, TimeoutError) as e:
                     print(f"{system} at {n}: failed: {str(e)[:300]}")
                     continue
