@@ -95,6 +95,53 @@ async def test_a_leader_with_its_disk_stuck_keeps_leading_and_answering(tmp_path
         tg.cancel_scope.cancel()
 
 
+async def test_a_heartbeat_that_changes_nothing_is_answered_while_noop_records_wait_for_the_disk(tmp_path) -> None:
+    """The disks of the leader and of one follower held (no majority can make a record durable; the other
+    follower keeps the leader in office): NoOpRecords (metadata.max.idle.interval.ms) pile up uncommitted, and
+    a caught-up, unfenced broker's heartbeat, which writes nothing, is answered at once (docs/reliability.md,
+    *A slow disk*); before, it waited for the NoOpRecords to commit, i.e. for the disk."""
+    import uuid
+
+    from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
+    from kraftwire.protocol.messages import broker_registration_request as brq
+    from kraftwire.protocol.messages.broker_heartbeat_request import BrokerHeartbeatRequest
+
+    ports = free_ports(3)
+    cid = "kw-test-cluster-0000001"
+    nodes = []
+    for i in (1, 2, 3):
+        part = tmp_path / f"n{i}" / "__cluster_metadata-0"
+        nodes.append(Server(node_config(i, ports), log=FileLog(part), store=FileQuorumStateStore(part / "quorum-state"),
+                            cluster_id=cid, offset_store=MemoryOffsetStore()))
+    async with anyio.create_task_group() as tg:
+        for node in nodes:
+            await tg.start(node.run)
+        leader = await wait_for(lambda: next((n for n in nodes if n.voter.controller.controller.active), None))
+        reg = await leader.voter.submit(brq.BrokerRegistrationRequest(
+            broker_id=10, cluster_id=cid, incarnation_id=uuid.uuid4(), listeners=[brq.Listener("PLAINTEXT", "h", 9092, 0)],
+            features=[brq.Feature(n, lo, hi) for n, (lo, hi) in sorted(BROKER_SUPPORTED_FEATURES.items())],
+            rack=None, log_dirs=[uuid.uuid4()]), 4)
+        assert reg.error_code == 0, reg
+        beat = BrokerHeartbeatRequest(broker_id=10, broker_epoch=reg.broker_epoch, current_metadata_offset=1 << 62)
+        first = await leader.voter.submit(beat, 1)      # unfences it: answered once that record commits
+        assert first.error_code == 0 and not first.is_fenced
+        ctl = leader.voter.controller.controller
+        follower = next(n for n in nodes if n is not leader)
+        held = [_under(str(tmp_path / f"n{n.cfg.node_id}")) for n in (leader, follower)]
+        disk = SlowDisk(0.0, only=lambda args: any(f(args) for f in held)).install()
+        disk.gate = threading.Event()
+        try:
+            await wait_for(lambda: disk.in_flight >= 2 and ctl.next_offset - 1 > ctl.committed_offset)
+            with anyio.fail_after(10):   # the gate holds for 60 s: before, it waited for the gate
+                again = await leader.voter.submit(beat, 1)
+            assert again.error_code == 0 and not again.is_fenced
+            assert disk.in_flight >= 1 and ctl.next_offset - 1 > ctl.committed_offset, "answered while uncommitted"
+        finally:
+            disk.gate.set()
+            disk.uninstall()
+        tg.cancel_scope.cancel()
+
+
 class _GatedStore:
     """A quorum-state store whose writes wait at a gate."""
 
