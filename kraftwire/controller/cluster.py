@@ -138,9 +138,10 @@ def register_broker(ctl: QuorumController, now: int, req: Any, version: int) -> 
         touch_session(ctl.sessions, bid, s, now)
     records: Records = [wrap(rec, versions.register_broker)]
     if not same:
+        how = ("" if existing is None else "; it names its previous epoch (clean shutdown)"
+               if req.previous_broker_epoch == existing.epoch else "; its previous incarnation is gone (unclean shutdown)")
         log.info("Registering broker %d (incarnation %s, epoch %d, listeners %s)%s", bid, req.incarnation_id,
-                 rec.broker_epoch, ", ".join(f"{x.name}://{x.host}:{x.port}" for x in req.listeners),
-                 "; its previous incarnation is gone (unclean shutdown)" if existing is not None else "")
+                 rec.broker_epoch, ", ".join(f"{x.name}://{x.host}:{x.port}" for x in req.listeners), how)
     if existing is not None and not same:
         # A new incarnation means the old process is gone. With ELR on, Kafka 4.1 trusts a broker that
         # names its previous epoch (a clean shutdown) to keep its ISR and ELR seats; otherwise it leaves

@@ -360,3 +360,22 @@ def test_a_heartbeat_that_writes_nothing_waits_for_pending_changes_not_for_noop_
     assert res.records == [] and res.commit_offset == created   # the create it may have read, not the NoOp
     h.commit()
     assert h.ctl.handle(h.now, _hb(h, 1)).commit_offset == -1
+
+
+def test_a_new_incarnation_is_logged_as_a_clean_or_unclean_shutdown(caplog) -> None:
+    """The registration of a new incarnation says which it was: naming the registered epoch (Kafka's clean
+    shutdown, KIP-966) or not (seen as 'unclean' for every restarted Kafka broker before)."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="kraftwire.controller")
+    h = Harness()
+    h.start_brokers(1, 2)
+    for bid, gen, previous in ((1, 1, h.image.brokers[1].epoch), (2, 1, -1)):
+        assert h.heartbeat(bid, want_shut_down=True).should_shut_down   # its controlled shutdown
+        req = h.registration(bid, gen=gen)
+        req.previous_broker_epoch = previous
+        assert h.run(req).error_code == 0
+    text = caplog.text
+    assert "Registering broker 1 (" in text and "it names its previous epoch (clean shutdown)" in text
+    assert "its previous incarnation is gone (unclean shutdown)" in text
+    assert text.count("(unclean shutdown)") == 1
