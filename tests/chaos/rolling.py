@@ -126,21 +126,22 @@ class RollingCluster(ChaosCluster):
         self.note(f"start node {node} (Kafka {self.dist.version})")   # type: ignore[attr-defined]
         return proc
 
-    def kill(self, node: int, sig: int = signal.SIGKILL) -> None:
-        if not self.is_kafka(node) or sig != signal.SIGTERM:
-            super().kill(node, sig)
-            return
-        self.check_alive()   # a JVM's controlled shutdown can take longer than a kraftwire node's
+    async def terminate(self, node: int, timeout_s: float = 60.0) -> None:
+        """SIGTERM ``node`` and wait for it to exit without holding the event loop (the writer runs on it:
+        a blocking wait counted a JVM's shutdown time as write unavailability); SIGKILL after ``timeout_s``."""
+        self.check_alive()
         self.expected_down.add(node)
         self.note(f"signal SIGTERM node {node}")
         proc = self.procs[node]
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)
+        with anyio.move_on_after(timeout_s):
+            while proc.poll() is None:
+                await anyio.sleep(0.02)
+        if proc.poll() is None:
             proc.kill()
             proc.wait()
-            self.note(f"node {node} killed: no exit 60 s after SIGTERM")
+            self.note(f"node {node} killed: no exit {timeout_s:.0f} s after SIGTERM")
+        self.note(f"node {node} exited")
 
     def start_all(self) -> None:
         for i in range(1, self.n + len(self.brokers) + 1):
@@ -230,11 +231,12 @@ class Restart:
     wall_began: float
     wall_rejoined: float
     longest_unavailable_s: float = 0.0
+    unavailable_from: str = ""   # wall clock, as in the nodes' logs and the journal
 
     def line(self) -> str:
         took = "never" if self.rejoined == float("inf") else f"{self.rejoined - self.began:.1f}s"
         return (f"{self.role} {self.node}: rejoined after {took}, longest write unavailability "
-                f"{self.longest_unavailable_s:.2f}s")
+                f"{self.longest_unavailable_s:.2f}s (from {self.unavailable_from})")
 
 
 @dataclass
@@ -278,10 +280,10 @@ def fencings(c: RollingCluster, node: int) -> list[tuple[int, float]]:
     return out
 
 
-def _gap(ack_times: list[float], start: float, end: float) -> float:
-    """The longest time without an acknowledged create within [start, end]."""
+def _gap(ack_times: list[float], start: float, end: float) -> tuple[float, float]:
+    """The longest time without an acknowledged write within [start, end], and when it began (monotonic)."""
     marks = [start, *(t for t in ack_times if start < t < end), end]
-    return max(b - a for a, b in zip(marks, marks[1:], strict=False))
+    return max((b - a, a) for a, b in zip(marks, marks[1:], strict=False))
 
 
 async def _rolling(c: RollingCluster, rounds: int) -> RollingVerdicts:
@@ -299,7 +301,7 @@ async def _rolling(c: RollingCluster, rounds: int) -> RollingVerdicts:
             for node in [*range(1, c.n + 1), *c.brokers]:
                 role = "voter" if node <= c.n else "broker"
                 began, wall = time.monotonic(), time.time()
-                c.kill(node, signal.SIGTERM)      # waits for the process to exit (controlled shutdown)
+                await c.terminate(node)           # waits for the process to exit (controlled shutdown)
                 c.start(node)
                 if role == "voter":
                     ok = await c.wait_serving(node, 120) and await c.wait_caught_up(node, 60)
@@ -312,7 +314,9 @@ async def _rolling(c: RollingCluster, rounds: int) -> RollingVerdicts:
         stop.set()
         ended = time.monotonic()
         for r in restarts:
-            r.longest_unavailable_s = _gap(writer.ack_times, r.began, min(r.rejoined + SETTLE_S, ended))
+            r.longest_unavailable_s, since = _gap(writer.ack_times, r.began, min(r.rejoined + SETTLE_S, ended))
+            r.unavailable_from = time.strftime("%H:%M:%S", time.localtime(r.wall_began + since - r.began)) + \
+                f",{int((r.wall_began + since - r.began) * 1000) % 1000:03d}"
         unhealed = ""
         with anyio.move_on_after(60) as scope:
             while await leader_of(c) is None:
