@@ -3,7 +3,7 @@
 Shells (the server's ``node/``, the simulator's ``sim/``) import these names from here.
 """
 
-from kraftwire.core.api_door import ApiDoor, DoorPlane, Relay, RelayKind, Route
+from kraftwire.core.api_door import ApiDoor, DoorPlane, Park, Read, Relay, RelayKind, Route
 from kraftwire.core.broker_lifecycle_role import BrokerLifecycleRole
 from kraftwire.core.controller_role import ControllerObserver, ControllerRole
 from kraftwire.core.group_role import GroupRole
@@ -23,6 +23,8 @@ __all__ = [
     "GroupRole",
     "NodeCore",
     "NodeOutput",
+    "Park",
+    "Read",
     "Relay",
     "RelayKind",
     "Route",

@@ -24,6 +24,10 @@ A listener belongs to one plane (``api_registry.Plane``, as Kafka splits Control
      is answered from the broker's image (``core/broker_reads.py``); what it ``relays`` goes on as
      ``Relay`` DESCRIBE_QUORUM (to the quorum leader) or GROUP (to the coordinating voter), but
      FindCoordinator (the broker itself) and its share of ListGroups are computed here;
+   - a consumer Fetch (on every plane) comes out as ``Read``: the shell reads committed batches through
+     its zero-copy view and hands back what it found (``NodeCore.handle_read``); with less than its
+     MinBytes it is ``Park``ed until the replica's high watermark, epoch or leader moves, or its
+     MaxWaitMs is over, and read again (a replica's Fetch is Raft's: ``Relay`` HANDLER);
    - everything else is ``Relay`` HANDLER: the shell's handler for that API answers (the Raft APIs and
      DescribeQuorum, groups, Fetch, Envelope, the voter's Metadata ...: the handlers not moved into the
      core yet).
@@ -84,6 +88,7 @@ class Route(StrEnum):
     CONTROLLER = "controller"       # submitted to the controller role
     FROM_IMAGE = "from image"       # answered from the plane's image (the controller's committed one)
     FORWARD = "forward"             # relayed to the active controller
+    READ = "read"                   # a consumer Fetch read by the shell (a replica's is Raft's: SHELL)
     RELAY = "relay"                 # sent on to a voter (group coordinator, DescribeQuorum's leader)
     SHELL = "shell"                 # relayed to the shell's handler
 
@@ -107,6 +112,40 @@ class Relay:
     context: RequestContext
 
 
+@dataclass(frozen=True, slots=True)
+class Read:
+    """A consumer Fetch for the shell to read: committed batches below the high watermark, through its
+    zero-copy view; it hands back the answer and its record bytes with ``NodeCore.handle_read``."""
+
+    request_id: int
+    request: Request
+    context: RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Park:
+    """A consumer Fetch whose read found less than its MinBytes waits: the core emits its ``Read`` again once
+    the replica's high watermark, epoch or leader moved, or at ``until_ms`` (its MaxWaitMs)."""
+
+    request_id: int
+    until_ms: int
+
+
+Mark = tuple[Any, ...]   # what a parked read waits to change (the replica's HW, epoch and leader)
+
+
+class _Reading:
+    """A consumer Fetch between its ``Read``s: the mark its last read saw, when it must be answered."""
+
+    __slots__ = ("call", "deadline", "mark", "parked")
+
+    def __init__(self, call: _Call, deadline: int, mark: Mark) -> None:
+        self.call = call
+        self.deadline = deadline
+        self.mark = mark
+        self.parked = False
+
+
 @dataclass(slots=True)
 class DoorPlane:
     """One plane of the door: its registry, where refusals say it is (``where``), the feature levels
@@ -127,6 +166,8 @@ class DoorPlane:
         registry = self.registry
         if key == K.API_VERSIONS:
             return Route.API_VERSIONS
+        if key == K.FETCH:
+            return Route.READ
         if registry.plane is Plane.CONTROLLER:
             if self.controller is not None and key in CONTROLLER_APIS:
                 return Route.FROM_IMAGE if registry.how(key) is How.FROM_IMAGE else Route.CONTROLLER
@@ -165,14 +206,17 @@ class ApiDoor:
     def __init__(self, planes: dict[str, DoorPlane]) -> None:
         self.planes = planes
         self._emit: Callable[[Any], None] = _unattached
+        self._mark: Callable[[], Mark] = tuple
         self._relayed: dict[int, _Call] = {}
+        self._reading: dict[int, _Reading] = {}
 
-    def attach(self, emit: Callable[[Any], None]) -> None:
-        """Bind the door to its node core's outputs (``NodeCore`` does this)."""
+    def attach(self, emit: Callable[[Any], None], mark: Callable[[], Mark]) -> None:
+        """Bind the door to its node core's outputs and to what parked reads wait on (``NodeCore`` does this)."""
         self._emit = emit
+        self._mark = mark
 
     # -- the door ---------------------------------------------------------------------------------
-    def handle(self, request_id: int, request: Request, context: RequestContext) -> None:
+    def handle(self, now: int, request_id: int, request: Request, context: RequestContext) -> None:
         plane = self.planes.get(context.listener)
         if plane is None:
             raise KeyError(f"no plane serves listener {context.listener!r}")
@@ -204,6 +248,13 @@ class ApiDoor:
             self._from_committed_image(plane, role, call)
         elif route is Route.FROM_IMAGE and plane.broker is not None:
             self._answer(call, answer_from_image(plane.broker, request, context))
+        elif route is Route.READ:
+            body = request.body
+            replica = body.replica_state.replica_id if version >= 15 else body.replica_id
+            if replica >= 0:   # a replica's Fetch is Raft's (an observer answers NOT_LEADER_OR_FOLLOWER)
+                self._relay(call, RelayKind.HANDLER)
+            else:
+                self._read(call, now + max(0, body.max_wait_ms))
         elif route is Route.RELAY and plane.broker is not None:
             self._broker_relay(plane.broker, call)
         elif route is Route.FORWARD:
@@ -221,8 +272,42 @@ class ApiDoor:
             self._answer(call, reply)
 
     def relay_failed(self, request_id: int) -> None:
-        """The shell could not answer the ``Relay`` of ``request_id`` (it failed the request itself)."""
+        """The shell could not answer the ``Relay`` or ``Read`` of ``request_id`` (it failed the request
+        itself, or the connection is gone)."""
         self._relayed.pop(request_id, None)
+        self._reading.pop(request_id, None)
+
+    # -- consumer Fetch: Read, Park --------------------------------------------------------------------
+    def read_done(self, now: int, request_id: int, body: Any, size: int) -> None:
+        """What the shell's ``Read`` found (``size`` record bytes): the answer once it holds MinBytes, carries
+        an error or the wait is over; else ``Park`` (read again at once if the mark moved meanwhile)."""
+        reading = self._reading.get(request_id)
+        if reading is None:
+            return
+        request = reading.call.request
+        if (size >= max(1, request.body.min_bytes) or now >= reading.deadline
+                or any(p.error_code for t in body.responses for p in t.partitions)):
+            del self._reading[request_id]
+            self._answer(reading.call, Reply(body, request.api_version))
+        elif self._mark() != reading.mark:
+            self._read_again(reading)
+        else:
+            reading.parked = True
+            self._emit(Park(request_id, reading.deadline))
+
+    def wake(self, now: int) -> None:
+        """After an event: parked reads whose mark moved, or whose wait is over, are read again."""
+        if not self._reading:
+            return
+        mark = self._mark()
+        for reading in list(self._reading.values()):
+            if reading.parked and (reading.mark != mark or now >= reading.deadline):
+                self._read_again(reading)
+
+    def next_deadline(self) -> int | None:
+        """When the first parked read's wait is over."""
+        due = [r.deadline for r in self._reading.values() if r.parked]
+        return min(due) if due else None
 
     # -- handlers ---------------------------------------------------------------------------------
     def _controller_write(self, role: ControllerRole, call: _Call) -> None:
@@ -281,6 +366,16 @@ class ApiDoor:
                 self._relay(call, RelayKind.GROUP, own_share(reads, call.context.listener))
         else:
             self._relay(call, RelayKind.GROUP)
+
+    def _read(self, call: _Call, deadline: int) -> None:
+        reading = _Reading(call, deadline, self._mark())
+        self._reading[call.request_id] = reading
+        self._emit(Read(call.request_id, call.request, call.context))
+
+    def _read_again(self, reading: _Reading) -> None:
+        reading.parked = False
+        reading.mark = self._mark()
+        self._emit(Read(reading.call.request_id, reading.call.request, reading.call.context))
 
     # -- internals --------------------------------------------------------------------------------
     def _relay(self, call: _Call, kind: RelayKind, complete: Finish | None = None) -> None:

@@ -18,7 +18,8 @@ etcd's Ready/Advance and Kafka's KafkaRaftClient poll loop:
 * ``Relay(request_id, kind, request, context)``: a Kafka request that entered the one door,
   ``handle_api`` (``core/api_door.py``), for the shell to carry on (forward to the active controller,
   or its own handler); it reports ``handle_relayed`` or ``handle_relay_failed``. The door's answers
-  are ``Respond(request_id, reply)``.
+  are ``Respond(request_id, reply)``; a consumer Fetch is ``Read`` (the shell reads, zero-copy, and
+  reports ``handle_read``) and, while there is not enough to answer, ``Park(request_id, until_ms)``.
 
 After every event the core activates the controller when due (this node leads and the epoch's
 LeaderChange committed), and a batch appended during the event is written at once rather than at
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftwire.core.api_door import ApiDoor, Relay
+from kraftwire.core.api_door import ApiDoor, Park, Read, Relay
 from kraftwire.core.broker_lifecycle_role import BrokerLifecycleRole
 from kraftwire.core.controller_role import ControllerRole
 from kraftwire.core.group_role import GroupRole
@@ -46,7 +47,7 @@ from kraftwire.raft.core import RaftCore
 from kraftwire.storage.audit import Origin
 
 NodeOutput = (m.SendRequest | m.SendResponse | m.PersistLog | m.PersistState | Respond | TakeSnapshot
-              | SendController | Audit | Relay)
+              | SendController | Audit | Relay | Read | Park)
 
 #: appends made while the core handles an event can trigger more (a commit the role replays and
 #: answers with records): flush that many rounds at most within one event, the rest at the next tick
@@ -82,7 +83,7 @@ class NodeCore:
         if broker is not None:
             broker.attach(raft, clock=self._clock, send=self._send_controller)
         if door is not None:
-            door.attach(self._emit)
+            door.attach(self._emit, self._read_mark)
 
     # -- state the shells read --------------------------------------------------------------------
     @property
@@ -98,6 +99,8 @@ class NodeCore:
             times.append(self.groups.next_deadline())
         if self.broker is not None:
             times.append(self.broker.next_deadline())
+        if self.door is not None:
+            times.append(self.door.next_deadline())
         due = [t for t in times if t is not None]
         return min(due) if due else None
 
@@ -178,7 +181,7 @@ class NodeCore:
         self._now = now
         if self.door is None:
             raise TypeError("this node core has no API door")
-        self.door.handle(connection, request, context)
+        self.door.handle(now, connection, request, context)
         return self._audited(self._settled_request(now))
 
     def handle_relayed(self, now: int, connection: int, reply: Reply | None) -> list[NodeOutput]:
@@ -186,6 +189,14 @@ class NodeCore:
         self._now = now
         if self.door is not None:
             self.door.relayed(connection, reply)
+        return self._settled_request(now)
+
+    def handle_read(self, now: int, connection: int, body: Any, size: int) -> list[NodeOutput]:
+        """What the shell's ``Read`` of ``connection`` found (a Fetch answer holding ``size`` record bytes):
+        its ``Respond``, or ``Park`` until there may be more (or ``Read`` again at once)."""
+        self._now = now
+        if self.door is not None:
+            self.door.read_done(now, connection, body, size)
         return self._settled_request(now)
 
     def handle_relay_failed(self, now: int, connection: int) -> list[NodeOutput]:
@@ -250,6 +261,11 @@ class NodeCore:
     def _emit(self, out: NodeOutput) -> None:
         self._answers.append(out)
 
+    def _read_mark(self) -> tuple[int | None, int, int | None]:
+        """What a parked consumer Fetch waits to change: the high watermark, the epoch, the leader."""
+        raft = self.raft
+        return raft.hw, raft.epoch, raft.leader_id
+
     def _audited(self, out: list[NodeOutput]) -> list[NodeOutput]:
         """``out`` with the audit entries of the writes the controller role made during the event."""
         ctl = self.controller
@@ -293,6 +309,8 @@ class NodeCore:
                 break
             self._appended = False
             out.extend(self.raft.tick(now))   # an idle leader writes and replicates the batch now
+        if self.door is not None:
+            self.door.wake(now)   # parked consumer Fetches whose high watermark moved, or whose wait is over
         if self._answers:
             out.extend(self._answers)
             self._answers = []

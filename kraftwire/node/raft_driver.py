@@ -13,7 +13,8 @@ worker. ``TakeSnapshot`` frames the image in a worker thread and hands the batch
 ``SendController`` (a broker's registration or heartbeat) goes to the voter the peer client believes is
 the active controller, on its own lane. Kafka requests enter the core's one door with ``handle_api``:
 its ``Respond`` is the answer, its ``Relay`` runs the server's ``relay`` in the caller's task and is
-handed back. A timer task calls ``tick`` at the core's next deadline.
+handed back, its ``Read`` (a consumer Fetch) runs the server's ``read`` there, and its ``Park`` leaves
+the caller waiting for the next ``Read`` or the answer. A timer task calls ``tick`` at the core's next deadline.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from kraftwire.core import Audit, NodeCore, Relay, Respond, SendController, TakeSnapshot
+from kraftwire.core import Audit, NodeCore, Park, Read, Relay, Respond, SendController, TakeSnapshot
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
 from kraftwire.node import wire
@@ -91,6 +92,7 @@ class RaftDriver:
         self._trimming = False
         self.versions_probe: Callable[[m.KraftVersionsRequest], Any] | None = None   # KIP-853 (voter_changes.py)
         self.relay: Callable[[Relay], Awaitable[Reply | None]] | None = None   # carries the door's Relays
+        self.read: Callable[[Read], tuple[Any, int]] | None = None   # reads a consumer Fetch (zero-copy)
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
@@ -154,6 +156,8 @@ class RaftDriver:
             first = box[0]
             if type(first) is Relay:
                 return self._run_relay(first)
+            if type(first) is Read:
+                return self._run_read(first)
             if self.metrics is not None:   # the core's own work (Kafka's request processing time)
                 self.metrics.controller_processed((time.monotonic() - started) * 1000)
             return first  # type: ignore[no-any-return]
@@ -161,7 +165,29 @@ class RaftDriver:
 
     async def _answer_later(self, rid: int, box: list[Any]) -> Reply | None:
         first = await self._later(rid, box)
-        return await self._run_relay(first) if type(first) is Relay else first
+        if type(first) is Relay:
+            return await self._run_relay(first)
+        return await self._run_read(first) if type(first) is Read else first
+
+    async def _run_read(self, out: Any) -> Reply | None:
+        """A consumer Fetch in the caller's task: read what the core's ``Read`` asks (the server's ``read``,
+        zero-copy), hand it back, and while the core ``Park``s it wait for its next ``Read`` or its answer."""
+        rid = out.request_id
+        while True:
+            if type(out) is Read:
+                try:
+                    assert self.read is not None, "the node core asked for a read but no shell reads"
+                    body, size = self.read(out)
+                except BaseException:
+                    self._dispatch(self.node.handle_relay_failed(self.clock(), rid))
+                    raise
+                _, box = self._start(lambda rid, body=body, size=size:
+                                     self._call_request(self.node.handle_read, rid, body, size), rid)
+                out = box[0] if box else await self._later(rid, box)
+            elif type(out) is Park:
+                out = await self._later(rid, [])
+            else:
+                return out  # type: ignore[no-any-return]
 
     async def _run_relay(self, relay: Relay) -> Reply | None:
         """Carry out a ``Relay`` (``relay``, the server's) in the caller's task, then hand its answer back
@@ -253,14 +279,17 @@ class RaftDriver:
             self._journal_busy = False
 
     def _dispatch_now(self, outputs: list[Any]) -> None:
+        orphans: list[int] = []
         for out in outputs:
-            if isinstance(out, m.SendResponse | Respond | Relay):
+            if isinstance(out, m.SendResponse | Respond | Relay | Read | Park):
                 waiter = self._waiting.pop(out.request_id, None)
                 if waiter is not None:
-                    waiter[1].append(out.msg if isinstance(out, m.SendResponse) else out if type(out) is Relay
-                                     else out.body)
+                    waiter[1].append(out.msg if isinstance(out, m.SendResponse) else out.body if type(out) is Respond
+                                     else out)
                     if waiter[0] is not None:   # None: the answer came during the call that asked (``_start``)
                         waiter[0].set()
+                elif type(out) is Read or type(out) is Relay:   # its connection is gone: the core forgets it
+                    orphans.append(out.request_id)
             elif isinstance(out, TakeSnapshot):
                 assert self._tg is not None
                 self._tg.start_soon(self._frame_snapshot, out)
@@ -276,6 +305,8 @@ class RaftDriver:
             elif isinstance(out, Audit) and self.audit is not None and self._tg is not None:
                 self._tg.start_soon(self._write_audit, out)
         self._kick_journal()
+        for rid in orphans:
+            self._dispatch_now(self.node.handle_relay_failed(self.clock(), rid))
 
     async def _persist(self, end_offset: int) -> None:
         """The log's fsync (and its journal) in the disk worker: no connection of the node waits for it."""

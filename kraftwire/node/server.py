@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 
 from kraftwire.config import NodeConfig
-from kraftwire.core import ApiDoor, DoorPlane, FanOutListener, Relay, RelayKind, Route
+from kraftwire.core import ApiDoor, DoorPlane, FanOutListener, Read, Relay, RelayKind, Route
 from kraftwire.core.api_registry import api_versions_response
 from kraftwire.net.backoff import ReconnectBackoff
 from kraftwire.net.client import Connection, RequestFailed
@@ -177,6 +177,7 @@ class Server:
             epoch_start_records=self._epoch_start_records(), voter_history=self._voter_history(), door=self.door)
         self.core, self.node, self.driver = replica.core, replica.node, replica.driver
         self.driver.relay = self._relay
+        self.driver.read = self._read
         self.metrics = RaftMetrics(self.core, log_, controller=None if self.voter is None else self.voter.controller)
         self.driver.metrics = self.metrics
         from kraftwire.storage.log import FileLog
@@ -321,11 +322,16 @@ class Server:
         return await plane.dispatcher.dispatch(request, relay.context)
 
     async def _on_fetch(self, role: Any, request: Request, ctx: RequestContext) -> Reply:
+        """A replica's Fetch, Raft's (an observer answers NOT_LEADER_OR_FOLLOWER); the door reads a consumer's."""
         body, version = request.body, request.api_version
-        replica = body.replica_state.replica_id if version >= 15 else body.replica_id
-        if replica >= 0:   # a replica's Fetch is Raft's (an observer answers NOT_LEADER_OR_FOLLOWER)
-            return Reply(await self.raft_driver(body).handle_inbound(1, body, version), version)
-        return Reply(await serving.consumer_fetch(body, version, role.view, lambda: self.driver.changed), version)
+        return Reply(await self.raft_driver(body).handle_inbound(1, body, version), version)
+
+    def _read(self, read: Read) -> tuple[Any, int]:
+        """The door's ``Read``: a consumer Fetch answer from the role's view of the log (zero-copy slices) and
+        its record bytes."""
+        request = read.request
+        role = self.listener_plane[read.context.listener].role
+        return reads.consumer_fetch_response(request.body, request.api_version, role.view)
 
     async def _on_list_offsets(self, role: Any, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version

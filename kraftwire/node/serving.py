@@ -1,14 +1,11 @@
-"""Client-path helpers shared by controller and broker nodes: consumer long-poll, Produce refusal."""
+"""Client-path helpers shared by controller and broker nodes: Produce refusal (a consumer Fetch is the node
+core's ``Read``/``Park``, core/api_door.py)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from typing import Any
 
-import anyio
-
-from kraftwire.node import reads
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.produce_response import (
     PartitionProduceResponse,
@@ -17,24 +14,6 @@ from kraftwire.protocol.messages.produce_response import (
 )
 from kraftwire.protocol.metadata import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.requests import Reply
-
-
-async def consumer_fetch(body: Any, version: int, view: reads.PartitionView, changed: Callable[[], anyio.Event]
-                         ) -> Any:
-    """A consumer Fetch answer, waiting up to MaxWaitMs for MinBytes of committed data."""
-    deadline = anyio.current_time() + max(0, body.max_wait_ms) / 1000
-    while True:
-        event = changed()
-        resp, size = reads.consumer_fetch_response(body, version, view)
-        remaining = deadline - anyio.current_time()
-        if size >= max(1, body.min_bytes) or remaining <= 0 or _has_error(resp):
-            return resp
-        with anyio.move_on_after(remaining):
-            await event.wait()
-
-
-def _has_error(resp: Any) -> bool:
-    return any(p.error_code for t in resp.responses for p in t.partitions)
 
 
 def refuse_produce(body: Any, version: int) -> Reply | None:

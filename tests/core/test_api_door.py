@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kraftwire.broker.metadata_cache import LocalView
-from kraftwire.core import ApiDoor, DoorPlane, Relay, RelayKind, Respond, Route
+from kraftwire.core import ApiDoor, DoorPlane, Park, Read, Relay, RelayKind, Respond, Route
 from kraftwire.core.api_registry import ApiRegistry
 from kraftwire.core.broker_reads import BrokerReads
 from kraftwire.core.node_core import NodeCore
@@ -21,6 +21,8 @@ from kraftwire.protocol.messages import create_delegation_token_request as cdt
 from kraftwire.protocol.messages import describe_client_quotas_request as dcq
 from kraftwire.protocol.messages import describe_quorum_request as dqq
 from kraftwire.protocol.messages import describe_topic_partitions_request as dtp
+from kraftwire.protocol.messages import fetch_request as frq
+from kraftwire.protocol.messages import fetch_response as frs
 from kraftwire.protocol.messages import find_coordinator_request as fcq
 from kraftwire.protocol.messages import join_group_request as jgq
 from kraftwire.protocol.messages import list_groups_request as lgq
@@ -42,12 +44,19 @@ class DoorShell(Shell):
     def __init__(self, node: NodeCore) -> None:
         super().__init__(node)
         self.relays: dict[int, Relay] = {}
+        self.reads: list[int] = []
+        self.parked: dict[int, int] = {}
 
     def take(self, outputs: list) -> None:
         rest = []
         for out in outputs:
             if isinstance(out, Relay):
                 self.relays[out.request_id] = out
+            elif isinstance(out, Read):
+                self.reads.append(out.request_id)
+                self.parked.pop(out.request_id, None)
+            elif isinstance(out, Park):
+                self.parked[out.request_id] = out.until_ms
             else:
                 rest.append(out)
         super().take(rest)
@@ -198,3 +207,53 @@ def test_a_broker_names_itself_coordinator_and_lists_its_share_of_the_voters_gro
     assert answer.body.body.coordinators[0].error_code == Errors.COORDINATOR_NOT_AVAILABLE
     shell.api(6, ApiKey.LIST_GROUPS, 4, lgq.ListGroupsRequest(), listener=CLIENT)
     assert 6 not in shell.relays and shell.answers[6].body.error_code != 0
+
+
+def _consumer_fetch(max_wait_ms: int = 500) -> frq.FetchRequest:
+    return frq.FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, topics=[frq.FetchTopic(
+        topic="__cluster_metadata", partitions=[frq.FetchPartition(partition=0, fetch_offset=0)])])
+
+
+def _found(error: int = 0) -> frs.FetchResponse:
+    return frs.FetchResponse(responses=[frs.FetchableTopicResponse(topic="__cluster_metadata", partitions=[
+        frs.PartitionData(partition_index=0, error_code=error, records=b"")])])
+
+
+def test_a_consumer_fetch_is_read_parked_until_the_high_watermark_moves_then_answered() -> None:
+    shell = _door_node()
+    shell.api(1, ApiKey.FETCH, 12, _consumer_fetch())
+    assert shell.reads == [1] and 1 not in shell.answers
+    shell.take(shell.node.handle_read(shell.now, 1, _found(), 0))   # nothing new: it waits
+    assert shell.parked == {1: shell.now + 500} and shell.node.next_deadline() <= shell.now + 500
+    shell.api(2, ApiKey.BROKER_REGISTRATION, 0, _register(11))
+    shell.sync()                                                     # the high watermark moves: read again
+    assert shell.reads == [1, 1] and 1 not in shell.parked
+    found = _found()
+    shell.take(shell.node.handle_read(shell.now, 1, found, 120))
+    assert shell.answers[1].body is found and shell.answers[1].version == 12
+
+
+def test_a_parked_fetch_is_answered_when_its_wait_is_over_and_an_error_at_once() -> None:
+    shell = _door_node()
+    shell.api(1, ApiKey.FETCH, 12, _consumer_fetch(max_wait_ms=100))
+    shell.take(shell.node.handle_read(shell.now, 1, _found(), 0))
+    until = shell.parked[1]
+    shell.now = until
+    shell.take(shell.node.tick(shell.now))                           # the wait is over: a last read
+    assert shell.reads == [1, 1]
+    shell.take(shell.node.handle_read(shell.now, 1, _found(), 0))
+    assert shell.answers[1].body.responses[0].partitions[0].error_code == 0 and not shell.parked
+    shell.api(2, ApiKey.FETCH, 12, _consumer_fetch())
+    shell.take(shell.node.handle_read(shell.now, 2, _found(int(Errors.OFFSET_OUT_OF_RANGE)), 0))
+    assert shell.answers[2].body.responses[0].partitions[0].error_code == Errors.OFFSET_OUT_OF_RANGE
+    shell.api(3, ApiKey.FETCH, 12, _consumer_fetch())
+    shell.take(shell.node.handle_relay_failed(shell.now, 3))        # its connection went away
+    assert shell.node.door._reading == {}
+
+
+def test_a_replicas_fetch_is_rafts() -> None:
+    shell = _door_node()
+    fetch = _consumer_fetch()
+    fetch.replica_id = 2
+    shell.api(1, ApiKey.FETCH, 12, fetch)
+    assert shell.relays[1].kind is RelayKind.HANDLER and shell.reads == []
