@@ -5,8 +5,9 @@ BrokerHeartbeat every 2 s (Kafka's broker.heartbeat.interval.ms), one in flight 
 brokers do (a heartbeat unanswered for the 9 s session is given up and the connection replaced).
 Reported per system and N: heartbeat latency p50/p99/max, timeouts (no answer within the 2 s
 interval), spurious fences (a broker fenced again, or told its epoch is stale, after it was
-unfenced), leader changes of the quorum during the run, the controllers' CPU, and the busiest load
-generator process's CPU (near 100% would mean the generator, not the controller, sets the latency).
+unfenced), leader changes of the quorum during the run, the controllers' CPU (and the active one's per
+heartbeat, ``cpu_us_per_hb``), and the busiest load generator process's CPU (near 100% would mean the
+generator, not the controller, sets the latency).
 
     .venv/bin/python benchmarks/heartbeats.py --brokers 2000 5000 10000 --duration 60
     .venv/bin/python benchmarks/heartbeats.py --brokers 2000 --systems kraftwire
@@ -371,8 +372,9 @@ def load(hosts: list[str], cluster_id: str, n: int, duration_s: float, pids: lis
         t0 = time.time()
         addrs = [f"{h}:{CONTROLLER_PORT}" for h in hosts]
         asyncio.run(watch_leader(addrs, stats, window.stop.value))
-        cpu = [(cpu_s(p) - c) / (time.time() - t0) * 100 for p, c in zip(pids, cpu0, strict=True)]
-        gen = [(cpu_s(w.pid) - c) / (time.time() - t0) * 100 for w, c in zip(workers, gen0, strict=True)]
+        elapsed = time.time() - t0
+        cpu = [(cpu_s(p) - c) / elapsed * 100 for p, c in zip(pids, cpu0, strict=True)]
+        gen = [(cpu_s(w.pid) - c) / elapsed * 100 for w, c in zip(workers, gen0, strict=True)]
         parts = [out.get(timeout=60) for _ in workers]
     finally:
         for w in workers:
@@ -394,7 +396,9 @@ def load(hosts: list[str], cluster_id: str, n: int, duration_s: float, pids: lis
             "p50_ms": pick(0.50), "p99_ms": pick(0.99), "max_ms": lat[-1], "timeouts": stats.timeouts,
             "spurious_fences": stats.spurious_fences, "leader_changes": stats.leader_changes,
             "not_controller": stats.not_controller, "cpu_max_pct": max(cpu), "cpu_sum_pct": sum(cpu),
-            "gen_cpu_max_pct": max(gen), "window": (window.start.value, window.stop.value)}
+            "gen_cpu_max_pct": max(gen), "window": (window.start.value, window.stop.value),
+            # the busiest controller's (the active one's) CPU over the window per heartbeat answered in it
+            "cpu_us_per_hb": max(cpu) / 100 * elapsed / max(1, len(stats.latencies_ms)) * 1e6}
 
 
 def kafka_dist(release: str | None):  # noqa: ANN201
@@ -461,7 +465,8 @@ def main() -> int:
             print(f"kafka skipped: {reason}")
             systems.remove("kafka")
     cols = ["system", "brokers", "registered", "heartbeats", "p50_ms", "p99_ms", "max_ms", "timeouts",
-            "spurious_fences", "leader_changes", "not_controller", "cpu_max_pct", "cpu_sum_pct", "gen_cpu_max_pct"]
+            "spurious_fences", "leader_changes", "not_controller", "cpu_max_pct", "cpu_sum_pct", "gen_cpu_max_pct",
+            "cpu_us_per_hb"]
     print(" | ".join(cols))
     for n in args.brokers:
         for system in systems:
