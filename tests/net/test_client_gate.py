@@ -14,39 +14,18 @@ import pytest
 from kraftwire.net.gate import ClientGate, is_priority
 from kraftwire.net.server import KafkaServer, ListenerSpec, Reply
 from kraftwire.protocol import framing
-from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.api_versions_request import ApiVersionsRequest
 from kraftwire.protocol.messages.api_versions_response import ApiVersionsResponse
 from kraftwire.protocol.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kraftwire.protocol.messages.broker_heartbeat_response import BrokerHeartbeatResponse
 from kraftwire.protocol.messages.vote_request import VoteRequest
 from kraftwire.protocol.messages.vote_response import VoteResponse
+from tests.net.listener_helpers import fallback, read_frame
 
 pytestmark = pytest.mark.anyio
 
 CLIENTS = 60
 PER_SLICE = 8
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-def _fallback() -> Reply:
-    return Reply(ApiVersionsResponse(error_code=int(Errors.UNSUPPORTED_VERSION)), 0)
-
-
-def _read_frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("closed")
-            out += chunk
-        return out
-    return exactly(struct.unpack(">i", exactly(4))[0])
 
 
 def test_priority_is_read_from_the_api_key() -> None:
@@ -64,7 +43,7 @@ async def test_a_vote_behind_a_backlog_of_client_requests_is_handled_first() -> 
         return Reply(body, request.api_version)
 
     gate = ClientGate(per_slice=PER_SLICE, slice_s=3600.0)   # slices cut by count only
-    server = KafkaServer(handler, _fallback, gate=gate)
+    server = KafkaServer(handler, fallback, gate=gate)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("CONTROLLER", "127.0.0.1", 0))
         socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(CLIENTS + 1)]
@@ -82,7 +61,7 @@ async def test_a_vote_behind_a_backlog_of_client_requests_is_handled_first() -> 
                     await anyio.sleep(0.01)
             for i, s in enumerate(socks):
                 s.setblocking(True)
-                frame = await anyio.to_thread.run_sync(_read_frame, s)
+                frame = await anyio.to_thread.run_sync(read_frame, s)
                 assert struct.unpack_from(">i", frame)[0] == (999 if i == CLIENTS else i)
         finally:
             for s in socks:
@@ -99,7 +78,7 @@ async def test_without_a_backlog_nothing_waits() -> None:
         return Reply(ApiVersionsResponse(), request.api_version)
 
     gate = ClientGate(per_slice=PER_SLICE, slice_s=3600.0)   # slices cut by count only
-    server = KafkaServer(handler, _fallback, gate=gate)
+    server = KafkaServer(handler, fallback, gate=gate)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("PLAINTEXT", "127.0.0.1", 0))
         async with await anyio.connect_tcp("127.0.0.1", port) as s:

@@ -14,24 +14,15 @@ from kraftwire.config import ConfigError, load_config
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.server import KafkaServer, ListenerSpec, Reply
 from kraftwire.protocol import framing
-from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.api_versions_request import ApiVersionsRequest
 from kraftwire.protocol.messages.api_versions_response import ApiVersionsResponse
+from tests.net.listener_helpers import fallback
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 async def _answer(request, ctx):
     return Reply(ApiVersionsResponse(), request.api_version)
-
-
-def _fallback() -> Reply:
-    return Reply(ApiVersionsResponse(error_code=int(Errors.UNSUPPORTED_VERSION)), 0)
 
 
 FRAME = framing.encode_request(ApiVersionsRequest(), 0, correlation_id=9)
@@ -52,7 +43,7 @@ async def _served(stream, wait_s: float) -> bool:
 
 
 async def _with_server(limits: ConnectionLimits, body) -> None:
-    server = KafkaServer(_answer, _fallback, limits=limits)
+    server = KafkaServer(_answer, fallback, limits=limits)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("PLAINTEXT", "127.0.0.1", 0))
         await body(server, port)

@@ -11,20 +11,11 @@ import pytest
 
 from kraftwire.net.server import KafkaServer, ListenerSpec, Reply
 from kraftwire.protocol import framing
-from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.api_versions_request import ApiVersionsRequest
 from kraftwire.protocol.messages.api_versions_response import ApiVersion, ApiVersionsResponse
+from tests.net.listener_helpers import fallback
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-def _fallback() -> Reply:
-    return Reply(ApiVersionsResponse(error_code=int(Errors.UNSUPPORTED_VERSION)), 0)
 
 
 def _req(corr: int) -> bytes:
@@ -66,7 +57,7 @@ async def test_pipelined_requests_are_answered_in_order_one_at_a_time():
         active -= 1
         return Reply(ApiVersionsResponse(), request.api_version)
 
-    server = KafkaServer(handler, _fallback)
+    server = KafkaServer(handler, fallback)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("PLAINTEXT", "127.0.0.1", 0))
         async with await anyio.connect_tcp("127.0.0.1", port) as s:
@@ -77,7 +68,7 @@ async def test_pipelined_requests_are_answered_in_order_one_at_a_time():
 
 
 async def test_a_bad_size_after_good_frames_answers_them_then_closes(caplog):
-    server = KafkaServer(lambda r, c: _answer(r), _fallback, max_request_bytes=1 << 16)
+    server = KafkaServer(lambda r, c: _answer(r), fallback, max_request_bytes=1 << 16)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("PLAINTEXT", "127.0.0.1", 0))
         async with await anyio.connect_tcp("127.0.0.1", port) as s:
@@ -98,7 +89,7 @@ async def test_an_idle_connection_is_closed_a_busy_one_is_not():
             await anyio.sleep(1.0)          # longer than the idle timeout: still answered
         return Reply(ApiVersionsResponse(), request.api_version)
 
-    server = KafkaServer(handler, _fallback, idle_timeout_s=0.3)
+    server = KafkaServer(handler, fallback, idle_timeout_s=0.3)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("PLAINTEXT", "127.0.0.1", 0))
         async with await anyio.connect_tcp("127.0.0.1", port) as s:
@@ -120,7 +111,7 @@ async def test_a_client_that_never_reads_stops_its_connection_not_the_listener()
         handled += 1
         return Reply(big, request.api_version)
 
-    server = KafkaServer(handler, _fallback)
+    server = KafkaServer(handler, fallback)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("PLAINTEXT", "127.0.0.1", 0))
         greedy = socket.create_connection(("127.0.0.1", port))

@@ -33,19 +33,11 @@ from kraftwire.protocol.messages.describe_configs_response import (
     DescribeConfigsResult,
 )
 from kraftwire.security.sasl import SASL_APIS
+from tests.net.listener_helpers import fallback
 from tests.protocol.schema_strategies import filled
 
 pytestmark = pytest.mark.anyio
 UNKNOWN = int(Errors.UNKNOWN_SERVER_ERROR)
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-def _fallback() -> Reply:
-    return Reply(ApiVersionsResponse(error_code=int(Errors.UNSUPPORTED_VERSION)), 0)
 
 
 async def _exchange(port: int, frame: bytes) -> bytes | None:
@@ -92,7 +84,7 @@ async def test_a_handler_failure_in_every_api_and_version_costs_only_that_reques
 
     pairs = 0
     async with anyio.create_task_group() as tg:
-        server = KafkaServer(broken, _fallback)
+        server = KafkaServer(broken, fallback)
         _, port = await tg.start(server.serve, ListenerSpec("PLAINTEXT", "127.0.0.1", 0))
         for key in sorted(REQUESTS):
             if key in SASL_APIS:
@@ -121,7 +113,7 @@ async def test_an_encoder_failure_answers_unknown_server_error() -> None:
                      request.api_version)
 
     async with anyio.create_task_group() as tg:
-        server = KafkaServer(bad_encoding, _fallback)
+        server = KafkaServer(bad_encoding, fallback)
         _, port = await tg.start(server.serve, ListenerSpec("PLAINTEXT", "127.0.0.1", 0))
         req = DescribeConfigsRequest(resources=[DescribeConfigsResource(2, "t", None)])
         for _ in range(3):
@@ -138,7 +130,7 @@ async def test_an_unserved_api_closes_the_connection_with_one_info_line(caplog) 
 
     caplog.set_level(logging.INFO, logger="kraftwire.net.server")
     async with anyio.create_task_group() as tg:
-        server = KafkaServer(refusing, _fallback)
+        server = KafkaServer(refusing, fallback)
         _, port = await tg.start(server.serve, ListenerSpec("PLAINTEXT", "127.0.0.1", 0))
         frame = framing.encode_request(DescribeConfigsRequest(), 4, correlation_id=7)
         assert await _exchange(port, frame) is None

@@ -15,25 +15,16 @@ import pytest
 
 from kraftwire.net.server import KafkaServer, ListenerSpec, Reply
 from kraftwire.protocol import framing
-from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.api_versions_request import ApiVersionsRequest
 from kraftwire.protocol.messages.api_versions_response import ApiVersionsResponse
 from kraftwire.protocol.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from kraftwire.protocol.messages.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
 from kraftwire.security.settings import ListenerSecurity
 from kraftwire.storage.file_slice import FileSlice
+from tests.net.listener_helpers import fallback
 
 pytestmark = pytest.mark.anyio
 FETCH_VERSIONS = (4, 11, 12, 16)
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-def _fallback() -> Reply:
-    return Reply(ApiVersionsResponse(error_code=int(Errors.UNSUPPORTED_VERSION)), 0)
 
 
 def _fetch_response(version: int, records) -> FetchResponse:
@@ -94,7 +85,7 @@ def _fds() -> int:
 
 
 async def _serve_and_check(files: Files, spec: ListenerSpec, connect, before_reply=None) -> None:
-    server = KafkaServer(_handler(files, before_reply), _fallback)
+    server = KafkaServer(_handler(files, before_reply), fallback)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, spec)
         fds = _fds()
@@ -153,7 +144,7 @@ async def test_tls_reads_slices_and_sends_the_same_bytes(tmp_path):
 
 async def test_a_file_that_shrank_resets_the_connection_instead_of_a_short_frame(tmp_path, caplog):
     files = Files(tmp_path / "seg", 1 << 20)
-    server = KafkaServer(_handler(files, before_reply=lambda: os.truncate(files.path, 1000)), _fallback)
+    server = KafkaServer(_handler(files, before_reply=lambda: os.truncate(files.path, 1000)), fallback)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("PLAINTEXT", "127.0.0.1", 0))
         async with await anyio.connect_tcp("127.0.0.1", port) as s:

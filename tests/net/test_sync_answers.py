@@ -6,7 +6,6 @@ either answers UNKNOWN_SERVER_ERROR."""
 from __future__ import annotations
 
 import socket
-import struct
 from typing import Any
 
 import anyio
@@ -15,32 +14,11 @@ import pytest
 from kraftwire.net.server import KafkaServer, ListenerSpec, Reply
 from kraftwire.protocol import framing
 from kraftwire.protocol.errors import Errors
-from kraftwire.protocol.messages.api_versions_response import ApiVersionsResponse
 from kraftwire.protocol.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kraftwire.protocol.messages.broker_heartbeat_response import BrokerHeartbeatResponse
+from tests.net.listener_helpers import fallback, read_frame
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-def _fallback() -> Reply:
-    return Reply(ApiVersionsResponse(error_code=int(Errors.UNSUPPORTED_VERSION)), 0)
-
-
-def _read_frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("closed")
-            out += chunk
-        return out
-    return exactly(struct.unpack(">i", exactly(4))[0])
 
 
 def _heartbeat(broker: int, corr: int) -> bytes:
@@ -77,7 +55,7 @@ class _Door:
 
 async def test_an_answer_given_at_once_is_written_as_encoded() -> None:
     door = _Door()
-    server = KafkaServer(door.handle, _fallback)
+    server = KafkaServer(door.handle, fallback)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("CONTROLLER", "127.0.0.1", 0))
         sock = socket.create_connection(("127.0.0.1", port))
@@ -85,7 +63,7 @@ async def test_an_answer_given_at_once_is_written_as_encoded() -> None:
             for corr in range(3):
                 sock.sendall(_heartbeat(1, corr))
                 with anyio.fail_after(10):
-                    frame = await anyio.to_thread.run_sync(_read_frame, sock)
+                    frame = await anyio.to_thread.run_sync(read_frame, sock)
                 got_corr, body = _answer(frame)
                 assert got_corr == corr and body.is_caught_up and not body.is_fenced
                 expected = framing.encode_response(BrokerHeartbeatResponse(is_caught_up=True, is_fenced=False), 63, 1, corr)
@@ -98,7 +76,7 @@ async def test_an_answer_given_at_once_is_written_as_encoded() -> None:
 
 async def test_an_answer_that_waits_is_written_in_order_and_failures_answer_an_error() -> None:
     door = _Door()
-    server = KafkaServer(door.handle, _fallback)
+    server = KafkaServer(door.handle, fallback)
     async with anyio.create_task_group() as tg:
         _, port = await tg.start(server.serve, ListenerSpec("CONTROLLER", "127.0.0.1", 0))
         sock = socket.create_connection(("127.0.0.1", port))
@@ -111,14 +89,14 @@ async def test_an_answer_that_waits_is_written_in_order_and_failures_answer_an_e
             sock.setblocking(True)
             door.release.set()
             with anyio.fail_after(10):
-                first = await anyio.to_thread.run_sync(_read_frame, sock)
-                second = await anyio.to_thread.run_sync(_read_frame, sock)
+                first = await anyio.to_thread.run_sync(read_frame, sock)
+                second = await anyio.to_thread.run_sync(read_frame, sock)
             assert _answer(first)[0] == 1 and _answer(first)[1].should_shut_down
             assert _answer(second)[0] == 2
             sock.sendall(_heartbeat(13, 3) + _heartbeat(14, 4))
             with anyio.fail_after(10):
-                failed = await anyio.to_thread.run_sync(_read_frame, sock)
-                failed_later = await anyio.to_thread.run_sync(_read_frame, sock)
+                failed = await anyio.to_thread.run_sync(read_frame, sock)
+                failed_later = await anyio.to_thread.run_sync(read_frame, sock)
             assert _answer(failed)[0] == 3 and _answer(failed_later)[0] == 4
             assert _answer(failed)[1].error_code == _answer(failed_later)[1].error_code == Errors.UNKNOWN_SERVER_ERROR
             assert server.request_failures == 2
