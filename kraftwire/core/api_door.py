@@ -22,8 +22,10 @@ A listener belongs to one plane (``api_registry.Plane``, as Kafka splits Control
      writes are refused first on a connection that may not ask for tokens;
    - an API the broker plane answers ``from image`` (Metadata, DescribeCluster, the Describe* reads)
      is answered from the broker's image (``core/broker_reads.py``); what it ``relays`` goes on as
-     ``Relay`` DESCRIBE_QUORUM (to the quorum leader) or GROUP (to the coordinating voter), but
-     FindCoordinator (the broker itself) and its share of ListGroups are computed here;
+     ``Relay`` GROUP (to the coordinating voter), but FindCoordinator (the broker itself) and its share
+     of ListGroups are computed here;
+   - on every plane Produce is refused at once (``core/produce.py``) and DescribeQuorum goes on as
+     ``Relay`` DESCRIBE_QUORUM (the shell answers from this replica when it leads, else asks the leader);
    - a consumer Fetch (on every plane) comes out as ``Read``: the shell reads committed batches through
      its zero-copy view and hands back what it found (``NodeCore.handle_read``); with less than its
      MinBytes it is ``Park``ed until the replica's high watermark, epoch or leader moves, or its
@@ -69,6 +71,7 @@ from kraftwire.core.broker_reads import (
 )
 from kraftwire.core.controller_role import ControllerRole
 from kraftwire.core.outputs import Respond
+from kraftwire.core.produce import refuse_produce
 from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.requests import Reply, RequestContext
@@ -89,6 +92,7 @@ class Route(StrEnum):
     FROM_IMAGE = "from image"       # answered from the plane's image (the controller's committed one)
     FORWARD = "forward"             # relayed to the active controller
     READ = "read"                   # a consumer Fetch read by the shell (a replica's is Raft's: SHELL)
+    REFUSE_PRODUCE = "refuse produce"   # every Produce (only the quorum writes the metadata log)
     RELAY = "relay"                 # sent on to a voter (group coordinator, DescribeQuorum's leader)
     SHELL = "shell"                 # relayed to the shell's handler
 
@@ -168,6 +172,10 @@ class DoorPlane:
             return Route.API_VERSIONS
         if key == K.FETCH:
             return Route.READ
+        if key == K.PRODUCE:
+            return Route.REFUSE_PRODUCE
+        if key == K.DESCRIBE_QUORUM:
+            return Route.RELAY
         if registry.plane is Plane.CONTROLLER:
             if self.controller is not None and key in CONTROLLER_APIS:
                 return Route.FROM_IMAGE if registry.how(key) is How.FROM_IMAGE else Route.CONTROLLER
@@ -255,6 +263,10 @@ class ApiDoor:
                 self._relay(call, RelayKind.HANDLER)
             else:
                 self._read(call, now + max(0, body.max_wait_ms))
+        elif route is Route.REFUSE_PRODUCE:
+            self._answer(call, refuse_produce(request.body, version))
+        elif route is Route.RELAY and key == K.DESCRIBE_QUORUM:
+            self._relay(call, RelayKind.DESCRIBE_QUORUM)   # the leader's to answer (the shell asks it)
         elif route is Route.RELAY and plane.broker is not None:
             self._broker_relay(plane.broker, call)
         elif route is Route.FORWARD:
@@ -350,13 +362,11 @@ class ApiDoor:
         self._answer(call, Reply(resp, version))
 
     def _broker_relay(self, reads: BrokerReads, call: _Call) -> None:
-        """What a broker sends on to a voter: DescribeQuorum to the leader, group requests to the coordinator
-        (FindCoordinator it answers itself, and ListGroups it completes with its own share)."""
+        """What a broker sends on to a voter: group requests to the coordinator (FindCoordinator it answers
+        itself, and ListGroups it completes with its own share)."""
         request = call.request
         key = request.api_key
-        if key == K.DESCRIBE_QUORUM:
-            self._relay(call, RelayKind.DESCRIBE_QUORUM)
-        elif key == K.FIND_COORDINATOR:
+        if key == K.FIND_COORDINATOR:
             self._answer(call, coordinator_answer(reads, request, call.context))
         elif key == K.LIST_GROUPS:
             refused = list_groups_refused(reads, request)

@@ -66,8 +66,8 @@ _ACCEPT_BACKOFF_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, e
 _ACCEPT_BACKOFF_S = (0.01, 1.0)
 
 # The node's handler (its core's one door): the Reply when the answer is ready at once (written without
-# an await), else an awaitable of it.
-Handler = Callable[[Request, RequestContext], Reply | Awaitable[Reply | None]]
+# an await; None: no answer, a Produce with acks=0), else an awaitable of it.
+Handler = Callable[[Request, RequestContext], Reply | Awaitable[Reply | None] | None]
 UnsupportedApiVersions = Callable[[], Reply]
 
 
@@ -368,7 +368,7 @@ class KafkaServer:
         encoder answers UNKNOWN_SERVER_ERROR."""
         try:
             reply = self.handler(request, ctx)
-            if type(reply) is not Reply:
+            if reply is not None and type(reply) is not Reply:
                 reply = await reply  # type: ignore[misc]
             if reply is None:
                 return None

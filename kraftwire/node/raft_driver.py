@@ -146,9 +146,9 @@ class RaftDriver:
         rid, box = self._start(lambda rid: self._call_request(self.node.submit, rid, body, version, origin))
         return box[0] if box else await self._later(rid, box)
 
-    def handle_api(self, request: Request, ctx: RequestContext) -> Reply | Awaitable[Reply | None]:
-        """A request through the node core's one door (``NodeCore.handle_api``): the ``Reply`` when the
-        core answered at once (a heartbeat that wrote nothing: no coroutine, no trip through the event
+    def handle_api(self, request: Request, ctx: RequestContext) -> Reply | Awaitable[Reply | None] | None:
+        """A request through the node core's one door (``NodeCore.handle_api``): the ``Reply`` (None: no
+        answer) when the core answered at once (a heartbeat that wrote nothing: no coroutine, no trip through the event
         loop), else an awaitable of it (a commit wait, or a ``Relay`` this shell carries out)."""
         started = time.monotonic()
         rid, box = self._start(lambda rid: self._call_request(self.node.handle_api, rid, request, ctx))

@@ -35,7 +35,7 @@ from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import KafkaServer
-from kraftwire.node import reads, serving
+from kraftwire.node import reads
 from kraftwire.node.apis import Dispatcher
 from kraftwire.node.disk_worker import DiskWorker
 from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
@@ -232,8 +232,6 @@ class Server:
         d = Dispatcher(role.apis, role.where)
         d.on(ApiKey.FETCH, partial(self._on_fetch, role))
         d.on(ApiKey.LIST_OFFSETS, partial(self._on_list_offsets, role))
-        d.on(ApiKey.PRODUCE, self._on_produce)
-        d.on(ApiKey.DESCRIBE_QUORUM, self._on_describe_quorum)
         role.register(d)
         d.check(answered_elsewhere=set(SASL_APIS) | {k for k in role.apis if door.route(k) is not Route.SHELL})
         return Plane(role, door, d)
@@ -295,7 +293,7 @@ class Server:
         await self.peers.close()
 
     # -- the door and what the shell serves ----------------------------------------------------
-    def handle(self, request: Request, ctx: RequestContext) -> Reply | Awaitable[Reply | None]:
+    def handle(self, request: Request, ctx: RequestContext) -> Reply | Awaitable[Reply | None] | None:
         """Every request, direct or from an Envelope, enters the node core's one door: the ``Reply`` at
         once when the core answered (the listener writes it without awaiting), else an awaitable of it."""
         return self.driver.handle_api(request, ctx)
@@ -303,7 +301,7 @@ class Server:
     async def handle_async(self, request: Request, ctx: RequestContext) -> Reply | None:
         """``handle``, awaited (an Envelope's inner request)."""
         out = self.handle(request, ctx)
-        return out if type(out) is Reply else await out  # type: ignore[misc]
+        return out if out is None or type(out) is Reply else await out  # type: ignore[misc]
 
     async def _relay(self, relay: Relay) -> Reply | None:
         """What the door relays: to the active controller in an Envelope, a group request to its coordinating
@@ -336,13 +334,6 @@ class Server:
     async def _on_list_offsets(self, role: Any, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version
         return Reply(reads.list_offsets_response(request.body, v, role.view), v)
-
-    async def _on_produce(self, request: Request, ctx: RequestContext) -> Reply | None:
-        return serving.refuse_produce(request.body, request.api_version)
-
-    async def _on_describe_quorum(self, request: Request, ctx: RequestContext) -> Reply:
-        v = request.api_version
-        return Reply(await self.describe_quorum(request.body, v, request.header.client_id or ""), v)
 
     async def describe_quorum(self, body: Any, version: int, client_id: str) -> Any:
         """DescribeQuorum is the quorum leader's to answer: a follower or observer asks it (following

@@ -29,6 +29,7 @@ from kraftwire.protocol.messages import list_groups_request as lgq
 from kraftwire.protocol.messages import list_groups_response as lgr
 from kraftwire.protocol.messages import metadata_request as mdq
 from kraftwire.protocol.messages import metadata_response as mdr
+from kraftwire.protocol.messages import produce_request as pq
 from kraftwire.protocol.messages.api_versions_request import ApiVersionsRequest
 from kraftwire.protocol.requests import RefusedRequest, Reply, RequestContext
 from kraftwire.security.authorizer import AclAuthorizer
@@ -257,3 +258,17 @@ def test_a_replicas_fetch_is_rafts() -> None:
     fetch.replica_id = 2
     shell.api(1, ApiKey.FETCH, 12, fetch)
     assert shell.relays[1].kind is RelayKind.HANDLER and shell.reads == []
+
+
+def test_every_plane_refuses_produce_at_once_and_relays_describe_quorum() -> None:
+    shell = _door_node()
+    produce = pq.ProduceRequest(acks=1, timeout_ms=1000, topic_data=[pq.TopicProduceData(
+        name="__cluster_metadata", partition_data=[pq.PartitionProduceData(index=0, records=b"")])])
+    for rid, listener in ((1, CTL), (2, CLIENT)):
+        [answer] = shell.api(rid, ApiKey.PRODUCE, 9, produce, listener=listener)
+        assert answer.body.body.responses[0].partition_responses[0].error_code == Errors.INVALID_TOPIC_EXCEPTION
+    produce.acks = 0
+    [answer] = shell.api(3, ApiKey.PRODUCE, 9, produce)
+    assert answer == Respond(3, None), "acks=0: no answer at all"
+    shell.api(4, ApiKey.DESCRIBE_QUORUM, 2, dqq.DescribeQuorumRequest(topics=[]))
+    assert shell.relays[4].kind is RelayKind.DESCRIBE_QUORUM

@@ -151,7 +151,7 @@ async def test_list_offsets_needs_describe_and_produce_needs_write():
 
 
 async def test_produce_v13_names_topics_by_id():
-    from kraftwire.node.serving import refuse_produce
+    from kraftwire.core.produce import refuse_produce
     from kraftwire.protocol.metadata import METADATA_TOPIC_ID
 
     other = uuid.UUID(int=0x77)

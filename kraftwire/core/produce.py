@@ -1,5 +1,5 @@
-"""Client-path helpers shared by controller and broker nodes: Produce refusal (a consumer Fetch is the node
-core's ``Read``/``Park``, core/api_door.py)."""
+"""Produce on a kraftwire node (every plane): refused, since only the quorum writes ``__cluster_metadata``; the
+door answers it (``core/api_door.py``)."""
 
 from __future__ import annotations
 
