@@ -867,6 +867,12 @@ class RaftCore:
         if req.last_offset_epoch < 0 or req.last_offset < 0 or req.last_offset_epoch > req.candidate_epoch:
             self._respond(rid, m.VoteResponse(int(Errors.INVALID_REQUEST)))
             return
+        if (req.pre_vote and self._rejoin is not None and req.candidate_epoch == 0 and req.last_offset == 0
+                and req.last_offset_epoch == 0):
+            # A pre-vote at epoch 0 from a voter with an empty log says what its answer to our probe would: it has
+            # no history. It counts as that answer, so a voter that started first (its probes still in reconnect
+            # backoff) does not turn away the very pre-vote that would have made it part of a fresh majority.
+            self._probed(now, req.candidate_id)
         if req.candidate_epoch < self.state.epoch:
             self._respond(rid, self._vote_response(Errors.FENCED_LEADER_EPOCH, False))
             return

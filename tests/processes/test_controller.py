@@ -92,6 +92,13 @@ async def scenario(c: Cluster) -> None:
         refused = await call(wrong, 3)
         assert refused.topics[0].partitions[0].error_code == Errors.INVALID_REQUEST
 
+        # Every voter of this fresh quorum has joined before the failover: a voter that started on an empty
+        # directory and saw the first election happen without it must catch up with the committed log before it
+        # may vote (a wiped voter looks the same), and it cannot do that once the only leader it could fetch
+        # from is gone (docs/raft.md, *Fresh quorums*). The first leader is killed within ~100 ms otherwise.
+        with anyio.fail_after(30):
+            while not all("__cluster_metadata-0: re-joined the quorum" in c.log_text(n) for n in (1, 2, 3)):
+                await anyio.sleep(0.1)
         # Kill the active controller: the brokers keep their registrations (no fencing, same epochs).
         await conn.close()
         c.kill(leader, signal.SIGKILL)
