@@ -24,6 +24,7 @@ from kraftwire.raft import MemoryLog, MemoryStateStore, RaftCore, RaftFaults, Si
 from kraftwire.raft import messages as m
 from kraftwire.raft.snapshot import data_batches, frame
 from kraftwire.sim.config import SeedResult, SimConfig
+from kraftwire.sim.door_sim import DOOR_BUGS
 from kraftwire.sim.invariants import GENESIS, InvariantChecker, Violation, chain_digest
 from kraftwire.sim.wire import WireCodec
 
@@ -94,7 +95,7 @@ class Simulation:
         self.cfg = cfg
         self.rng = random.Random(seed)
         self.raft = cfg.raft
-        self.bugs = RaftFaults.named(cfg.bugs)   # test-only deliberate bugs (mutation tests)
+        self.bugs = RaftFaults.named(cfg.bugs - DOOR_BUGS)   # test-only deliberate bugs (mutation tests)
         self.now = 0
         self._heap: list[tuple[int, int, int, Any]] = []
         self._seq = 0

@@ -30,7 +30,9 @@ Checked after every event, on top of the raft invariants:
   ends only complete (every replica in the ISR) or cancelled, and none is still moving at the end;
 * client quotas and topic configs (``quota_config_sim``: a client sending AlterClientQuotas and
   IncrementalAlterConfigs, valid, refused and validate_only): acknowledged changes in every image at the
-  end, refused and validate_only ones in none, every image's quotas and configs as replaying the log once.
+  end, refused and validate_only ones in none, every image's quotas and configs as replaying the log once;
+* every request enters a node core through its door (``NodeCore.handle_api``) with its principal
+  (``door_sim``): no write is authorized that the ACLs of the image the gate read deny.
 """
 
 from __future__ import annotations
@@ -43,10 +45,13 @@ from kraftwire.broker.lifecycle import BrokerState, LifecycleConfig
 from kraftwire.broker.metadata import BrokerMetadataListener
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.core import (
+    Audit,
     BrokerLifecycleRole,
     ControllerObserver,
     ControllerRole,
     NodeCore,
+    Relay,
+    RelayKind,
     Respond,
     SendController,
     TakeSnapshot,
@@ -61,9 +66,19 @@ from kraftwire.protocol.messages import create_topics_request as ctq
 from kraftwire.protocol.messages.register_broker_record import RegisterBrokerRecord
 from kraftwire.protocol.metadata import decode_record
 from kraftwire.protocol.records import RecordBatch
+from kraftwire.protocol.requests import Reply
 from kraftwire.raft import RaftCore, SimulatedCrash, SnapshotId
 from kraftwire.sim.cluster import TICK, UNDO, SimNode, Simulation
 from kraftwire.sim.config import SeedResult, SimConfig
+from kraftwire.sim.door_sim import (
+    ACL_ADMIN,
+    ALICE,
+    AclWorkload,
+    check_authorized_writes,
+    context_of,
+    controller_door,
+    request_of,
+)
 from kraftwire.sim.invariants import InvariantChecker, Violation
 from kraftwire.sim.quota_config_sim import QUOTA_CLIENT, QuotaConfigWorkload, check_quotas_and_configs
 from kraftwire.sim.reassign_sim import CATCH_UP, MOVER, MoveChecker, ReassignWorkload, check_partition
@@ -259,6 +274,7 @@ class ControllerChecker(InvariantChecker):
                                 f"({role.state.name}, replayed to {role.metadata.applied_offset})")
         sim.moves.check_settled(self.moves.image)
         sim.quota_configs.check_end(images, self.committed)
+        sim.acl_clients.check_end()
 
     @property
     def _acked_by(self) -> int:
@@ -283,6 +299,7 @@ class ControllerSimulation(Simulation):
         self.admin = AdminAgent()
         self.moves = ReassignWorkload(self)
         self.quota_configs = QuotaConfigWorkload(self)
+        self.acl_clients = AclWorkload(self)
         self._agent_seq = 0
         self._agent_calls: dict[int, tuple[Any, Any, Any]] = {}   # seq -> (agent key, life, request)
         self.activations = 0
@@ -313,7 +330,8 @@ class ControllerSimulation(Simulation):
     def _node_core(self, nid: int, core: RaftCore) -> NodeCore:
         agent = self.agents.get(nid)
         if agent is None:
-            return super()._node_core(nid, core)
+            role = self.shells[nid].role
+            return NodeCore(core, role, door=controller_door(role, self.cfg.bugs))
         return NodeCore(core, broker=agent.role)
 
     def _broker_role(self, bid: int) -> BrokerLifecycleRole:
@@ -383,7 +401,8 @@ class ControllerSimulation(Simulation):
             core.delete_before(sid)
 
     def _on_respond(self, node: SimNode, out: Respond) -> None:
-        self._answer(out.request_id, node.node_id, node.incarnation, out.body)
+        body = out.body.body if isinstance(out.body, Reply) else out.body   # the door answers with a Reply
+        self._answer(out.request_id, node.node_id, node.incarnation, body)
 
     def crash(self, nid: int, mode: str = "crash", restart_after: int | None = None, wipe: bool = False) -> None:
         node = self.nodes[nid]
@@ -428,9 +447,13 @@ class ControllerSimulation(Simulation):
 
     def _route(self, node: SimNode, outputs: list[Any]) -> None:
         sends = [o for o in outputs if type(o) is SendController]
-        super()._route(node, [o for o in outputs if type(o) is not SendController] if sends else outputs)
+        relays = [o for o in outputs if type(o) is Relay]
+        rest = [o for o in outputs if type(o) not in (SendController, Relay, Audit)]
+        super()._route(node, rest)
         if node.core is None:   # it died writing its quorum-state: nothing of the event left it
             return
+        for relay in relays:
+            self._on_relay(node, relay)
         for out in sends:
             agent = self.agents[node.node_id]
             self._send(node.node_id, (node.incarnation, out.request_id), agent.target, out.request)
@@ -444,6 +467,7 @@ class ControllerSimulation(Simulation):
         self.schedule(self.rng.randint(200, 500), AGENT_WAKE, ("admin", 0))
         self.moves.start()
         self.quota_configs.start()
+        self.acl_clients.start()
         if self.faults:
             self.schedule(self.rng.randint(0, self.ccfg.broker_fault_interval_ms), AGENT_WAKE, ("fault", 0))
 
@@ -464,13 +488,13 @@ class ControllerSimulation(Simulation):
         if kind == AGENT_WAKE:
             self._wake(*payload)
         elif kind == AGENT_REQ:
-            seq, dest, request = payload
+            seq, dest, request, agent = payload
             node = self.nodes[dest]
             if node.core is None:
                 return None
             codec = self.codec
             version = type(request).MAX_VERSION if codec is None else codec.version(request.API_KEY)
-            self._run_core(node, lambda c: c.submit(self.now, seq, request, version))
+            self._handle_api(node, seq, request_of(request, version, seq, str(agent)), context_of(agent))
             return node
         elif kind == AGENT_RESP:
             seq, dest, response = payload
@@ -478,6 +502,29 @@ class ControllerSimulation(Simulation):
         elif kind == AGENT_TIMEOUT:
             self._on_response(payload, None, None)
         return None
+
+    def _handle_api(self, node: SimNode, conn: int, request: Any, context: Any) -> None:
+        """A request through the node core's door (``NodeCore.handle_api``), as a listener hands it in."""
+        shell = self.shells[node.node_id]
+        image = shell.ctl.committed_image   # what the gate reads
+
+        def run(core: NodeCore) -> list[Any]:
+            outputs = core.handle_api(self.now, conn, request, context)
+            check_authorized_writes(node.node_id, image, request, outputs)
+            return outputs
+        self._run_core(node, run)
+
+    def _on_relay(self, node: SimNode, relay: Relay) -> None:
+        """What the shell does with a ``Relay``: a client's write that reached an inactive voter is answered
+        NOT_CONTROLLER (the client follows the hint)."""
+        request = relay.request
+        if relay.kind is RelayKind.FORWARD:
+            version = request.api_version
+            reply = Reply(request.body.error_response(version, NOT_CONTROLLER, "not the active controller"), version)
+            self._run_core(node, lambda c: c.handle_relayed(self.now, relay.request_id, reply))
+            return
+        raise Violation(f"node {node.node_id}: the door relayed {type(request.body).__name__} ({relay.kind}), "
+                        "which the simulation's clients never expect")
 
     def _answer(self, seq: int, dest: int, inc: int, response: Any) -> None:
         if self.nodes[dest].incarnation != inc:
@@ -502,7 +549,7 @@ class ControllerSimulation(Simulation):
         self.schedule(self.now + self.ccfg.agent_request_timeout_ms, AGENT_TIMEOUT, seq)
         if not (self.drop_p and self.rng.random() < self.drop_p):
             wired = request if self.codec is None else self.codec.kafka_request(request)
-            self.schedule(self.now + self._latency(target, target), AGENT_REQ, (seq, target, wired))
+            self.schedule(self.now + self._latency(target, target), AGENT_REQ, (seq, target, wired, key))
         return seq
 
     def wake_agent(self, at: int, key: str) -> None:
@@ -541,6 +588,9 @@ class ControllerSimulation(Simulation):
             return
         if key == QUOTA_CLIENT:
             self.quota_configs.wake()
+            return
+        if key in (ALICE, ACL_ADMIN):
+            self.acl_clients.wake(key)
             return
         raise ValueError(f"unknown agent {key!r}")
 
@@ -596,6 +646,9 @@ class ControllerSimulation(Simulation):
             return
         if key == QUOTA_CLIENT:
             self.quota_configs.on_response(seq, response)
+            return
+        if key in (ALICE, ACL_ADMIN):
+            self.acl_clients.on_response(key, seq, response)
             return
         node, agent = self.nodes[key], self.agents[key]
         incarnation, rid = life
