@@ -32,7 +32,8 @@ Checked after every event, on top of the raft invariants:
   IncrementalAlterConfigs, valid, refused and validate_only): acknowledged changes in every image at the
   end, refused and validate_only ones in none, every image's quotas and configs as replaying the log once;
 * every request enters a node core through its door (``NodeCore.handle_api``) with its principal
-  (``door_sim``): no write is authorized that the ACLs of the image the gate read deny.
+  (``door_sim``): no write is authorized that the ACLs of the image the gate read deny; a client's
+  write forwarded in an Envelope (``forward_sim``) is applied at most once and under its principal.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES, LATEST_LEVEL
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.metadata.snapshot import RetentionPolicy, SnapshotPolicy, Snapshotter
+from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq
@@ -79,6 +81,7 @@ from kraftwire.sim.door_sim import (
     controller_door,
     request_of,
 )
+from kraftwire.sim.forward_sim import Forwarder
 from kraftwire.sim.invariants import InvariantChecker, Violation
 from kraftwire.sim.quota_config_sim import QUOTA_CLIENT, QuotaConfigWorkload, check_quotas_and_configs
 from kraftwire.sim.reassign_sim import CATCH_UP, MOVER, MoveChecker, ReassignWorkload, check_partition
@@ -275,6 +278,7 @@ class ControllerChecker(InvariantChecker):
         sim.moves.check_settled(self.moves.image)
         sim.quota_configs.check_end(images, self.committed)
         sim.acl_clients.check_end()
+        sim.forwarder.check_end(self.committed)
 
     @property
     def _acked_by(self) -> int:
@@ -300,6 +304,7 @@ class ControllerSimulation(Simulation):
         self.moves = ReassignWorkload(self)
         self.quota_configs = QuotaConfigWorkload(self)
         self.acl_clients = AclWorkload(self)
+        self.forwarder = Forwarder(self)
         self._agent_seq = 0
         self._agent_calls: dict[int, tuple[Any, Any, Any]] = {}   # seq -> (agent key, life, request)
         self.activations = 0
@@ -401,6 +406,8 @@ class ControllerSimulation(Simulation):
             core.delete_before(sid)
 
     def _on_respond(self, node: SimNode, out: Respond) -> None:
+        if self.forwarder.on_respond(node, out.request_id, out.body):
+            return   # an Envelope's answer, or its inner request's
         body = out.body.body if isinstance(out.body, Reply) else out.body   # the door answers with a Reply
         self._answer(out.request_id, node.node_id, node.incarnation, body)
 
@@ -511,13 +518,21 @@ class ControllerSimulation(Simulation):
         def run(core: NodeCore) -> list[Any]:
             outputs = core.handle_api(self.now, conn, request, context)
             check_authorized_writes(node.node_id, image, request, outputs)
+            self.forwarder.check_writes(node.node_id, request, context, outputs)
             return outputs
         self._run_core(node, run)
 
     def _on_relay(self, node: SimNode, relay: Relay) -> None:
-        """What the shell does with a ``Relay``: a client's write that reached an inactive voter is answered
-        NOT_CONTROLLER (the client follows the hint)."""
+        """What the shell does with a ``Relay``: a client's write that reached an inactive voter is forwarded in
+        an Envelope (``forward_sim``; alice's and the ACL admin's) or answered NOT_CONTROLLER (the client
+        follows the hint); an Envelope is unwrapped and its inner request goes through the door."""
         request = relay.request
+        if relay.kind is RelayKind.FORWARD and self.forwarder.wants(relay):
+            self.forwarder.start(node, relay)
+            return
+        if relay.kind is RelayKind.HANDLER and request.api_key == ApiKey.ENVELOPE:
+            self.forwarder.unwrap(node, relay)
+            return
         if relay.kind is RelayKind.FORWARD:
             version = request.api_version
             reply = Reply(request.body.error_response(version, NOT_CONTROLLER, "not the active controller"), version)

@@ -14,7 +14,7 @@ asked for must be allowed by the ACLs of that controller's committed image (the 
 evaluated here by a small reference model of Kafka's rules, not by the authorizer under test.
 
 Deliberate bugs (mutation tests, ``--bugs``): ``gate_ignores_deny`` (the authorizer never sees DENY
-ACLs).
+ACLs); ``DOOR_BUGS`` also names ``forward_sim``'s.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ ADMIN_PRINCIPAL = "User:admin"
 ALICE_PRINCIPAL = "User:alice"
 SUPER_USERS = (BROKER_PRINCIPAL, ADMIN_PRINCIPAL)
 ALICE, ACL_ADMIN = "alice", "acl-admin"
-DOOR_BUGS = frozenset({"gate_ignores_deny"})
+DOOR_BUGS = frozenset({"gate_ignores_deny", "envelope_loses_principal"})   # the second: forward_sim
 
 # What the ACL admin writes, one CreateAcls at a time: (name, pattern, principal, permission).
 ACL_SCRIPT = (
@@ -164,14 +164,14 @@ class AclWorkload:
                 self.admin_inflight = sim.send_agent(ACL_ADMIN, self.admin_target,
                                                      caq.CreateAclsRequest(creations=[acl]))
             return
-        sim.wake_agent(sim.now + sim.rng.randint(80, 250), ALICE)
+        sim.wake_agent(sim.now + sim.rng.randint(40, 150), ALICE)
         if self.alice_inflight is None and not sim.healed:
             prefix = sim.rng.choice(ALICE_PREFIXES)
             self.alice_next += 1
             name = f"{prefix}{self.alice_next if sim.rng.random() < 0.8 else 1}"
             topic = ctq.CreatableTopic(name=name, num_partitions=1, replication_factor=1)
             self.alice_inflight = sim.send_agent(ALICE, self.alice_target,
-                                                 ctq.CreateTopicsRequest(topics=[topic], timeout_ms=5000))
+                                                 ctq.CreateTopicsRequest(topics=[topic], timeout_ms=sim.ccfg.agent_request_timeout_ms))
 
     def on_response(self, key: str, seq: int, response: Any) -> None:
         sim = self.sim

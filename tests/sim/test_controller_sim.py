@@ -84,7 +84,9 @@ def test_brokers_run_the_production_broker_node_core() -> None:
         for bid, agent in sim.agents.items():
             node = sim.nodes[bid]
             assert not node.is_voter and node.node is not None and node.node.broker is agent.role
-            assert agent.role.serving and agent.role.metadata.applied_offset == len(sim.checker.committed) - 1
+            # Caught up past the heal (what committed in the last fetch round may still be on its way;
+            # the checker compares every image at equal offsets).
+            assert agent.role.serving and agent.role.metadata.applied_offset >= sim.checker.committed_at_heal - 1
             snapshots += node.node.snapshots_taken
             loads += agent.role.metadata.snapshots_loaded
     assert snapshots > 0 and loads > 0

@@ -55,8 +55,29 @@ def test_answers_come_out_of_the_door_as_replies(monkeypatch) -> None:
 
 
 def test_mutation_gate_ignoring_deny_acls_is_caught() -> None:
-    caught = [seed for seed in range(4)
+    caught = [seed for seed in range(6)
               if not run_controller_seed(seed, SimConfig(controller=True, bugs=frozenset({"gate_ignores_deny"})))[0].ok]
-    assert len(caught) >= 3, caught
+    assert len(caught) >= 4, caught
     result, _ = run_controller_seed(caught[0], SimConfig(controller=True, bugs=frozenset({"gate_ignores_deny"})))
     assert "by User:alice wrote records" in result.violations[0] and "deny it" in result.violations[0]
+
+
+def test_forwarded_writes_are_applied_once_under_the_clients_principal_across_failovers() -> None:
+    sent = applied = retried = 0
+    for seed in range(10):
+        result, sim = run_controller_seed(seed, SimConfig(controller=True, wire=seed % 2 == 1))
+        assert result.ok, f"seed {seed}: {result.violations}"
+        fwd = sim.forwarder
+        sent, applied, retried = sent + fwd.sent, applied + fwd.applied, retried + fwd.retried
+        committed = sim.checker.committed
+        assert all(sum(f < len(committed) and committed[f][0] == e for e, f in w) <= 1 for w in fwd.writes.values())
+    # Envelopes were sent, some wrote, and some were sent again after NOT_CONTROLLER or no answer.
+    assert sent > 50 and applied > 10 and retried > 10
+
+
+def test_mutation_envelope_losing_the_principal_is_caught() -> None:
+    bugs = frozenset({"envelope_loses_principal"})
+    results = [run_controller_seed(seed, SimConfig(controller=True, bugs=bugs))[0] for seed in range(6)]
+    caught = [r for r in results if not r.ok]
+    assert len(caught) >= 4
+    assert "written as User:broker" in caught[0].violations[0]
