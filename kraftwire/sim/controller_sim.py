@@ -33,7 +33,8 @@ Checked after every event, on top of the raft invariants:
   end, refused and validate_only ones in none, every image's quotas and configs as replaying the log once;
 * every request enters a node core through its door (``NodeCore.handle_api``) with its principal
   (``door_sim``): no write is authorized that the ACLs of the image the gate read deny; a client's
-  write forwarded in an Envelope (``forward_sim``) is applied at most once and under its principal.
+  write forwarded in an Envelope (``forward_sim``) is applied at most once and under its principal;
+  a broker's Metadata answer, through its door (``metadata_sim``), never names a fenced leader.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ from kraftwire.sim.door_sim import (
 )
 from kraftwire.sim.forward_sim import Forwarder
 from kraftwire.sim.invariants import InvariantChecker, Violation
+from kraftwire.sim.metadata_sim import BROKER_LISTENER, READER, MetadataReader, broker_door
 from kraftwire.sim.quota_config_sim import QUOTA_CLIENT, QuotaConfigWorkload, check_quotas_and_configs
 from kraftwire.sim.reassign_sim import CATCH_UP, MOVER, MoveChecker, ReassignWorkload, check_partition
 
@@ -305,6 +307,7 @@ class ControllerSimulation(Simulation):
         self.quota_configs = QuotaConfigWorkload(self)
         self.acl_clients = AclWorkload(self)
         self.forwarder = Forwarder(self)
+        self.reader = MetadataReader(self)
         self._agent_seq = 0
         self._agent_calls: dict[int, tuple[Any, Any, Any]] = {}   # seq -> (agent key, life, request)
         self.activations = 0
@@ -337,7 +340,8 @@ class ControllerSimulation(Simulation):
         if agent is None:
             role = self.shells[nid].role
             return NodeCore(core, role, door=controller_door(role, self.cfg.bugs))
-        return NodeCore(core, broker=agent.role)
+        door = broker_door(nid, agent.role, self.cfg.cluster_id, tuple(self.voter_ids), self.cfg.bugs)
+        return NodeCore(core, broker=agent.role, door=door)
 
     def _broker_role(self, bid: int) -> BrokerLifecycleRole:
         """A new incarnation of broker ``bid``: the production broker role over the production metadata
@@ -475,6 +479,7 @@ class ControllerSimulation(Simulation):
         self.moves.start()
         self.quota_configs.start()
         self.acl_clients.start()
+        self.reader.start()
         if self.faults:
             self.schedule(self.rng.randint(0, self.ccfg.broker_fault_interval_ms), AGENT_WAKE, ("fault", 0))
 
@@ -512,11 +517,21 @@ class ControllerSimulation(Simulation):
 
     def _handle_api(self, node: SimNode, conn: int, request: Any, context: Any) -> None:
         """A request through the node core's door (``NodeCore.handle_api``), as a listener hands it in."""
-        shell = self.shells[node.node_id]
-        image = shell.ctl.committed_image   # what the gate reads
+        shell = self.shells.get(node.node_id)
+        agent = self.agents.get(node.node_id)
+        if shell is not None:
+            image = shell.ctl.committed_image   # what the gate reads
+        elif agent is not None and agent.role is not None:
+            image = agent.role.metadata.image   # what the broker answers from
+            context = replace(context, listener=BROKER_LISTENER)
+        else:
+            return
 
         def run(core: NodeCore) -> list[Any]:
             outputs = core.handle_api(self.now, conn, request, context)
+            if shell is None:
+                self.reader.on_handled(node.node_id, image, request.api_key, outputs)
+                return outputs
             check_authorized_writes(node.node_id, image, request, outputs)
             self.forwarder.check_writes(node.node_id, request, context, outputs)
             return outputs
@@ -607,6 +622,9 @@ class ControllerSimulation(Simulation):
         if key in (ALICE, ACL_ADMIN):
             self.acl_clients.wake(key)
             return
+        if key == READER:
+            self.reader.wake()
+            return
         raise ValueError(f"unknown agent {key!r}")
 
     def _broker_fault(self) -> None:
@@ -664,6 +682,9 @@ class ControllerSimulation(Simulation):
             return
         if key in (ALICE, ACL_ADMIN):
             self.acl_clients.on_response(key, seq, response)
+            return
+        if key == READER:
+            self.reader.on_response(response)
             return
         node, agent = self.nodes[key], self.agents[key]
         incarnation, rid = life

@@ -14,7 +14,7 @@ asked for must be allowed by the ACLs of that controller's committed image (the 
 evaluated here by a small reference model of Kafka's rules, not by the authorizer under test.
 
 Deliberate bugs (mutation tests, ``--bugs``): ``gate_ignores_deny`` (the authorizer never sees DENY
-ACLs); ``DOOR_BUGS`` also names ``forward_sim``'s.
+ACLs); ``DOOR_BUGS`` also names ``forward_sim``'s and ``metadata_sim``'s.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ ADMIN_PRINCIPAL = "User:admin"
 ALICE_PRINCIPAL = "User:alice"
 SUPER_USERS = (BROKER_PRINCIPAL, ADMIN_PRINCIPAL)
 ALICE, ACL_ADMIN = "alice", "acl-admin"
-DOOR_BUGS = frozenset({"gate_ignores_deny", "envelope_loses_principal"})   # the second: forward_sim
+DOOR_BUGS = frozenset({"gate_ignores_deny", "envelope_loses_principal", "metadata_stale_image"})
 
 # What the ACL admin writes, one CreateAcls at a time: (name, pattern, principal, permission).
 ACL_SCRIPT = (

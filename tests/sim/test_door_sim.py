@@ -81,3 +81,24 @@ def test_mutation_envelope_losing_the_principal_is_caught() -> None:
     caught = [r for r in results if not r.ok]
     assert len(caught) >= 4
     assert "written as User:broker" in caught[0].violations[0]
+
+
+def test_brokers_answer_metadata_through_their_door_without_fenced_leaders() -> None:
+    answers = partitions = 0
+    for seed in range(6):
+        result, sim = run_controller_seed(seed, SimConfig(controller=True, wire=seed % 2 == 1))
+        assert result.ok, f"seed {seed}: {result.violations}"
+        answers += sim.reader.answers
+        partitions += sim.reader.partitions_seen
+        for bid in sim.agents:
+            node = sim.nodes[bid].node
+            assert node is None or node.door is not None
+    assert answers > 200 and partitions > 2000
+
+
+def test_mutation_metadata_from_a_stale_image_is_caught() -> None:
+    bugs = frozenset({"metadata_stale_image"})
+    results = [run_controller_seed(seed, SimConfig(controller=True, bugs=bugs))[0] for seed in range(8)]
+    caught = [r for r in results if not r.ok]
+    assert len(caught) >= 3
+    assert "Metadata answer names fenced broker" in caught[0].violations[0]
