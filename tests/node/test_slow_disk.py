@@ -126,6 +126,10 @@ async def test_a_heartbeat_that_changes_nothing_is_answered_while_noop_records_w
         first = await leader.voter.submit(beat, 1)      # unfences it: answered once that record commits
         assert first.error_code == 0 and not first.is_fenced
         ctl = leader.voter.controller.controller
+        # Every voter's own ControllerRegistration committed and seen first: a registration still pending
+        # when the disk is held is a state change the heartbeat rightly waits for (only NoOps are skipped).
+        await wait_for(lambda: all(n.voter.registrar is None or n.voter.registrar.current() for n in nodes)
+                       and len(ctl.committed_image.controllers) == 3)
         follower = next(n for n in nodes if n is not leader)
         held = [_under(str(tmp_path / f"n{n.cfg.node_id}")) for n in (leader, follower)]
         disk = SlowDisk(0.0, only=lambda args: any(f(args) for f in held)).install()
