@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--observers", type=int, default=1, choices=range(0, 6), metavar="O", help="observers, 0-5")
     p.add_argument("--faults", type=_faults, default=frozenset(ALL_FAULTS),
                    help=f"comma list of {','.join(ALL_FAULTS + EXTRA_FAULTS)}, or all / none (default all; "
-                        "'all' leaves out {','.join(EXTRA_FAULTS)})")
+                        f"'all' leaves out {','.join(EXTRA_FAULTS)})")
     p.add_argument("--duration-ms", type=int, default=6000, help="simulated time per seed (default 6000)")
     p.add_argument("--controller", action="store_true",
                    help="run the quorum controller on the voters, driven by scripted brokers and an admin "
