@@ -2,8 +2,8 @@
 
 ``storage format --standalone | --initial-controllers`` (kraftwire's or Kafka's) leaves the voter set in the
 bootstrap snapshot; the latest VotersRecord — in the newest snapshot, or after it in the log — is in force, as
-Kafka reads it. kraftwire runs that voter set as a fixed quorum: it does not change voters at run time
-(AddRaftVoter/RemoveRaftVoter are refused, docs/raft.md), so a controller the set does not name cannot join.
+Kafka reads it. Voters change at run time through AddRaftVoter/RemoveRaftVoter (``raft/reconfig.py``); a
+controller the set does not name starts as an observer through ``controller.quorum.bootstrap.servers``.
 """
 
 from __future__ import annotations
@@ -13,27 +13,16 @@ from typing import Any
 
 from kraftwire.config import NodeConfig, Voter
 from kraftwire.protocol.records import Record
-from kraftwire.raft.voter_set import ControlState, VoterSet, kraft_version_record, replay_control
+from kraftwire.raft.voter_set import (
+    ControlState,
+    VoterSet,
+    kraft_version_record,
+    read_control_state,
+    replay_control,
+)
 from kraftwire.storage import StorageError
 
 _SCAN_BYTES = 8 << 20
-
-
-def read_control_state(log: Any) -> ControlState:
-    """kraft.version and the voter set in force at the end of ``log`` (a FileLog or MemoryLog)."""
-    state = ControlState()
-    sid = log.latest_snapshot_id()
-    if sid is not None:
-        state = replay_control(state, log.read_snapshot(sid), in_snapshot=True)
-    offset = log.start_offset if sid is None else max(sid.end_offset, log.start_offset)
-    while offset < log.end_offset:
-        batches = log.read(offset, _SCAN_BYTES)
-        if not batches:
-            break
-        state = replay_control(state, batches)
-        offset = batches[-1].next_offset
-    return state
-
 
 class DynamicQuorumError(StorageError):
     """One line naming why this controller cannot run on its dynamic quorum, and what to do."""

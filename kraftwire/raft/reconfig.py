@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import messages as m
-from kraftwire.raft.voter_set import ControlState, VoterNode, VoterSet, kraft_version_record, replay_control
+from kraftwire.raft.voter_set import (
+    ControlState,
+    VoterNode,
+    VoterSet,
+    control_scan,
+    kraft_version_record,
+    replay_control,
+)
 
 if TYPE_CHECKING:
     from kraftwire.raft.config import RaftConfig
@@ -45,18 +52,10 @@ class VoterHistory:
     @classmethod
     def from_log(cls, log: Any, scan_bytes: int = 8 << 20) -> VoterHistory:
         """The history of ``log`` (a ReplicatedLog): its newest snapshot, then every batch after it."""
-        base = ControlState()
-        sid = log.latest_snapshot_id()
-        if sid is not None:
-            base = replay_control(base, log.read_snapshot(sid), in_snapshot=True)
+        base, chunks = control_scan(log, scan_bytes)
         hist = cls(base)
-        offset = log.start_offset if sid is None else max(sid.end_offset, log.start_offset)
-        while offset < log.end_offset:
-            batches = log.read(offset, scan_bytes)
-            if not batches:
-                break
+        for batches in chunks:
             hist.on_append(batches)
-            offset = batches[-1].next_offset
         return hist
 
     def reset(self, state: ControlState) -> None:

@@ -10,8 +10,9 @@ the latest VotersRecord — in the newest snapshot or after it in the log — is
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from kraftwire.protocol.control import ControlType, control_key, control_type
 from kraftwire.protocol.errors import CorruptRecordError
@@ -98,6 +99,35 @@ def replay_control(state: ControlState, batches: Iterable[RecordBatch], *, in_sn
             elif kind == ControlType.KRAFT_VOTERS:
                 voters, at = VoterSet.from_record(rec), (-1 if in_snapshot else b.base_offset + i)
     return ControlState(kv, voters, at)
+
+
+def control_scan(log: Any, scan_bytes: int = 8 << 20) -> tuple[ControlState, Iterator[list[RecordBatch]]]:
+    """The control state of ``log``'s newest snapshot, and the log's batches after it in chunks of at most
+    ``scan_bytes`` (``log``: a FileLog, MemoryLog or any ReplicatedLog)."""
+    base = ControlState()
+    sid = log.latest_snapshot_id()
+    if sid is not None:
+        base = replay_control(base, log.read_snapshot(sid), in_snapshot=True)
+    start = log.start_offset if sid is None else max(sid.end_offset, log.start_offset)
+
+    def chunks() -> Iterator[list[RecordBatch]]:
+        offset = start
+        while offset < log.end_offset:
+            batches = log.read(offset, scan_bytes)
+            if not batches:
+                return
+            yield batches
+            offset = batches[-1].next_offset
+
+    return base, chunks()
+
+
+def read_control_state(log: Any) -> ControlState:
+    """kraft.version and the voter set in force at the end of ``log``."""
+    state, chunks = control_scan(log)
+    for batches in chunks:
+        state = replay_control(state, batches)
+    return state
 
 
 def bootstrap_snapshot(voters: VoterSet, timestamp_ms: int = 0) -> list[RecordBatch]:

@@ -13,10 +13,17 @@ import pytest
 from kraftwire.cli.dynamic_quorum import NO_QUORUM_FLAG, uuid_text
 from kraftwire.cli.storage import format_storage
 from kraftwire.config import Voter, load_config
-from kraftwire.node.dynamic_quorum import DynamicQuorumError, read_control_state, resolve_voters
+from kraftwire.node.dynamic_quorum import DynamicQuorumError, resolve_voters
 from kraftwire.raft import SnapshotId
 from kraftwire.raft.snapshot import frame, parse
-from kraftwire.raft.voter_set import ControlState, VoterNode, VoterSet, bootstrap_snapshot, replay_control
+from kraftwire.raft.voter_set import (
+    ControlState,
+    VoterNode,
+    VoterSet,
+    bootstrap_snapshot,
+    read_control_state,
+    replay_control,
+)
 from kraftwire.storage import StorageError
 from kraftwire.storage.log import FileLog
 from kraftwire.storage.meta_properties import read_meta

@@ -13,10 +13,10 @@ from kraftwire.cli.errors import OperatorError
 from kraftwire.cli.recover_quorum import recover_as_single_voter
 from kraftwire.cli.storage import format_storage
 from kraftwire.config import load_config
-from kraftwire.node.dynamic_quorum import read_control_state
 from kraftwire.protocol.records import Record
 from kraftwire.raft import ElectionState, RaftConfig, RaftCore
 from kraftwire.raft.reconfig import VoterHistory
+from kraftwire.raft.voter_set import read_control_state
 from kraftwire.storage import StorageError
 from kraftwire.storage.log import FileLog
 from kraftwire.storage.meta_properties import random_uuid
