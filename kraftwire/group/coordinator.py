@@ -56,8 +56,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftwire.group.config import GroupConfig
+from kraftwire.group.placement import find_coordinator
 from kraftwire.group.responses import (
-    find_coordinator_response,
     heartbeat_response,
     join_response,
     leave_response,
@@ -118,7 +118,6 @@ GROUP_APIS: dict[int, tuple[int, int]] = {
     ApiKey.LIST_GROUPS: (0, 5),
 }
 
-KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2
 GROUP_TYPE_CLASSIC = "classic"
 # READ, DELETE and DESCRIBE (AclOperation codes 3, 6, 8): what DescribeGroups reports when asked.
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
@@ -314,18 +313,8 @@ class GroupCoordinator:
     def handle_find_coordinator(self, now: int, req: FindCoordinatorRequest, version: int,
                                 client_id: str = "", client_host: str = "") -> Result:
         self._begin(now)
-        keys = req.coordinator_keys if version >= 4 else [req.key]
-        results = []
-        for key in keys:
-            if req.key_type == KEY_TYPE_GROUP:
-                results.append((key, Errors.NONE, self.node_id, self.config.host, self.config.port))
-            elif req.key_type == KEY_TYPE_SHARE and version < 6:
-                results.append((key, Errors.INVALID_REQUEST, -1, "", -1))
-            elif req.key_type in (KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE):
-                results.append((key, Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1))
-            else:
-                results.append((key, Errors.INVALID_REQUEST, -1, "", -1))
-        return self._finish(now, find_coordinator_response(version, results))
+        me = (self.node_id, self.config.host, self.config.port)
+        return self._finish(now, find_coordinator(version, req, lambda _key: me))
 
     # ------------------------------------------------------------------------------------------
     # JoinGroup

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kraftwire.group.coordinator import KEY_TYPE_GROUP, KEY_TYPE_SHARE, KEY_TYPE_TRANSACTION
 from kraftwire.group.responses import find_coordinator_response
 from kraftwire.protocol.errors import Errors
 
 Voter = tuple[int, str, int]
+KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2   # FindCoordinator's KeyType
 UNAVAILABLE = int(Errors.COORDINATOR_NOT_AVAILABLE)
 
 

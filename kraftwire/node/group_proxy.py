@@ -19,8 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kraftwire.group.coordinator import KEY_TYPE_GROUP
-from kraftwire.group.placement import Voter, owner_of
+from kraftwire.group.placement import KEY_TYPE_GROUP, Voter, owner_of
 from kraftwire.group.responses import error_response
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
