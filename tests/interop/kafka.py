@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,6 +83,29 @@ class Fleet:
     def watch(self, name: str, path: Path) -> None:
         """Also attach ``path`` (e.g. a kraftwire server.log) to the report of a failing test."""
         self.extra_logs.append((name, Path(path)))
+
+    def kafka_broker_on_a_kraftwire_controller(self, dist: KafkaDist, root: Path,
+                                               release_version: str | None = None) -> tuple[Any, KafkaNode, str]:
+        """One kraftwire controller (node 1) and one Kafka broker of ``dist`` (node 2) on it, formatted (at
+        ``release_version``, else each side's default) and started: (controller, broker, controller format's
+        output)."""
+        from compat.kafka import CONTROLLER_PORT, KraftwireNode
+        from kraftwire.storage.meta_properties import random_uuid
+
+        chost, bhost = self.hosts(2)
+        voters = [(1, chost, CONTROLLER_PORT)]
+        ctl = KraftwireNode(root, 1, "controller", chost, voters)
+        self.add(ctl)
+        self.watch("kraftwire controller", ctl.log_path)
+        cluster = random_uuid()
+        formatted = ctl.format(cluster, release_version=release_version)
+        ctl.start()
+        ctl.wait_started()
+        broker = self.add(KafkaNode(dist, root, 2, "broker", bhost, voters))
+        broker.format(cluster, release_version=release_version)
+        broker.start()
+        broker.wait_started()
+        return ctl, broker, formatted
 
     def stop(self) -> None:
         """Stop brokers first (controlled shutdown needs the controllers), then the rest; kill on timeout."""

@@ -71,23 +71,9 @@ def kafka39(kafka_dist):
 
 def test_doctor_names_the_kafka39_broker_that_blocks_a_metadata_version_upgrade(kafka39, tmp_path):
     """A kraftwire controller (supports up to 4.1-IV1) at 3.9-IV0 with a Kafka 3.9 broker (up to 3.9-IV0)."""
-    from compat.kafka import KraftwireNode
-
     with Fleet(tmp_path) as fleet:
-        chost, bhost = fleet.hosts(2)
-        voters = [(1, chost, CONTROLLER_PORT)]
-        ctl = KraftwireNode(tmp_path, 1, "controller", chost, voters)
-        fleet.add(ctl)
-        fleet.watch("kraftwire controller", ctl.log_path)
-        cluster = random_uuid()
-        ctl.format(cluster, release_version="3.9-IV0")
-        ctl.start()
-        ctl.wait_started()
-        broker = fleet.add(KafkaNode(kafka39, tmp_path, 2, "broker", bhost, voters))
-        broker.format(cluster, release_version="3.9-IV0")
-        broker.start()
-        broker.wait_started()
-        addr = f"{chost}:{CONTROLLER_PORT}"
+        ctl, broker, _ = fleet.kafka_broker_on_a_kraftwire_controller(kafka39, tmp_path, "3.9-IV0")
+        addr = ctl.controller_address
         blocked = wait_for(lambda: "blocked by broker 2" in (r := doctor(addr)).stdout and r, 60,
                            "the blocked upgrade reported")
         print(blocked.stdout)

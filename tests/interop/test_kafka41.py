@@ -142,19 +142,9 @@ def test_kraftwire_broker_joins_a_kafka41_quorum_at_its_defaults(kafka41, tmp_pa
 
 def test_kafka41_broker_joins_a_kraftwire_quorum_at_41_iv1(kafka41, tmp_path):
     with Fleet(tmp_path) as fleet:
-        chost, bhost = fleet.hosts(2)
-        voters = [(1, chost, CONTROLLER_PORT)]
-        ctl = KraftwireNode(tmp_path, 1, "controller", chost, voters)
-        fleet.add(ctl)
-        fleet.watch("kraftwire controller", ctl.log_path)
-        cluster = random_uuid()
-        assert "metadata.version 27" in ctl.format(cluster)
-        ctl.start()
-        ctl.wait_started()
-        broker = fleet.add(KafkaNode(kafka41, tmp_path, 2, "broker", bhost, voters))
-        broker.format(cluster)
-        broker.start()
-        broker.wait_started()
+        _, broker, formatted = fleet.kafka_broker_on_a_kraftwire_controller(kafka41, tmp_path)
+        assert "metadata.version 27" in formatted
+        bhost = broker.host
         rc, out = kafka41.run("kafka-topics.sh", ["--bootstrap-server", f"{bhost}:{BROKER_PORT}", "--create",
                                                   "--topic", "beta", "--partitions", "1"])
         assert rc == 0, out
@@ -169,19 +159,8 @@ def test_kafka41_broker_joins_a_kraftwire_quorum_at_41_iv1(kafka41, tmp_path):
 
 def test_upgrade_from_39_iv0_to_41_iv1_with_kafka_features(kafka41, tmp_path):
     with Fleet(tmp_path) as fleet:
-        chost, bhost = fleet.hosts(2)
-        voters = [(1, chost, CONTROLLER_PORT)]
-        ctl = KraftwireNode(tmp_path, 1, "controller", chost, voters)
-        fleet.add(ctl)
-        fleet.watch("kraftwire controller", ctl.log_path)
-        cluster = random_uuid()
-        ctl.format(cluster, release_version="3.9-IV0")
-        ctl.start()
-        ctl.wait_started()
-        broker = fleet.add(KafkaNode(kafka41, tmp_path, 2, "broker", bhost, voters))
-        broker.format(cluster, release_version="3.9-IV0")
-        broker.start()
-        broker.wait_started()
+        ctl, broker, _ = fleet.kafka_broker_on_a_kraftwire_controller(kafka41, tmp_path, "3.9-IV0")
+        bhost = broker.host
         boot = ["--bootstrap-server", f"{bhost}:{BROKER_PORT}"]
         rc, out = kafka41.run("kafka-features.sh", [*boot, "upgrade", "--release-version", "4.1-IV1"])
         if not KRAFT_VERSION_UPGRADE:
