@@ -6,12 +6,16 @@ brokers do (a heartbeat unanswered for the 9 s session is given up and the conne
 Reported per system and N: heartbeat latency p50/p99/max, timeouts (no answer within the 2 s
 interval), spurious fences (a broker fenced again, or told its epoch is stale, after it was
 unfenced), leader changes of the quorum during the run, the controllers' CPU (and the active one's per
-heartbeat, ``cpu_us_per_hb``), and the busiest load generator process's CPU (near 100% would mean the
-generator, not the controller, sets the latency).
+heartbeat, ``cpu_us_per_hb``; with ``--listener-processes N`` kraftwire's controllers run
+``kraftwire.listener.processes=N`` and a controller's CPU is its core process's plus its listener
+processes', also given apart per heartbeat as ``core_us_per_hb`` and ``listeners_us_per_hb``), and the
+busiest load generator process's CPU (near 100% would mean the generator, not the controller, sets the
+latency).
 
     .venv/bin/python benchmarks/heartbeats.py --brokers 2000 5000 10000 --duration 60
     .venv/bin/python benchmarks/heartbeats.py --brokers 2000 --systems kraftwire
     .venv/bin/python benchmarks/heartbeats.py --brokers 10000 --kafka 4.1.0     # issue #25's peer
+    .venv/bin/python benchmarks/heartbeats.py --brokers 10000 --kafka 4.1.0 --listener-processes 2
 
 Kafka comes from ../shared/kafka (or KAFKA_HOME); without a JDK or a distribution it is skipped with
 the reason printed.
@@ -291,6 +295,15 @@ class _Heartbeats:
                     b._failed()
 
 
+def children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (a kraftwire node's listener processes)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
 def cpu_s(pid: int) -> float:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -367,13 +380,17 @@ def load(hosts: list[str], cluster_id: str, n: int, duration_s: float, pids: lis
         window.start.value = time.time() + 15
         window.stop.value = window.start.value + duration_s
         time.sleep(15)
+        kids = [children(p) for p in pids]   # listener processes (kraftwire.listener.processes)
         cpu0 = [cpu_s(p) for p in pids]
+        kid0 = [sum(cpu_s(k) for k in ks) for ks in kids]
         gen0 = [cpu_s(w.pid) for w in workers]
         t0 = time.time()
         addrs = [f"{h}:{CONTROLLER_PORT}" for h in hosts]
         asyncio.run(watch_leader(addrs, stats, window.stop.value))
         elapsed = time.time() - t0
-        cpu = [(cpu_s(p) - c) / elapsed * 100 for p, c in zip(pids, cpu0, strict=True)]
+        core = [(cpu_s(p) - c) / elapsed * 100 for p, c in zip(pids, cpu0, strict=True)]
+        lst = [(sum(cpu_s(k) for k in ks) - c) / elapsed * 100 for ks, c in zip(kids, kid0, strict=True)]
+        cpu = [a + b for a, b in zip(core, lst, strict=True)]
         gen = [(cpu_s(w.pid) - c) / elapsed * 100 for w, c in zip(workers, gen0, strict=True)]
         parts = [out.get(timeout=60) for _ in workers]
     finally:
@@ -390,6 +407,7 @@ def load(hosts: list[str], cluster_id: str, n: int, duration_s: float, pids: lis
             stats.registration_errors[code] = stats.registration_errors.get(code, 0) + count
     if stats.registration_errors:
         print(f"  registration errors (code: count): {stats.registration_errors}", flush=True)
+    busiest = cpu.index(max(cpu))
     lat = sorted(stats.latencies_ms) or [float("nan")]
     pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]  # noqa: E731
     return {"brokers": n, "registered": stats.registered, "heartbeats": len(stats.latencies_ms),
@@ -398,7 +416,10 @@ def load(hosts: list[str], cluster_id: str, n: int, duration_s: float, pids: lis
             "not_controller": stats.not_controller, "cpu_max_pct": max(cpu), "cpu_sum_pct": sum(cpu),
             "gen_cpu_max_pct": max(gen), "window": (window.start.value, window.stop.value),
             # the busiest controller's (the active one's) CPU over the window per heartbeat answered in it
-            "cpu_us_per_hb": max(cpu) / 100 * elapsed / max(1, len(stats.latencies_ms)) * 1e6}
+            "cpu_us_per_hb": max(cpu) / 100 * elapsed / max(1, len(stats.latencies_ms)) * 1e6,
+            # the same split: the active controller's core process, and its listener processes together
+            "core_us_per_hb": core[busiest] / 100 * elapsed / max(1, len(stats.latencies_ms)) * 1e6,
+            "listeners_us_per_hb": lst[busiest] / 100 * elapsed / max(1, len(stats.latencies_ms)) * 1e6}
 
 
 def kafka_dist(release: str | None):  # noqa: ANN201
@@ -413,11 +434,13 @@ def kafka_dist(release: str | None):  # noqa: ANN201
 
 
 def run_system(system: str, n: int, duration_s: float, root: Path, procs: int = 2, keep: Path | None = None,
-               kafka: str | None = None) -> dict:
+               kafka: str | None = None, listener_processes: int = 0) -> dict:
     hosts = loopback_hosts(3, (CONTROLLER_PORT,))
     voters = [(i + 1, h, CONTROLLER_PORT) for i, h in enumerate(hosts)]
     props = {"broker.session.timeout.ms": "9000", "broker.heartbeat.interval.ms": "2000"}
     if system == "kraftwire":
+        if listener_processes:
+            props["kraftwire.listener.processes"] = str(listener_processes)
         nodes = [KraftwireNode(root, i, "controller", h, voters, props=props) for i, h, _ in voters]
     else:
         dist = kafka_dist(kafka)
@@ -457,6 +480,8 @@ def main() -> int:
     p.add_argument("--systems", nargs="+", default=["kraftwire", "kafka"], choices=["kraftwire", "kafka"])
     p.add_argument("--kafka", default=os.environ.get("KRAFTWIRE_BENCH_KAFKA"),
                    help="the peer's Kafka release, e.g. 4.1.0 (default: $KRAFTWIRE_BENCH_KAFKA, else the newest 3.x)")
+    p.add_argument("--listener-processes", type=int, default=0,
+                   help="kraftwire's kraftwire.listener.processes (0: the core's event loop serves the clients)")
     args = p.parse_args()
     systems = list(args.systems)
     if "kafka" in systems:
@@ -466,13 +491,14 @@ def main() -> int:
             systems.remove("kafka")
     cols = ["system", "brokers", "registered", "heartbeats", "p50_ms", "p99_ms", "max_ms", "timeouts",
             "spurious_fences", "leader_changes", "not_controller", "cpu_max_pct", "cpu_sum_pct", "gen_cpu_max_pct",
-            "cpu_us_per_hb"]
+            "cpu_us_per_hb", "core_us_per_hb", "listeners_us_per_hb"]
     print(" | ".join(cols))
     for n in args.brokers:
         for system in systems:
             with tempfile.TemporaryDirectory(prefix=f"hb-{system}-") as tmp:
                 try:
-                    row = run_system(system, n, args.duration, Path(tmp), args.procs, args.keep_logs, args.kafka)
+                    row = run_system(system, n, args.duration, Path(tmp), args.procs, args.keep_logs, args.kafka,
+                                     args.listener_processes)
                 except (KafkaUnavailable, RuntimeError, TimeoutError) as e:
                     print(f"{system} at {n}: failed: {str(e)[:300]}")
                     continue

@@ -201,6 +201,9 @@ SPEC: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     # the voters, its leader coordinates every group; local = each voter's file, groups placed by hash
     # (quorums with Apache Kafka voters, which do not run the offsets quorum).
     "kraftwire.group.offsets.replication": (_choice("raft", "local"), "raft"),
+    # kraftwire's own: processes that serve a controller's client connections beside its core
+    # (node/listener_pool.py); 0 = the core's event loop serves every listener.
+    "kraftwire.listener.processes": (_int(0, 64), "0"),
 }
 
 # Security keys (read by kraftwire.security.settings from the raw properties); each may also be given
@@ -413,3 +416,17 @@ def _validate(cfg: NodeConfig) -> None:
     for name in names:
         if name not in cfg.values["listener.security.protocol.map"]:
             raise ConfigError(f"listener.security.protocol.map: no protocol for listener {name}")
+    if cfg.values["kraftwire.listener.processes"]:
+        _check_listener_processes(cfg)
+
+
+def _check_listener_processes(cfg: NodeConfig) -> None:
+    """Listener processes serve a controller-only node's PLAINTEXT controller listeners (docs/performance.md)."""
+    if cfg.is_broker:
+        raise ConfigError(f"kraftwire.listener.processes: supported on controller-only nodes "
+                          f"(process.roles=controller), not process.roles={','.join(cfg.roles)}; set it to 0")
+    for ep in cfg.listeners:
+        proto = cfg.security_protocol(ep.name)
+        if proto != "PLAINTEXT":
+            raise ConfigError(f"kraftwire.listener.processes: listener {ep.name} is {proto}; listener processes "
+                              "serve PLAINTEXT listeners only (set it to 0, or use a PLAINTEXT listener)")

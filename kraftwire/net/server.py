@@ -194,8 +194,13 @@ class KafkaServer:
                 continue
             tg.start_soon(self._framed_connection, loop, sock, addr, spec, ip)
 
+    async def adopt(self, sock: socket.socket, addr: Any, spec: ListenerSpec, ip: str, unread: bytes) -> None:
+        """Serve a connection accepted elsewhere (a listener process handed it over, ``node/listener_pool.py``)
+        whose first ``unread`` bytes were read already; its address was admitted by the limits."""
+        await self._framed_connection(asyncio.get_running_loop(), sock, addr, spec, ip, unread)
+
     async def _framed_connection(self, loop: asyncio.AbstractEventLoop, sock: socket.socket, addr: Any,
-                                 spec: ListenerSpec, ip: str) -> None:
+                                 spec: ListenerSpec, ip: str, unread: bytes = b"") -> None:
         ctx = RequestContext(spec.name, spec.security_protocol, str(addr[0]), int(addr[1]))
         sec = spec.security
         auth = SaslAuthenticator(sec.sasl) if sec is not None and sec.sasl is not None else None
@@ -204,6 +209,8 @@ class KafkaServer:
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             await loop.connect_accepted_socket(lambda: conn, sock)
+            if unread:
+                conn.data_received(unread)
             while True:
                 frame = conn.next_frame()
                 if frame is None:
@@ -362,6 +369,48 @@ class KafkaServer:
         except (DecodeError, KafkaProtocolError) as e:
             log.info("closing connection from %s: malformed request: %s", ctx.client_host, e)
             raise ConnectionError(str(e)) from None
+
+    def answer_frame(self, frame: bytes, ctx: RequestContext) -> bytes | None | Awaitable[bytes | None]:
+        """The encoded answer of one PLAINTEXT request frame a listener process relayed
+        (``node/listener_pool.py``): bytes (or None: no answer) when the node core answered at once, else an
+        awaitable of them. As ``_respond`` without the gate and SASL (a listener process serves no SASL
+        listener); raises ConnectionError when the connection must close."""
+        request = self._decode(frame, ctx)
+        if isinstance(request, bytes):
+            return request
+        if request.api_key in SASL_APIS:
+            return self._sasl(None, request, ctx)[0]
+        try:
+            reply = self.handler(request, ctx)
+            if reply is None:
+                return None
+            if type(reply) is not Reply:
+                return self._answer_later(request, ctx, reply)  # type: ignore[arg-type]
+            return encode_response(reply.body, request.api_key, reply.version, request.correlation_id,
+                                   reply.header_version)
+        except RefusedRequest as e:
+            log.info("closing connection from %s:%d on %s: %s", ctx.client_host, ctx.client_port,
+                     ctx.listener, e)
+            raise
+        except Exception as e:
+            self._log_failure(request, ctx, e)
+            return self._failure_reply(request)
+
+    async def _answer_later(self, request: Request, ctx: RequestContext,
+                            pending: Awaitable[Reply | None]) -> bytes | None:
+        try:
+            reply = await pending
+            if reply is None:
+                return None
+            return encode_response(reply.body, request.api_key, reply.version, request.correlation_id,
+                                   reply.header_version)
+        except RefusedRequest as e:
+            log.info("closing connection from %s:%d on %s: %s", ctx.client_host, ctx.client_port,
+                     ctx.listener, e)
+            raise
+        except Exception as e:
+            self._log_failure(request, ctx, e)
+            return self._failure_reply(request)
 
     async def _handle(self, request: Request, ctx: RequestContext, pieces: bool = False) -> Any:
         """The encoded reply (bytes, or pieces: see ``_respond``); a failure in the handler or the

@@ -38,6 +38,7 @@ from kraftwire.net.server import KafkaServer
 from kraftwire.node import reads
 from kraftwire.node.apis import Dispatcher
 from kraftwire.node.disk_worker import DiskWorker
+from kraftwire.node.listener_pool import ListenerPool
 from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
 from kraftwire.node.node_storage import NodeStorage, open_node_storage
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
@@ -156,6 +157,9 @@ class Server:
                                   max_request_bytes=cfg["socket.request.max.bytes"],
                                   idle_timeout_s=cfg["connections.max.idle.ms"] / 1000,
                                   limits=ConnectionLimits.from_config(cfg))
+        # kraftwire.listener.processes: the controller listeners' clients served by listener processes
+        self.listener_pool = (ListenerPool(self.server, cfg["kraftwire.listener.processes"])
+                              if cfg["kraftwire.listener.processes"] else None)
         self.bound: dict[str, Address] = {}
         self._fatal: str | None = None
         self._fatal_event = anyio.Event()
@@ -270,7 +274,8 @@ class Server:
                 log.info("metrics on http://%s:%d/metrics", host, port)
             for ep in cfg.listeners:
                 role = self.listener_plane[ep.name].role
-                self.bound[ep.name] = await tg.start(partial(self.server.serve, role.security.spec(ep), **role.opening))
+                serve = self.server.serve if self.listener_pool is None else self.listener_pool.serve
+                self.bound[ep.name] = await tg.start(partial(serve, role.security.spec(ep), **role.opening))
             task_status.started(dict(self.bound))
             await self._fatal_event.wait()
             raise FatalNodeError(f"node {cfg.node_id} stopped: {self._fatal}")
