@@ -11,7 +11,7 @@ core's door (``core/api_door.py``) applies the decision. Enveloped requests arri
   the rest to the handler's response, or
 * lets it through and filters or annotates the response (Metadata, DescribeCluster, ListGroups).
 
-The rule table lives in ``kraftwire.security.rules``. It fails closed: an API without a rule (and
+The rule table lives in ``kraftwire.security.rules``, what a rule sees and returns in ``security/access.py``. It fails closed: an API without a rule (and
 not in ``skip``, the APIs a broker forwards for the controller to authorize) is refused with
 CLUSTER_AUTHORIZATION_FAILED, so a newly served API cannot slip past authorization unnoticed.
 """
@@ -19,65 +19,18 @@ CLUSTER_AUTHORIZATION_FAILED, so a newly served API cannot slip past authorizati
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
-from kraftwire.protocol.metadata import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.requests import RequestContext
-from kraftwire.security.authorizer import CLUSTER, CLUSTER_NAME, TOPIC, AclAuthorizer
+from kraftwire.security.access import Access, Outcome, Rule
+from kraftwire.security.authorizer import AclAuthorizer
+from kraftwire.security.rules import RULES
 
 log = logging.getLogger(__name__)
-
-@dataclass(slots=True)
-class Outcome:
-    """A rule's decision: ``deny`` answers now; else dispatch ``body`` and pass the response to ``finish``."""
-
-    deny: Any = None
-    body: Any = None
-    finish: Callable[[Any], Any] | None = None
-
-
-class Access:
-    """Authorization questions about one request's caller."""
-
-    def __init__(self, authorizer: AclAuthorizer, ctx: RequestContext, image: MetadataImage) -> None:
-        self.authorizer = authorizer
-        self.principal = ctx.principal
-        self.host = ctx.client_host
-        self.image = image
-
-    def allowed(self, operation: int, resource_type: int, name: str, *, log: bool = True) -> bool:
-        return self.authorizer.authorize(self.principal, self.host, operation, resource_type, name, log_denied=log)
-
-    def cluster(self, operation: int, *, log: bool = True) -> bool:
-        return self.allowed(operation, CLUSTER, CLUSTER_NAME, log=log)
-
-    def topic(self, operation: int, name: str, *, log: bool = True) -> bool:
-        return self.allowed(operation, TOPIC, name, log=log)
-
-    def operations(self, resource_type: int, name: str) -> int:
-        return self.authorizer.authorized_operations(self.principal, self.host, resource_type, name)
-
-    def topic_name(self, topic_id: uuid.UUID) -> str | None:
-        if topic_id == METADATA_TOPIC_ID:
-            return METADATA_TOPIC
-        t = self.image.topics.get(topic_id)
-        return None if t is None else t.name
-
-    def partition(self, items: Iterable[Any], ok: Callable[[Any], bool]) -> tuple[list[Any], list[Any]]:
-        kept, denied = [], []
-        for item in items:
-            (kept if ok(item) else denied).append(item)
-        return kept, denied
-
-
-Rule = Callable[[Access, Any, int], Outcome | None]
-
 
 class RequestGate:
     """Runs each request past its API's rule; APIs in ``skip`` pass unchecked, APIs without a rule are
@@ -85,8 +38,6 @@ class RequestGate:
 
     def __init__(self, authorizer: AclAuthorizer, image: Callable[[], MetadataImage],
                  skip: Iterable[int] = (), rules: dict[int, Rule] | None = None) -> None:
-        from kraftwire.security.rules import RULES
-
         self.authorizer = authorizer
         self.image = image
         self.skip = frozenset(skip)

@@ -39,6 +39,7 @@ from kraftwire.protocol.messages.metadata_response import MetadataResponseTopic
 from kraftwire.protocol.messages.offset_commit_response import OffsetCommitResponse
 from kraftwire.protocol.messages.vote_response import VoteResponse
 from kraftwire.protocol.runtime import replace
+from kraftwire.security.access import Access, Outcome, Rule
 from kraftwire.security.authorizer import (
     ALTER,
     ALTER_CONFIGS,
@@ -57,7 +58,6 @@ from kraftwire.security.authorizer import (
     USER,
     WRITE,
 )
-from kraftwire.security.gate import Access, Outcome, Rule
 
 TOPIC_DENIED = int(Errors.TOPIC_AUTHORIZATION_FAILED)
 GROUP_DENIED = int(Errors.GROUP_AUTHORIZATION_FAILED)
