@@ -10,6 +10,7 @@ from kraftwire.core.group_role import GroupRole
 from kraftwire.core.listeners import FanOutListener
 from kraftwire.core.node_core import NodeCore, NodeOutput
 from kraftwire.core.outputs import Audit, Respond, SendController, TakeSnapshot
+from kraftwire.core.raft_apis import RaftApis, is_raft_request, raft_topic
 from kraftwire.core.snapshots import SnapshotJob
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "NodeCore",
     "NodeOutput",
     "Park",
+    "RaftApis",
     "Read",
     "Relay",
     "RelayKind",
@@ -32,4 +34,6 @@ __all__ = [
     "SendController",
     "SnapshotJob",
     "TakeSnapshot",
+    "is_raft_request",
+    "raft_topic",
 ]

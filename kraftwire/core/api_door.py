@@ -24,15 +24,19 @@ A listener belongs to one plane (``api_registry.Plane``, as Kafka splits Control
      is answered from the broker's image (``core/broker_reads.py``); what it ``relays`` goes on as
      ``Relay`` GROUP (to the coordinating voter), but FindCoordinator (the broker itself) and its share
      of ListGroups are computed here;
-   - on every plane Produce is refused at once (``core/produce.py``) and DescribeQuorum goes on as
-     ``Relay`` DESCRIBE_QUORUM (the shell answers from this replica when it leads, else asks the leader);
+   - on every plane Produce is refused at once (``core/produce.py``);
+   - the Raft APIs — Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot, a replica's Fetch and
+     DescribeQuorum — are answered by the replica's Raft core (``core/raft_apis.py``: the wire request
+     becomes its message, its ``SendResponse`` the door's ``Respond``; a vote's answer leaves only once
+     its quorum-state write is durable, a parked Fetch is answered when Raft wakes it); DescribeQuorum at
+     a metadata replica that does not lead goes on as ``Relay`` DESCRIBE_QUORUM (the shell asks the
+     leader; no answer: this replica's own view);
    - a consumer Fetch (on every plane) comes out as ``Read``: the shell reads committed batches through
      its zero-copy view and hands back what it found (``NodeCore.handle_read``); with less than its
      MinBytes it is ``Park``ed until the replica's high watermark, epoch or leader moves, or its
-     MaxWaitMs is over, and read again (a replica's Fetch is Raft's: ``Relay`` HANDLER);
-   - everything else is ``Relay`` HANDLER: the shell's handler for that API answers (the Raft APIs and
-     DescribeQuorum, groups, Fetch, Envelope, the voter's Metadata ...: the handlers not moved into the
-     core yet).
+     MaxWaitMs is over, and read again;
+   - everything else is ``Relay`` HANDLER: the shell's handler for that API answers (the handlers not
+     moved into the core yet).
 
 ``Respond(connection, reply)`` carries a ``protocol.requests.Reply`` (body, version); the shell writes
 it. A ``Relay`` is I/O the shell performs: it hands the answer back with ``NodeCore.handle_relayed`` (or
@@ -72,9 +76,11 @@ from kraftwire.core.broker_reads import (
 from kraftwire.core.controller_role import ControllerRole
 from kraftwire.core.outputs import Respond
 from kraftwire.core.produce import refuse_produce
+from kraftwire.core.raft_apis import RAFT_CORE_APIS, RaftApis, replica_of
 from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.requests import Reply, RequestContext
+from kraftwire.raft import messages as m
 from kraftwire.security.gate import RequestGate
 from kraftwire.security.token_requests import TOKEN_WRITES, not_allowed, requests_allowed
 from kraftwire.storage.audit import Origin
@@ -91,9 +97,10 @@ class Route(StrEnum):
     CONTROLLER = "controller"       # submitted to the controller role
     FROM_IMAGE = "from image"       # answered from the plane's image (the controller's committed one)
     FORWARD = "forward"             # relayed to the active controller
-    READ = "read"                   # a consumer Fetch read by the shell (a replica's is Raft's: SHELL)
+    READ = "read"                   # a consumer Fetch read by the shell (a replica's is Raft's)
+    RAFT = "raft"                   # answered by the replica's Raft core (core/raft_apis.py)
     REFUSE_PRODUCE = "refuse produce"   # every Produce (only the quorum writes the metadata log)
-    RELAY = "relay"                 # sent on to a voter (group coordinator, DescribeQuorum's leader)
+    RELAY = "relay"                 # sent on to a voter (the group coordinator)
     SHELL = "shell"                 # relayed to the shell's handler
 
 
@@ -174,8 +181,8 @@ class DoorPlane:
             return Route.READ
         if key == K.PRODUCE:
             return Route.REFUSE_PRODUCE
-        if key == K.DESCRIBE_QUORUM:
-            return Route.RELAY
+        if key in RAFT_CORE_APIS:
+            return Route.RAFT
         if registry.plane is Plane.CONTROLLER:
             if self.controller is not None and key in CONTROLLER_APIS:
                 return Route.FROM_IMAGE if registry.how(key) is How.FROM_IMAGE else Route.CONTROLLER
@@ -191,13 +198,14 @@ class DoorPlane:
 class _Call:
     """A request in the door: ``finish`` completes its answer (an authorization rule's filter)."""
 
-    __slots__ = ("request_id", "request", "context", "finish")
+    __slots__ = ("request_id", "request", "context", "finish", "fallback")
 
     def __init__(self, request_id: int, request: Request, context: RequestContext, finish: Finish | None) -> None:
         self.request_id = request_id
         self.request = request
         self.context = context
         self.finish = finish
+        self.fallback: Callable[[], Reply] | None = None   # the answer when a relay brought none
 
 
 def origin_of(request: Request, ctx: RequestContext) -> Origin:
@@ -217,11 +225,15 @@ class ApiDoor:
         self._mark: Callable[[], Mark] = tuple
         self._relayed: dict[int, _Call] = {}
         self._reading: dict[int, _Reading] = {}
+        self._raft = RaftApis()
+        self._raft_calls: dict[int, _Call] = {}   # requests the Raft core has not answered yet
 
-    def attach(self, emit: Callable[[Any], None], mark: Callable[[], Mark]) -> None:
-        """Bind the door to its node core's outputs and to what parked reads wait on (``NodeCore`` does this)."""
+    def attach(self, emit: Callable[[Any], None], mark: Callable[[], Mark], raft: RaftApis) -> None:
+        """Bind the door to its node core's outputs, to what parked reads wait on and to the replica's Raft
+        APIs (``NodeCore`` does this)."""
         self._emit = emit
         self._mark = mark
+        self._raft = raft
 
     # -- the door ---------------------------------------------------------------------------------
     def handle(self, now: int, request_id: int, request: Request, context: RequestContext) -> None:
@@ -256,17 +268,15 @@ class ApiDoor:
             self._from_committed_image(plane, role, call)
         elif route is Route.FROM_IMAGE and plane.broker is not None:
             self._answer(call, answer_from_image(plane.broker, request, context))
+        elif route is Route.RAFT:
+            self._raft_api(call)
         elif route is Route.READ:
-            body = request.body
-            replica = body.replica_state.replica_id if version >= 15 else body.replica_id
-            if replica >= 0:   # a replica's Fetch is Raft's (an observer answers NOT_LEADER_OR_FOLLOWER)
-                self._relay(call, RelayKind.HANDLER)
+            if replica_of(request) >= 0:   # a replica's Fetch is Raft's (an observer answers NOT_LEADER_OR_FOLLOWER)
+                self._raft_api(call)
             else:
-                self._read(call, now + max(0, body.max_wait_ms))
+                self._read(call, now + max(0, request.body.max_wait_ms))
         elif route is Route.REFUSE_PRODUCE:
             self._answer(call, refuse_produce(request.body, version))
-        elif route is Route.RELAY and key == K.DESCRIBE_QUORUM:
-            self._relay(call, RelayKind.DESCRIBE_QUORUM)   # the leader's to answer (the shell asks it)
         elif route is Route.RELAY and plane.broker is not None:
             self._broker_relay(plane.broker, call)
         elif route is Route.FORWARD:
@@ -281,13 +291,40 @@ class ApiDoor:
         """The shell's answer to the ``Relay`` of ``request_id`` (None: nothing to send)."""
         call = self._relayed.pop(request_id, None)
         if call is not None:
-            self._answer(call, reply)
+            self._answer(call, reply if reply is not None or call.fallback is None else call.fallback())
 
     def relay_failed(self, request_id: int) -> None:
         """The shell could not answer the ``Relay`` or ``Read`` of ``request_id`` (it failed the request
         itself, or the connection is gone)."""
         self._relayed.pop(request_id, None)
         self._reading.pop(request_id, None)
+
+    # -- Raft's APIs (core/raft_apis.py) ---------------------------------------------------------------
+    def raft_answers(self, out: list[Any]) -> list[Any]:
+        """``out`` (a node core event's outputs) with the Raft core's answers to requests of this door as its
+        ``Respond``s, in place (the quorum-state write before a vote's answer stays before it)."""
+        calls = self._raft_calls
+        if calls:
+            raft = self._raft
+            for i, o in enumerate(out):
+                if type(o) is m.SendResponse and o.request_id in calls:
+                    out[i] = self._respond(calls.pop(o.request_id), raft.answer(o.request_id, o.msg))
+        return out
+
+    def _raft_api(self, call: _Call) -> None:
+        """A Raft request for the replica's Raft core (DescribeQuorum the leader's: relayed where it is not)."""
+        raft = self._raft
+        converted = raft.message(call.request)
+        if isinstance(converted, Reply):   # not the quorum's partition: refused at once
+            self._answer(call, converted)
+            return
+        source, msg = converted
+        if raft.relays(msg):
+            call.fallback = lambda: raft.own_view(call.request)
+            self._relay(call, RelayKind.DESCRIBE_QUORUM)
+            return
+        self._raft_calls[call.request_id] = call
+        raft.ask(call.request_id, call.request, source, msg)
 
     # -- consumer Fetch: Read, Park --------------------------------------------------------------------
     def read_done(self, now: int, request_id: int, body: Any, size: int) -> None:
@@ -398,9 +435,12 @@ class ApiDoor:
         self._emit(Relay(call.request_id, kind, call.request, call.context))
 
     def _answer(self, call: _Call, reply: Reply | None) -> None:
+        self._emit(self._respond(call, reply))
+
+    def _respond(self, call: _Call, reply: Reply | None) -> Respond:
         if reply is not None and call.finish is not None:
             reply.body = call.finish(reply.body)
-        self._emit(Respond(call.request_id, reply))
+        return Respond(call.request_id, reply)
 
 
 def _is_logger(resource: Any) -> bool:

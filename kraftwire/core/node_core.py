@@ -20,6 +20,9 @@ etcd's Ready/Advance and Kafka's KafkaRaftClient poll loop:
   or its own handler); it reports ``handle_relayed`` or ``handle_relay_failed``. The door's answers
   are ``Respond(request_id, reply)``; a consumer Fetch is ``Read`` (the shell reads, zero-copy, and
   reports ``handle_read``) and, while there is not enough to answer, ``Park(request_id, until_ms)``.
+  Raft's own APIs entering the door are handed to the Raft core (``core/raft_apis.py``) and their
+  ``SendResponse`` comes out as the door's ``Respond`` (``handle_request`` stays for Raft messages
+  handed in directly: the voter changes' shell, tests).
 
 After every event the core activates the controller when due (this node leads and the epoch's
 LeaderChange committed), and a batch appended during the event is written at once rather than at
@@ -38,6 +41,7 @@ from kraftwire.core.broker_lifecycle_role import BrokerLifecycleRole
 from kraftwire.core.controller_role import ControllerRole
 from kraftwire.core.group_role import GroupRole
 from kraftwire.core.outputs import Audit, Respond, SendController, TakeSnapshot
+from kraftwire.core.raft_apis import RaftApis
 from kraftwire.core.snapshots import FramingJob, clean_log, store_snapshot
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.records import Record, RecordBatch
@@ -60,12 +64,14 @@ class NodeCore:
 
     def __init__(self, raft: RaftCore, controller: ControllerRole | None = None,
                  groups: GroupRole | None = None, broker: BrokerLifecycleRole | None = None,
-                 door: ApiDoor | None = None) -> None:
+                 door: ApiDoor | None = None, raft_apis: RaftApis | None = None) -> None:
         self.raft = raft
         self.controller = controller
         self.groups = groups
         self.broker = broker
-        self.door = door
+        self.door: ApiDoor | None = None
+        self.raft_apis = raft_apis if raft_apis is not None else RaftApis()
+        self.raft_apis.attach(raft, self._clock)
         self.snapshots_taken = 0
         self._now = 0
         self._appended = False
@@ -83,7 +89,13 @@ class NodeCore:
         if broker is not None:
             broker.attach(raft, clock=self._clock, send=self._send_controller)
         if door is not None:
-            door.attach(self._emit, self._read_mark)
+            self.open_door(door)
+
+    def open_door(self, door: ApiDoor) -> None:
+        """Requests enter this node core through ``door`` (the voters' offsets quorum gets the listeners'
+        door once the server built it)."""
+        self.door = door
+        door.attach(self._emit, self._read_mark, self.raft_apis)
 
     # -- state the shells read --------------------------------------------------------------------
     @property
@@ -182,6 +194,12 @@ class NodeCore:
         if self.door is None:
             raise TypeError("this node core has no API door")
         self.door.handle(now, connection, request, context)
+        apis = self.raft_apis
+        if apis.asked:   # Raft's request: its state may have moved (votes, progress, a commit)
+            apis.asked = False
+            out: list[NodeOutput] = list(apis.out)
+            apis.out = []
+            return self._audited(self._settle(now, out))
         return self._audited(self._settled_request(now))
 
     def handle_relayed(self, now: int, connection: int, reply: Reply | None) -> list[NodeOutput]:
@@ -320,4 +338,4 @@ class NodeCore:
             if job is not None:
                 self._snapshot = job
                 out.append(TakeSnapshot(job))
-        return out
+        return out if self.door is None else self.door.raft_answers(out)

@@ -14,7 +14,9 @@ worker. ``TakeSnapshot`` frames the image in a worker thread and hands the batch
 the active controller, on its own lane. Kafka requests enter the core's one door with ``handle_api``:
 its ``Respond`` is the answer, its ``Relay`` runs the server's ``relay`` in the caller's task and is
 handed back, its ``Read`` (a consumer Fetch) runs the server's ``read`` there, and its ``Park`` leaves
-the caller waiting for the next ``Read`` or the answer. A timer task calls ``tick`` at the core's next deadline.
+the caller waiting for the next ``Read`` or the answer. Raft's own inbound requests (Vote, a replica's Fetch,
+...) take the same door: the core answers them with ``Respond``, held behind a quorum-state write like any
+output. Outbound, the driver turns the core's messages into wire requests (``core/raft_wire.py``). A timer task calls ``tick`` at the core's next deadline.
 """
 
 from __future__ import annotations
@@ -29,10 +31,20 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from kraftwire.core import Audit, NodeCore, Park, Read, Relay, Respond, SendController, TakeSnapshot
+from kraftwire.core import (
+    Audit,
+    NodeCore,
+    Park,
+    Read,
+    Relay,
+    Respond,
+    SendController,
+    TakeSnapshot,
+    is_raft_request,
+)
+from kraftwire.core import raft_wire as wire
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
-from kraftwire.node import wire
 from kraftwire.node.disk_worker import DiskWorker
 from kraftwire.protocol.errors import DecodeError, Errors, KafkaProtocolError
 from kraftwire.protocol.framing import Request
@@ -64,8 +76,8 @@ class RaftDriver:
     """Runs a NodeCore: inbound requests, outbound requests to voters, timers, change listeners."""
 
     def __init__(self, node: NodeCore, peers: PeerClient, *, request_timeout_ms: int,
-                 nodes: list[tuple[int, str, int, str]], leader_endpoints: list[tuple[str, str, int]],
-                 clock: Callable[[], int] = wall_ms, topic: str | None = None, lane: str = "raft",
+                 leader_endpoints: list[tuple[str, str, int]],
+                 clock: Callable[[], int] = wall_ms, lane: str = "raft",
                  disk: DiskWorker | None = None) -> None:
         self.node = node
         self.core = node.raft
@@ -74,11 +86,9 @@ class RaftDriver:
         self._journal_busy = False
         self._held: deque[list[Any]] = deque()   # output lists waiting for a quorum-state write, in order
         self._writing = False
-        self.topic = topic  # a second quorum's topic name (wire.retopic), None for __cluster_metadata
         self.lane = lane
         self.peers = peers
         self.request_timeout_s = request_timeout_ms / 1000
-        self.nodes = nodes
         self.leader_endpoints = leader_endpoints
         self.clock = clock
         self._ids = count(1)
@@ -93,6 +103,20 @@ class RaftDriver:
         self.versions_probe: Callable[[m.KraftVersionsRequest], Any] | None = None   # KIP-853 (voter_changes.py)
         self.relay: Callable[[Relay], Awaitable[Reply | None]] | None = None   # carries the door's Relays
         self.read: Callable[[Read], tuple[Any, int]] | None = None   # reads a consumer Fetch (zero-copy)
+
+    @property
+    def topic(self) -> str | None:
+        """A second quorum's topic name on the wire (``wire.retopic``), None for ``__cluster_metadata``."""
+        return self.node.raft_apis.topic
+
+    @property
+    def nodes(self) -> list[tuple[int, str, int, str]]:
+        """The voters the core's Raft answers list (DescribeQuorum v2, the endpoints of Vote, Fetch ...)."""
+        return self.node.raft_apis.nodes
+
+    @nodes.setter
+    def nodes(self, nodes: list[tuple[int, str, int, str]]) -> None:
+        self.node.raft_apis.nodes = nodes
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
@@ -158,7 +182,8 @@ class RaftDriver:
                 return self._run_relay(first)
             if type(first) is Read:
                 return self._run_read(first)
-            if self.metrics is not None:   # the core's own work (Kafka's request processing time)
+            if self.metrics is not None and not is_raft_request(request):   # the core's own work (Kafka's
+                # request processing time; Raft's requests are not the controller's)
                 self.metrics.controller_processed((time.monotonic() - started) * 1000)
             return first  # type: ignore[no-any-return]
         return self._answer_later(rid, box)
@@ -368,17 +393,6 @@ class RaftDriver:
             peers.succeeded(node)
         self.call(self.node.handle_controller_response, out.request_id, resp)
 
-    async def handle_inbound(self, api_key: int, body: Any, version: int) -> Any:
-        """Serve a raft request from the wire; returns the wire response body."""
-        try:
-            if self.topic is not None:
-                wire.retopic(body, wire.METADATA_TOPIC)
-            source, msg = wire.request_from_wire(api_key, body, version)
-        except wire.WireError as e:
-            return _error_response(api_key, int(e.error))
-        resp = wire.response_to_wire(api_key, await self.ask(msg, source), version, self.nodes)
-        return resp if self.topic is None else wire.retopic(resp, self.topic)
-
     async def ask(self, msg: m.Request, source: int = -1) -> Any:
         """Hand ``msg`` to the core as an inbound request and wait for its answer."""
         rid = -next(self._ids)  # inbound ids are negative, the core's own outbound ids positive
@@ -432,9 +446,3 @@ def _error_response_msg(msg: m.Request, error: int) -> m.Response:
     """The core response for a request our client could not send (top-level ``error``)."""
     return m.RESPONSE_OF[msg.API_KEY](int(error))
 
-
-def _error_response(api_key: int, error: int) -> Any:
-    from kraftwire.protocol.api import response_class
-
-    cls = response_class(api_key)
-    return cls(error_code=error)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftwire.config import NodeConfig
-from kraftwire.core import ApiDoor, BrokerLifecycleRole, ControllerRole, GroupRole, NodeCore
+from kraftwire.core import ApiDoor, BrokerLifecycleRole, ControllerRole, GroupRole, NodeCore, RaftApis
 from kraftwire.net.peers import PeerClient
 from kraftwire.node.disk_worker import DiskWorker
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
@@ -89,10 +89,11 @@ def assemble_replica(cfg: NodeConfig, log: Any, store: Any, *, voters: Sequence[
                     voter_history=voter_history, listener_name=listener_name)
     if log_tag is not None:
         core.log_tag = log_tag   # its log lines: [<tag> id=N] (kraftwire.raft.story)
-    node = NodeCore(core, controller, groups=groups, broker=broker, door=door)
-    driver = RaftDriver(node, peers, nodes=voter_nodes(cfg) if voter else [],
-                        leader_endpoints=own_endpoints(cfg) if voter else [],
-                        request_timeout_ms=raft_config.request_timeout_ms, topic=topic, lane=lane, disk=disk)
+    # DescribeQuorum is the leader's: the metadata quorum relays it there, the offsets quorum answers its own
+    raft_apis = RaftApis(voter_nodes(cfg) if voter else [], topic=topic, ask_leader=topic is None)
+    node = NodeCore(core, controller, groups=groups, broker=broker, door=door, raft_apis=raft_apis)
+    driver = RaftDriver(node, peers, leader_endpoints=own_endpoints(cfg) if voter else [],
+                        request_timeout_ms=raft_config.request_timeout_ms, lane=lane, disk=disk)
     if core.rejoining or core.vote_floor is not None:   # damage discarded on open: clear the marker once back
         driver.on_change.append(lambda: _clear_rejoined(core, log))
     return Replica(core, node, driver)

@@ -50,8 +50,5 @@ class RoleHost(Protocol):
     def stop(self, why: str) -> None:
         """A role cannot go on: the process stops, naming ``why``."""
 
-    def raft_driver(self, body: Any) -> RaftDriver:
-        """The driver of the quorum a Raft request addresses (the metadata's, or the offsets quorum's)."""
-
     def handle_async(self, request: Request, ctx: RequestContext) -> Awaitable[Reply | None]:
         """A request through the node core's one door, awaited (an Envelope's inner request)."""

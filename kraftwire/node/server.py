@@ -12,8 +12,10 @@ Each listener belongs to one *plane*, as Kafka's ControllerApis and KafkaApis sp
 controller listeners to the voter's, the others to the broker's (a single-role node has one plane
 for all). A plane is one API table (``node/apis.Dispatcher``: ApiVersions, refusals and the
 handler of every advertised API) and one authorization gate. What every replica serves the same way
-is registered here once: Fetch (replicas and consumers), ListOffsets, Produce (refused) and
-DescribeQuorum (asked of the leader). ``run()`` serves until cancelled or until a role stops the
+is registered here once: ListOffsets; the node core's door answers Fetch (a consumer's read here, a
+replica's by Raft), Produce (refused) and DescribeQuorum (asked of the leader when this replica does not
+lead). A Raft request naming the voters' offsets quorum enters that quorum's node core, through a door
+over the same planes. ``run()`` serves until cancelled or until a role stops the
 node; ``shutdown()`` is the broker's controlled shutdown, then the voter's resignation.
 """
 
@@ -28,8 +30,9 @@ from typing import Any
 import anyio
 
 from kraftwire.config import NodeConfig
-from kraftwire.core import ApiDoor, DoorPlane, FanOutListener, Read, Relay, RelayKind, Route
+from kraftwire.core import ApiDoor, DoorPlane, FanOutListener, Read, Relay, RelayKind, Route, raft_topic
 from kraftwire.core.api_registry import api_versions_response
+from kraftwire.group.replicated import OFFSETS_TOPIC
 from kraftwire.net.backoff import ReconnectBackoff
 from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.net.limits import ConnectionLimits
@@ -44,7 +47,6 @@ from kraftwire.node.node_storage import NodeStorage, open_node_storage
 from kraftwire.node.raft_driver import RaftDriver, wall_ms
 from kraftwire.node.replica import assemble_replica, quorum_raft_config
 from kraftwire.node.secure import outbound_security
-from kraftwire.node.wire import OFFSETS_TOPIC, addressed_topic
 from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.framing import Request
@@ -151,6 +153,12 @@ class Server:
         self.listener_plane = {ep.name: self.planes[self.voter if self.voter is not None and (
             self.broker is None or ep.name in controller_names) else self.broker] for ep in cfg.listeners}
         self.door = ApiDoor({name: plane.door for name, plane in self.listener_plane.items()})
+        self.offsets_driver: RaftDriver | None = None   # the voters' offsets quorum's (Raft requests by topic)
+        offsets = None if self.voter is None else self.voter.offsets
+        if offsets is not None:
+            offsets.driver.node.open_door(ApiDoor({name: plane.door for name, plane in self.listener_plane.items()}))
+            offsets.driver.relay, offsets.driver.read = self._relay, self._read
+            self.offsets_driver = offsets.driver
         if self.voters:
             self._build_raft()
         self.server = KafkaServer(self.handle, self._api_versions_fallback,
@@ -191,13 +199,6 @@ class Server:
         for role in self.roles:
             role.attach(self.core, self.driver)
 
-    def raft_driver(self, body: Any) -> RaftDriver:
-        """The quorum a Raft request addresses: the voters' offsets quorum by its topic, else the metadata's."""
-        offsets = None if self.voter is None else self.voter.offsets
-        if offsets is not None and addressed_topic(body) == OFFSETS_TOPIC:
-            return offsets.driver
-        return self.driver
-
     def _voter_history(self) -> Any:
         """KIP-853: a controller whose voters come from its log follows the voter set in force there."""
         if self.voter_set is None:
@@ -234,7 +235,6 @@ class Server:
         own) for every advertised API the door does not answer."""
         door = role.door_plane()
         d = Dispatcher(role.apis, role.where)
-        d.on(ApiKey.FETCH, partial(self._on_fetch, role))
         d.on(ApiKey.LIST_OFFSETS, partial(self._on_list_offsets, role))
         role.register(d)
         d.check(answered_elsewhere=set(SASL_APIS) | {k for k in role.apis if door.route(k) is not Route.SHELL})
@@ -301,6 +301,9 @@ class Server:
     def handle(self, request: Request, ctx: RequestContext) -> Reply | Awaitable[Reply | None] | None:
         """Every request, direct or from an Envelope, enters the node core's one door: the ``Reply`` at
         once when the core answered (the listener writes it without awaiting), else an awaitable of it."""
+        offsets = self.offsets_driver
+        if offsets is not None and raft_topic(request) == OFFSETS_TOPIC:
+            return offsets.handle_api(request, ctx)
         return self.driver.handle_api(request, ctx)
 
     async def handle_async(self, request: Request, ctx: RequestContext) -> Reply | None:
@@ -321,13 +324,9 @@ class Server:
                                                        request.header.client_id or ""), v)
         if relay.kind is RelayKind.DESCRIBE_QUORUM:
             v = request.api_version
-            return Reply(await self.describe_quorum(request.body, v, request.header.client_id or ""), v)
+            answer = await self.describe_quorum(request.body, v, request.header.client_id or "")
+            return None if answer is None else Reply(answer, v)   # None: the door gives this replica's view
         return await plane.dispatcher.dispatch(request, relay.context)
-
-    async def _on_fetch(self, role: Any, request: Request, ctx: RequestContext) -> Reply:
-        """A replica's Fetch, Raft's (an observer answers NOT_LEADER_OR_FOLLOWER); the door reads a consumer's."""
-        body, version = request.body, request.api_version
-        return Reply(await self.raft_driver(body).handle_inbound(1, body, version), version)
 
     def _read(self, read: Read) -> tuple[Any, int]:
         """The door's ``Read``: a consumer Fetch answer from the role's view of the log (zero-copy slices) and
@@ -341,15 +340,12 @@ class Server:
         return Reply(reads.list_offsets_response(request.body, v, role.view), v)
 
     async def describe_quorum(self, body: Any, version: int, client_id: str) -> Any:
-        """DescribeQuorum is the quorum leader's to answer: a follower or observer asks it (following
-        NOT_LEADER_OR_FOLLOWER hints; an observer then every voter) and relays its answer, as a Kafka broker
+        """DescribeQuorum at a replica that does not lead (the door relays it): ask the leader (following
+        NOT_LEADER_OR_FOLLOWER hints; an observer then every voter) and relay its answer, as a Kafka broker
         forwards it to the controller (kafka-python and Java Admin via bootstrap.servers ask any node). A
         voter asks only the leader it knows: with none known (an election) it answers at once, as Kafka's
-        controllers do, instead of asking voters that would ask the others in turn until the client gives up."""
-        driver = self.raft_driver(body)
-        own = await driver.handle_inbound(ApiKey.DESCRIBE_QUORUM, body, version)
-        if driver is not self.driver or not _not_leader(own):
-            return own
+        controllers do, instead of asking voters that would ask the others in turn until the client gives up.
+        None when nobody answered: the door gives this replica's own view."""
         tried = {self.node_id}
         hint = self.leader_hint()
         order = [hint] if hint is not None and hint in self.voters else []
@@ -373,7 +369,7 @@ class Server:
                     order.insert(0, part.leader_id)
                 continue
             return resp
-        return own   # nobody answered: this replica's own view
+        return None
 
 
 def _not_leader(resp: Any) -> Any:

@@ -2,8 +2,9 @@
 
 It composes the controller role (``core/controller_role``, which the server's node core runs beside
 Raft), the group coordinator (``node/group_shell``) and the KIP-919
-registration of this voter's listeners, and registers their APIs in its plane's table: the Raft
-APIs, the controller APIs (answered by the active controller, NOT_CONTROLLER elsewhere), Envelopes
+registration of this voter's listeners, and registers their APIs in its plane's table (the Raft APIs
+are the node core's door's, ``core/raft_apis.py``): the controller APIs (answered by the active
+controller, NOT_CONTROLLER elsewhere), Envelopes
 from brokers, the group APIs, and Metadata/DescribeCluster listing the voters at their addresses
 on the client's listener. Its authorization reads the controller's committed image.
 
@@ -62,9 +63,6 @@ from kraftwire.protocol.runtime import replace
 from kraftwire.storage.audit import Origin
 
 log = logging.getLogger(__name__)
-
-# Raft's own APIs the voter serves (DescribeQuorum and Fetch are the server's, on every plane)
-RAFT_KEYS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH_SNAPSHOT)
 
 
 class _ControllerMetrics(ControllerObserver):
@@ -190,7 +188,6 @@ class VoterRole:
 
     def register(self, d: Dispatcher) -> None:
         """The shell handlers of the APIs the door relays to the shell."""
-        d.on(RAFT_KEYS, self._on_raft)
         d.on(VOTER_CHANGE_APIS, self._on_voter_change)
         d.on(ApiKey.METADATA, self._on_metadata)
         d.on(ApiKey.DESCRIBE_CLUSTER, self._on_describe_cluster)
@@ -199,10 +196,6 @@ class VoterRole:
         d.on(ApiKey.ENVELOPE, self._on_envelope)
 
     # -- handlers -------------------------------------------------------------------------------
-    async def _on_raft(self, request: Request, ctx: RequestContext) -> Reply:
-        v = request.api_version
-        return Reply(await self.server.raft_driver(request.body).handle_inbound(request.api_key, request.body, v), v)
-
     async def _on_voter_change(self, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version
         return Reply(await self.voter_changes.handle(request.api_key, request.body, v), v)

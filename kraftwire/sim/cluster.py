@@ -17,16 +17,17 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kraftwire.core import NodeCore, Respond, TakeSnapshot
+from kraftwire.core import NodeCore, RaftApis, Respond, TakeSnapshot
 from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.framing import Request
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import MemoryLog, MemoryStateStore, RaftCore, RaftFaults, SimulatedCrash, SnapshotId
 from kraftwire.raft import messages as m
 from kraftwire.raft.snapshot import data_batches, frame
 from kraftwire.sim.config import SeedResult, SimConfig
-from kraftwire.sim.door_sim import DOOR_BUGS
+from kraftwire.sim.door_sim import DOOR_BUGS, context_of
 from kraftwire.sim.invariants import GENESIS, InvariantChecker, Violation, chain_digest
-from kraftwire.sim.wire import WireCodec
+from kraftwire.sim.wire import WireCodec, raft_door
 
 (DELIVER_REQ, DELIVER_RESP, REQ_TIMEOUT, TICK, RESTART, APPEND, FAULT, HEAL, END, UNDO, PERSISTED, FIRST_LEADER,
  REFUSED) = range(13)
@@ -106,6 +107,7 @@ class Simulation:
         self.nodes.update({i: SimNode(i, False) for i in self.observer_ids})
         self.inbound: dict[int, tuple[int, int, int]] = {}  # sim inbound id -> (src, incarnation, rid)
         self._next_inbound = 1
+        self.door_raft: dict[int, int] = {}   # --wire: a Raft request in a door (negative inbound id) -> API key
         self.blocked: set[tuple[int, int]] = set()
         self.drop_p = 0.0
         self.dup_p = 0.0
@@ -212,8 +214,15 @@ class Simulation:
         return _Listener(self, nid)
 
     def _node_core(self, nid: int, core: RaftCore) -> NodeCore:
-        """The node core around a new incarnation's Raft core (subclasses add the roles they simulate)."""
-        return NodeCore(core, self._controller_for(nid))
+        """The node core around a new incarnation's Raft core (subclasses add the roles they simulate); with
+        ``--wire`` Raft's requests enter it through its door, as on a server."""
+        if self.codec is None:
+            return NodeCore(core, self._controller_for(nid))
+        return NodeCore(core, self._controller_for(nid), door=raft_door(), raft_apis=self.raft_apis())
+
+    def raft_apis(self) -> RaftApis:
+        """The Raft APIs of a node core's door (with ``--wire`` listing the voters, as a server's)."""
+        return RaftApis() if self.codec is None else self.codec.raft_apis()
 
     def _controller_for(self, nid: int) -> Any:
         """The controller role the node core of node ``nid`` runs (None: Raft with a digest state machine)."""
@@ -315,7 +324,11 @@ class Simulation:
                 self.schedule(self.now + self.rng.randint(lo, hi) + node.slow_extra, PERSISTED,
                               (src, node.incarnation, out.end_offset))
             elif isinstance(out, Respond):
-                self._on_respond(node, out)
+                key = self.door_raft.pop(out.request_id, None)
+                if key is None:
+                    self._on_respond(node, out)
+                elif self.codec is not None:   # the door's answer to a Raft request, back over the wire
+                    self._answer_raft(node, out.request_id, self.codec.raft_reply(key, out.body))
             elif isinstance(out, TakeSnapshot):
                 self._on_take_snapshot(node, out)
             elif isinstance(out, m.SendRequest):
@@ -330,25 +343,29 @@ class Simulation:
                     self.schedule(self.now + 1, DELIVER_RESP, (src, node.incarnation, out.request_id,
                                                                m.VoteResponse(int(Errors.UNSUPPORTED_VERSION))))
                     continue
-                msg = out.msg if self.codec is None else self.codec.raft_request(src, out.msg)[1]
+                msg = out.msg if self.codec is None else self.codec.raft_frame(src, out.msg)
                 copies = 2 if self.dup_p and self.rng.random() < self.dup_p else 1
                 for _ in range(copies):
                     if not self._lost(src, out.dest_id):
                         self.schedule(self.now + self._latency(src, out.dest_id), DELIVER_REQ,
                                       (src, node.incarnation, out.request_id, out.dest_id, msg))
             else:
-                origin = self.inbound.pop(out.request_id, None)
-                if origin is None:
-                    continue
-                p = out.msg.partition if isinstance(out.msg, m.FetchSnapshotResponse) else None
-                if p is not None and p.error_code == 0 and p.position + len(p.unaligned_records) == p.size:
-                    self.snapshot_downloads += 1
-                dest, inc, rid = origin
-                msg = out.msg if self.codec is None else self.codec.raft_response(out.msg.API_KEY, out.msg)
-                copies = 2 if self.dup_p and self.rng.random() < self.dup_p else 1
-                for _ in range(copies):
-                    if not self._lost(src, dest):
-                        self.schedule(self.now + self._latency(src, dest), DELIVER_RESP, (dest, inc, rid, msg))
+                self._answer_raft(node, out.request_id, out.msg)
+
+    def _answer_raft(self, node: SimNode, inbound_id: int, msg: m.Response) -> None:
+        """Carry a Raft answer back to the requester (its ``SendResponse``, or with ``--wire`` the door's)."""
+        origin = self.inbound.pop(inbound_id, None)
+        if origin is None:
+            return
+        p = msg.partition if isinstance(msg, m.FetchSnapshotResponse) else None
+        if p is not None and p.error_code == 0 and p.position + len(p.unaligned_records) == p.size:
+            self.snapshot_downloads += 1
+        src = node.node_id
+        dest, inc, rid = origin
+        copies = 2 if self.dup_p and self.rng.random() < self.dup_p else 1
+        for _ in range(copies):
+            if not self._lost(src, dest):
+                self.schedule(self.now + self._latency(src, dest), DELIVER_RESP, (dest, inc, rid, msg))
 
     def _write_state(self, node: SimNode, outputs: list[Any]) -> bool:
         """As the server's driver: an event's quorum-state write is durable before any of its outputs
@@ -383,6 +400,12 @@ class Simulation:
                 return None
             iid = self._next_inbound
             self._next_inbound += 1
+            if isinstance(msg, Request):   # --wire: through the node core's door, as a listener hands it in
+                conn = -iid
+                self.inbound[conn] = (src, inc, rid)
+                self.door_raft[conn] = msg.api_key
+                self._run_core(node, lambda c: c.handle_api(now, conn, msg, context_of(src)))
+                return node
             self.inbound[iid] = (src, inc, rid)
             self._run_core(node, lambda c: c.handle_request(now, iid, src, msg))
             return node

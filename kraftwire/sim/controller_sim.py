@@ -339,9 +339,9 @@ class ControllerSimulation(Simulation):
         agent = self.agents.get(nid)
         if agent is None:
             role = self.shells[nid].role
-            return NodeCore(core, role, door=controller_door(role, self.cfg.bugs))
+            return NodeCore(core, role, door=controller_door(role, self.cfg.bugs), raft_apis=self.raft_apis())
         door = broker_door(nid, agent.role, self.cfg.cluster_id, tuple(self.voter_ids), self.cfg.bugs)
-        return NodeCore(core, broker=agent.role, door=door)
+        return NodeCore(core, broker=agent.role, door=door, raft_apis=self.raft_apis())
 
     def _broker_role(self, bid: int) -> BrokerLifecycleRole:
         """A new incarnation of broker ``bid``: the production broker role over the production metadata

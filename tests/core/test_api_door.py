@@ -198,8 +198,8 @@ def test_a_broker_names_itself_coordinator_and_lists_its_share_of_the_voters_gro
     gathered = lgr.ListGroupsResponse(groups=[lgr.ListedGroup(group_id=g) for g in ("a", "b", "c")])
     shell.take(shell.node.handle_relayed(shell.now, 2, Reply(gathered, 4)))
     assert [g.group_id for g in shell.answers[2].body.groups] == ["a", "b", "c"], "the only live broker: all"
-    shell.api(3, ApiKey.DESCRIBE_QUORUM, 2, dqq.DescribeQuorumRequest(topics=[]), listener=CLIENT)
-    assert shell.relays[3].kind is RelayKind.DESCRIBE_QUORUM
+    shell.api(3, ApiKey.DESCRIBE_QUORUM, 2, _describe_quorum(), listener=CLIENT)
+    assert shell.answers[3].body.topics[0].partitions[0].leader_id == 1 and 3 not in shell.relays, "it leads"
     shell.api(4, ApiKey.JOIN_GROUP, 9, jgq.JoinGroupRequest(group_id="g"), listener=CLIENT)
     assert shell.relays[4].kind is RelayKind.GROUP
     serving[0] = False
@@ -252,15 +252,22 @@ def test_a_parked_fetch_is_answered_when_its_wait_is_over_and_an_error_at_once()
     assert shell.node.door._reading == {}
 
 
+def _describe_quorum() -> dqq.DescribeQuorumRequest:
+    return dqq.DescribeQuorumRequest(topics=[dqq.TopicData("__cluster_metadata", [dqq.PartitionData(0)])])
+
+
 def test_a_replicas_fetch_is_rafts() -> None:
     shell = _door_node()
     fetch = _consumer_fetch()
     fetch.replica_id = 2
+    part = fetch.topics[0].partitions[0]
+    part.current_leader_epoch, part.last_fetched_epoch = shell.node.raft.epoch, 0
     shell.api(1, ApiKey.FETCH, 12, fetch)
-    assert shell.relays[1].kind is RelayKind.HANDLER and shell.reads == []
+    answer = shell.answers[1].body.responses[0].partitions[0]
+    assert answer.error_code == 0 and answer.records and not shell.relays and shell.reads == []
 
 
-def test_every_plane_refuses_produce_at_once_and_relays_describe_quorum() -> None:
+def test_every_plane_refuses_produce_at_once_and_the_leader_answers_describe_quorum() -> None:
     shell = _door_node()
     produce = pq.ProduceRequest(acks=1, timeout_ms=1000, topic_data=[pq.TopicProduceData(
         name="__cluster_metadata", partition_data=[pq.PartitionProduceData(index=0, records=b"")])])
@@ -270,5 +277,7 @@ def test_every_plane_refuses_produce_at_once_and_relays_describe_quorum() -> Non
     produce.acks = 0
     [answer] = shell.api(3, ApiKey.PRODUCE, 9, produce)
     assert answer == Respond(3, None), "acks=0: no answer at all"
-    shell.api(4, ApiKey.DESCRIBE_QUORUM, 2, dqq.DescribeQuorumRequest(topics=[]))
-    assert shell.relays[4].kind is RelayKind.DESCRIBE_QUORUM
+    shell.api(4, ApiKey.DESCRIBE_QUORUM, 2, _describe_quorum())
+    assert shell.answers[4].body.topics[0].partitions[0].leader_id == 1 and not shell.relays
+    shell.api(5, ApiKey.DESCRIBE_QUORUM, 2, dqq.DescribeQuorumRequest(topics=[]))   # no partition: Raft's error
+    assert shell.answers[5].body.error_code == Errors.INVALID_REQUEST

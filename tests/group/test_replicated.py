@@ -6,6 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from kraftwire.core import raft_wire as wire
 from kraftwire.group import GroupCoordinator
 from kraftwire.group.replicated import (
     OFFSETS_TOPIC,
@@ -19,7 +20,6 @@ from kraftwire.group.replicated import (
 )
 from kraftwire.group.store import GroupRecord, OffsetRecord, OffsetTombstone, StoreState
 from kraftwire.net.client import RequestFailed
-from kraftwire.node import wire
 from kraftwire.node.group_proxy import GroupRouter, errors_in
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import offset_commit_request as ocq

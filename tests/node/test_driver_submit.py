@@ -38,7 +38,7 @@ class _Node:
 
 
 def _driver(node: _Node) -> tuple[RaftDriver, list[str]]:
-    driver = RaftDriver(node, peers=None, request_timeout_ms=1000, nodes=[], leader_endpoints=[],  # type: ignore[arg-type]
+    driver = RaftDriver(node, peers=None, request_timeout_ms=1000, leader_endpoints=[],  # type: ignore[arg-type]
                         clock=lambda: 1_000)
     seen: list[str] = []
     driver.on_change.append(lambda: seen.append("changed"))

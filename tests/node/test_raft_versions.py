@@ -6,10 +6,10 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from kraftwire.core import raft_wire as wire
 from kraftwire.core.node_core import NodeCore
 from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import KafkaServer, ListenerSpec, Reply
-from kraftwire.node import wire
 from kraftwire.node.raft_driver import RaftDriver
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.api_versions_response import ApiVersion, ApiVersionsResponse
@@ -80,7 +80,7 @@ async def test_first_vote_goes_out_at_the_peers_version():
         host, port = await tg.start(server.serve, ListenerSpec("CONTROLLER", "127.0.0.1", 0))
         peers = PeerClient({2: (host, port)}, security=None, client_id="raft-test")
         peers.attach(tg)
-        driver = RaftDriver(NodeCore(core), peers, request_timeout_ms=2000, nodes=[], leader_endpoints=[])
+        driver = RaftDriver(NodeCore(core), peers, request_timeout_ms=2000, leader_endpoints=[])
         await tg.start(driver.run)
         with anyio.fail_after(10):
             await core.done.wait()

@@ -180,7 +180,7 @@ class _Node:
 async def test_a_vote_leaves_only_once_its_quorum_state_is_durable() -> None:
     node = _Node()
     store = node.raft.store
-    driver = RaftDriver(node, peers=None, request_timeout_ms=1000, nodes=[], leader_endpoints=[],  # type: ignore[arg-type]
+    driver = RaftDriver(node, peers=None, request_timeout_ms=1000, leader_endpoints=[],  # type: ignore[arg-type]
                         clock=lambda: 1_000)
     answers: list[Any] = []
     async with anyio.create_task_group() as tg:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from kraftwire.core import raft_wire as wire
 from kraftwire.group import MemoryOffsetStore
-from kraftwire.node import wire
 from kraftwire.node.server import Server
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages.create_acls_request import AclCreation, CreateAclsRequest

@@ -8,7 +8,7 @@ import uuid
 
 from raft_helpers import CFG, CID, elect, fetch, make, requests, stand
 
-from kraftwire.node import wire
+from kraftwire.core import raft_wire as wire
 from kraftwire.protocol.messages import describe_quorum_response as dq_resp
 from kraftwire.protocol.messages import fetch_request as f_req
 from kraftwire.protocol.messages import vote_request as v_req
@@ -58,7 +58,7 @@ def test_wire_versions_with_and_without_directory_ids():
 
 
 def test_fetch_high_watermark_crosses_the_wire_from_v18():
-    from kraftwire.node.wire import request_from_wire, request_to_wire
+    from kraftwire.core.raft_wire import request_from_wire, request_to_wire
     from kraftwire.raft import messages as rm
 
     msg = rm.FetchRequest(CID, 2, 500, 10, 3, 4, high_watermark=7)

@@ -146,7 +146,7 @@ def test_former_leader_that_loses_its_pre_vote_is_resigned_again_and_restarts_re
 def test_pre_vote_on_the_wire_needs_vote_v2():
     import pytest
 
-    from kraftwire.node import wire
+    from kraftwire.core import raft_wire as wire
     from kraftwire.protocol.messages import vote_request as vq
 
     req = prevote(4, last_epoch=3, last_offset=10)

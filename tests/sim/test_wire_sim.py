@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kraftwire.node import wire
+from kraftwire.core import raft_wire as wire
 from kraftwire.protocol.records import Record
 from kraftwire.raft import messages as m
 from kraftwire.sim.cluster import Simulation

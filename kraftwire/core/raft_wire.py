@@ -1,8 +1,10 @@
-"""Translation between Kafka wire messages (generated codecs) and the Raft core's messages.
+"""Translation between Kafka wire messages (generated codecs) and the Raft core's messages, both ways.
 
-The core deals with one partition (``__cluster_metadata``-0) and flat dataclasses; the wire nests
+The Raft core deals with one partition (``__cluster_metadata``-0) and flat dataclasses; the wire nests
 it in topics and partitions and carries record batches as bytes. Every function here is a plain
-field-by-field mapping in one direction.
+field-by-field mapping in one direction. The one door (``core/raft_apis.py``) uses the inbound half
+(requests in, answers out); the driver (``node/raft_driver.py``) the outbound half (requests to peers,
+their answers back); the simulator's ``--wire`` both.
 """
 
 from __future__ import annotations
@@ -11,41 +13,19 @@ import uuid
 from typing import Any
 
 from kraftwire.group.replicated import OFFSETS_TOPIC
-from kraftwire.protocol.api import ApiKey
+from kraftwire.protocol.api import ApiKey, response_class
 from kraftwire.protocol.errors import DecodeError, Errors
-from kraftwire.protocol.messages import (
-    begin_quorum_epoch_request as bqe_req,
-)
-from kraftwire.protocol.messages import (
-    begin_quorum_epoch_response as bqe_resp,
-)
-from kraftwire.protocol.messages import (
-    describe_quorum_response as dq_resp,
-)
-from kraftwire.protocol.messages import (
-    end_quorum_epoch_request as eqe_req,
-)
-from kraftwire.protocol.messages import (
-    end_quorum_epoch_response as eqe_resp,
-)
-from kraftwire.protocol.messages import (
-    fetch_request as f_req,
-)
-from kraftwire.protocol.messages import (
-    fetch_response as f_resp,
-)
-from kraftwire.protocol.messages import (
-    fetch_snapshot_request as fs_req,
-)
-from kraftwire.protocol.messages import (
-    fetch_snapshot_response as fs_resp,
-)
-from kraftwire.protocol.messages import (
-    vote_request as v_req,
-)
-from kraftwire.protocol.messages import (
-    vote_response as v_resp,
-)
+from kraftwire.protocol.messages import begin_quorum_epoch_request as bqe_req
+from kraftwire.protocol.messages import begin_quorum_epoch_response as bqe_resp
+from kraftwire.protocol.messages import describe_quorum_response as dq_resp
+from kraftwire.protocol.messages import end_quorum_epoch_request as eqe_req
+from kraftwire.protocol.messages import end_quorum_epoch_response as eqe_resp
+from kraftwire.protocol.messages import fetch_request as f_req
+from kraftwire.protocol.messages import fetch_response as f_resp
+from kraftwire.protocol.messages import fetch_snapshot_request as fs_req
+from kraftwire.protocol.messages import fetch_snapshot_response as fs_resp
+from kraftwire.protocol.messages import vote_request as v_req
+from kraftwire.protocol.messages import vote_response as v_resp
 from kraftwire.protocol.metadata import METADATA_TOPIC, METADATA_TOPIC_ID
 from kraftwire.protocol.records import decode_batches, encode_batch
 from kraftwire.raft import messages as m
@@ -64,7 +44,7 @@ def _dir(value: uuid.UUID | None) -> uuid.UUID | None:
     return None if value is None or value.int == 0 else value
 
 
-def _dir_field(value: uuid.UUID | None, carried: bool, name: str = "replica_directory_id") -> dict[str, uuid.UUID]:
+def _dir_field(value: uuid.UUID | None, carried: bool, name: str = "replica_directory_id") -> dict[str, Any]:
     """Keyword for a KIP-853 directory id field, only at versions that carry it."""
     return {name: value} if carried and value is not None else {}
 
@@ -92,6 +72,7 @@ def _one_partition(body: Any) -> Any:
 # The voters run a second Raft quorum for consumer-group offsets (kraftwire/group/replicated.py). Its
 # requests are the same messages naming another topic; the translation below always speaks
 # ``__cluster_metadata`` and ``retopic`` renames a body's topics on the way out and back in.
+_ZERO_UUID = uuid.UUID(int=0)
 OFFSETS_TOPIC_ID = uuid.UUID(int=2)  # fixed, like the metadata topic's 1 (random v4 ids never equal it)
 _NAME_OF_ID = {METADATA_TOPIC_ID: METADATA_TOPIC, OFFSETS_TOPIC_ID: OFFSETS_TOPIC}
 _ID_OF_NAME = {v: k for k, v in _NAME_OF_ID.items()}
@@ -167,42 +148,50 @@ def request_from_wire(api_key: int, body: Any, version: int) -> tuple[int, m.Req
     raise WireError(Errors.INVALID_REQUEST, f"API {api_key} is not a raft API")
 
 
+def error_answer(api_key: int, error: int) -> Any:
+    """The whole-request answer for a Raft request refused with ``error`` before the core saw it."""
+    return response_class(api_key)(error_code=error)
+
+
 # ------------------------------------------------------------------------------ responses out
 def response_to_wire(api_key: int, resp: m.Response, version: int, nodes: list[tuple[int, str, int, str]]
                      ) -> Any:
-    """The wire response body for a core response. ``nodes``: (id, host, port, listener) of voters."""
-    if api_key == ApiKey.VOTE:
+    """The wire response body for a core response to an ``api_key`` request. ``nodes``: (id, host, port,
+    listener) of voters."""
+    parts: list[Any]
+    if isinstance(resp, m.VoteResponse):
         p = resp.partition
         parts = [] if p is None else [v_resp.PartitionData(0, p.error_code, p.leader_id, p.leader_epoch,
                                                            p.vote_granted)]
         return v_resp.VoteResponse(resp.error_code, _topics(v_resp.TopicData, parts),
                                    _endpoints(v_resp.NodeEndpoint, nodes, version))
-    if api_key in (ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH):
-        mod = bqe_resp if api_key == ApiKey.BEGIN_QUORUM_EPOCH else eqe_resp
-        p = resp.partition
-        parts = [] if p is None else [mod.PartitionData(0, p.error_code, p.leader_id, p.leader_epoch)]
-        cls = mod.BeginQuorumEpochResponse if api_key == ApiKey.BEGIN_QUORUM_EPOCH else mod.EndQuorumEpochResponse
+    if isinstance(resp, m.BeginQuorumEpochResponse | m.EndQuorumEpochResponse):
+        begin = isinstance(resp, m.BeginQuorumEpochResponse)
+        mod: Any = bqe_resp if begin else eqe_resp
+        qp = resp.partition
+        parts = [] if qp is None else [mod.PartitionData(0, qp.error_code, qp.leader_id, qp.leader_epoch)]
+        cls = mod.BeginQuorumEpochResponse if begin else mod.EndQuorumEpochResponse
         return cls(resp.error_code, _topics(mod.TopicData, parts), _endpoints(mod.NodeEndpoint, nodes, version))
-    if api_key == ApiKey.FETCH:
+    if isinstance(resp, m.FetchResponse):
         return fetch_response_to_wire(resp, version, nodes)
-    if api_key == ApiKey.DESCRIBE_QUORUM:
-        p = resp.partition
+    if isinstance(resp, m.DescribeQuorumResponse):
+        dp = resp.partition
         parts = []
-        if p is not None:
+        if dp is not None:
             def states(rs: tuple[m.ReplicaStateField, ...]) -> list[dq_resp.ReplicaState]:
                 return [dq_resp.ReplicaState(r.replica_id, log_end_offset=r.log_end_offset,
                                              last_fetch_timestamp=r.last_fetch_timestamp,
                                              last_caught_up_timestamp=r.last_caught_up_timestamp,
                                              **_dir_field(r.replica_directory_id, version >= 2)) for r in rs]
-            parts = [dq_resp.PartitionData(0, p.error_code, None if p.error_code else "", p.leader_id,
-                                           p.leader_epoch, p.high_watermark, states(p.current_voters),
-                                           states(p.observers))]
+            parts = [dq_resp.PartitionData(0, dp.error_code, None if dp.error_code else "", dp.leader_id,
+                                           dp.leader_epoch, dp.high_watermark, states(dp.current_voters),
+                                           states(dp.observers))]
         dq_nodes = []
         if version >= 2:
             dq_nodes = [dq_resp.Node(i, [dq_resp.Listener(name, h, port)]) for i, h, port, name in nodes]
         return dq_resp.DescribeQuorumResponse(resp.error_code, None if resp.error_code else "",
                                               _topics(dq_resp.TopicData, parts), dq_nodes)
-    if api_key == ApiKey.FETCH_SNAPSHOT:
+    if isinstance(resp, m.FetchSnapshotResponse):
         return fetch_snapshot_response_to_wire(resp, version, nodes)
     raise ValueError(api_key)
 
@@ -230,7 +219,7 @@ def fetch_response_to_wire(resp: m.FetchResponse, version: int, nodes: list[tupl
         pd.records = b"".join(b.raw if b.raw is not None else encode_batch(b) for b in p.batches)
         parts.append(pd)
     topic = f_resp.FetchableTopicResponse(METADATA_TOPIC if version < 13 else "",
-                                          METADATA_TOPIC_ID if version >= 13 else f_resp.ZERO_UUID, parts)
+                                          METADATA_TOPIC_ID if version >= 13 else _ZERO_UUID, parts)
     endpoints = []
     if version >= 16:
         endpoints = [f_resp.NodeEndpoint(i, h, port) for i, h, port, _ in nodes]
@@ -255,6 +244,8 @@ def fetch_snapshot_response_to_wire(resp: m.FetchSnapshotResponse, version: int,
 def request_to_wire(msg: m.Request, version: int, leader_endpoints: list[tuple[str, str, int]] | None = None
                     ) -> Any:
     """The wire request body for a core request we send to a peer."""
+    part: Any
+    eps: list[Any]
     if isinstance(msg, m.VoteRequest):
         if msg.pre_vote and version < 2:
             raise WireError(Errors.UNSUPPORTED_VERSION, f"Vote v{version} has no PreVote (KIP-996 needs v2)")
@@ -286,7 +277,7 @@ def request_to_wire(msg: m.Request, version: int, leader_endpoints: list[tuple[s
         if version >= 18:
             part.high_watermark = msg.high_watermark
         topic = f_req.FetchTopic(METADATA_TOPIC if version < 13 else "",
-                                 METADATA_TOPIC_ID if version >= 13 else f_req.ZERO_UUID, [part])
+                                 METADATA_TOPIC_ID if version >= 13 else _ZERO_UUID, [part])
         req = f_req.FetchRequest(cluster_id=msg.cluster_id, max_wait_ms=msg.max_wait_ms, min_bytes=msg.min_bytes,
                                  max_bytes=msg.max_bytes, topics=[topic])
         if version >= 15:

@@ -1,0 +1,132 @@
+"""Raft's Kafka APIs at the one door: Vote, BeginQuorumEpoch, EndQuorumEpoch, a replica's Fetch,
+FetchSnapshot and DescribeQuorum enter ``NodeCore.handle_api`` like every request and are answered by the
+replica's Raft core.
+
+For one of them the door (``core/api_door.py``, after its registry and authorization checks) asks
+``RaftApis``: the decoded request becomes the Raft core's message (``core/raft_wire.py``; a second
+quorum's topic is renamed first), a request that does not address the quorum's one partition is answered
+at once with the error Kafka gives (INVALID_REQUEST, UNKNOWN_TOPIC_OR_PARTITION), and the rest is handed to
+``RaftCore.handle_request`` under the door's request id. The Raft core's checks stay its own: the cluster id,
+the KIP-853 voter keys, the epochs. Its ``SendResponse`` for that id, whenever it comes — at once, after a
+quorum-state write (a granted vote: the ``PersistState`` before it holds every output of the event, in the
+server's driver and in the simulator alike, so the answer never leaves before the vote is durable), or when
+a parked Fetch is woken by new data, a moved high watermark or epoch, or its MaxWaitMs — is turned into the
+wire answer (with the voters' endpoints) and comes out as the door's ``Respond``. FetchSnapshot chunks are
+read by the Raft core from its log's snapshot files.
+
+DescribeQuorum is the quorum leader's to answer: a replica that leads answers from its Raft state; a
+replica of the metadata quorum that does not lead has it relayed (``Relay`` DESCRIBE_QUORUM: the shell asks
+the leader, following NOT_LEADER_OR_FOLLOWER hints) and, when nobody answered, gives its own view. The
+voters' offsets quorum always answers from its own replica.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from kraftwire.core.raft_wire import (
+    WireError,
+    addressed_topic,
+    error_answer,
+    request_from_wire,
+    response_to_wire,
+    retopic,
+)
+from kraftwire.protocol.api import ApiKey
+from kraftwire.protocol.framing import Request
+from kraftwire.protocol.metadata import METADATA_TOPIC
+from kraftwire.protocol.requests import Reply
+from kraftwire.raft import RaftCore
+from kraftwire.raft import messages as m
+
+K = ApiKey
+Node = tuple[int, str, int, str]   # a voter's (id, host, port, listener), as DescribeQuorum v2 lists it
+
+#: the APIs the Raft core answers (with a replica's Fetch: ``is_replica_fetch``)
+RAFT_CORE_APIS = frozenset({K.VOTE, K.BEGIN_QUORUM_EPOCH, K.END_QUORUM_EPOCH, K.FETCH_SNAPSHOT, K.DESCRIBE_QUORUM})
+
+
+def replica_of(request: Request) -> int:
+    """A Fetch's ReplicaId (in ReplicaState from v15): >= 0 for a replica's (Raft's), else a consumer's."""
+    body = request.body
+    return int(body.replica_state.replica_id if request.api_version >= 15 else body.replica_id)
+
+
+def is_raft_request(request: Request) -> bool:
+    """``request`` is Raft's: one of ``RAFT_CORE_APIS`` or a replica's Fetch."""
+    key = request.api_key
+    return key in RAFT_CORE_APIS or (key == K.FETCH and replica_of(request) >= 0)
+
+
+def raft_topic(request: Request) -> str | None:
+    """The topic a Raft request names, which says which quorum's replica answers it (None: not Raft's)."""
+    return addressed_topic(request.body) if is_raft_request(request) else None
+
+
+class RaftApis:
+    """The Raft requests of one replica's door. ``nodes``: the voters DescribeQuorum and the Raft answers
+    list (empty on an observer); ``topic``: a second quorum's topic name on the wire (None for
+    ``__cluster_metadata``); ``ask_leader``: DescribeQuorum at a replica that does not lead is relayed to
+    the leader (the metadata quorum), else answered from this replica."""
+
+    def __init__(self, nodes: Iterable[Node] = (), topic: str | None = None, ask_leader: bool = True) -> None:
+        self.nodes: list[Node] = list(nodes)
+        self.topic = topic
+        self.ask_leader = ask_leader
+        self.out: list[m.Output] = []   # Raft's outputs of the requests handed in during the current event
+        self.asked = False              # a request reached the Raft core during the current event
+        self._raft: RaftCore | None = None
+        self._clock: Callable[[], int] = _no_clock
+        self._waiting: dict[int, tuple[int, int]] = {}   # request id -> (api key, version) until Raft answers
+
+    def attach(self, raft: RaftCore, clock: Callable[[], int]) -> None:
+        """Bind to the replica's Raft core and the node core's clock (``NodeCore`` does this)."""
+        self._raft = raft
+        self._clock = clock
+
+    def message(self, request: Request) -> tuple[int, m.Request] | Reply:
+        """(source, the Raft core's message) for ``request``, or the answer refusing it at once."""
+        key, version, body = request.api_key, request.api_version, request.body
+        try:
+            if self.topic is not None:
+                retopic(body, METADATA_TOPIC)
+            return request_from_wire(key, body, version)
+        except WireError as e:
+            return Reply(error_answer(key, int(e.error)), version)
+
+    def relays(self, msg: m.Request) -> bool:
+        """DescribeQuorum at a metadata-quorum replica that does not lead: the leader's to answer."""
+        return isinstance(msg, m.DescribeQuorumRequest) and self.ask_leader and not self._core().is_leader
+
+    def ask(self, request_id: int, request: Request, source: int, msg: m.Request) -> None:
+        """Hand ``msg`` to the Raft core; its ``SendResponse`` for ``request_id`` is answered by ``answer``."""
+        self._waiting[request_id] = (request.api_key, request.api_version)
+        self.asked = True
+        self.out += self._core().handle_request(self._clock(), request_id, source, msg)
+
+    def waiting(self, request_id: int) -> bool:
+        return request_id in self._waiting
+
+    def answer(self, request_id: int, msg: m.Response) -> Reply:
+        """The wire answer to the request ``request_id`` from the Raft core's response."""
+        key, version = self._waiting.pop(request_id)
+        body = response_to_wire(key, msg, version, self.nodes)
+        if self.topic is not None:
+            retopic(body, self.topic)
+        return Reply(body, version)
+
+    def own_view(self, request: Request) -> Reply:
+        """This replica's DescribeQuorum answer (NOT_LEADER_OR_FOLLOWER naming the leader it knows, unless it
+        leads): when nobody else answered."""
+        version = request.api_version
+        msg = self._core().describe_quorum(self._clock())
+        return Reply(response_to_wire(K.DESCRIBE_QUORUM, msg, version, self.nodes), version)
+
+    def _core(self) -> RaftCore:
+        if self._raft is None:
+            raise RuntimeError("RaftApis used before its node core attached it")
+        return self._raft
+
+
+def _no_clock() -> int:
+    raise RuntimeError("RaftApis used before its node core attached it")
