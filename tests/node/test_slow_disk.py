@@ -6,6 +6,7 @@ write gates what the driver sends after it (a vote must be durable before its an
 from __future__ import annotations
 
 import os
+import random
 import threading
 from typing import Any
 
@@ -13,11 +14,16 @@ import anyio
 import pytest
 
 from compat.slow_disk import SlowDisk
+from kraftwire.core import ApiDoor, DoorPlane, NodeCore, RaftApis, raft_wire
+from kraftwire.core.api_registry import ApiRegistry
 from kraftwire.group import MemoryOffsetStore
 from kraftwire.node.raft_driver import RaftDriver
 from kraftwire.node.server import Server
+from kraftwire.protocol.api import ApiKey
+from kraftwire.protocol.framing import Request, RequestHeader
 from kraftwire.protocol.messages.create_acls_request import AclCreation, CreateAclsRequest
-from kraftwire.raft import ElectionState
+from kraftwire.protocol.requests import Reply, RequestContext
+from kraftwire.raft import ElectionState, MemoryLog, MemoryStateStore, RaftConfig, RaftCore
 from kraftwire.raft import messages as m
 from kraftwire.storage.log import FileLog
 from kraftwire.storage.quorum_state import FileQuorumStateStore
@@ -200,4 +206,50 @@ async def test_a_vote_leaves_only_once_its_quorum_state_is_durable() -> None:
         assert store.written == [ElectionState(5, None, 2)]
         assert isinstance(answers[0], m.VoteResponse) and answers[0].partition.vote_granted
         assert isinstance(answers[1], m.DescribeQuorumResponse)
+        tg.cancel_scope.cancel()
+
+
+class _GatedMemoryStore(MemoryStateStore):
+    """A Raft core's quorum-state store whose writes wait at a gate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.written: list[ElectionState] = []
+
+    def write(self, state: ElectionState) -> None:
+        self.gate.wait(30)
+        super().write(state)
+        self.written.append(state)
+
+
+async def test_a_vote_through_the_door_leaves_only_once_its_quorum_state_is_durable() -> None:
+    """A Kafka Vote request through the node core's door (``RaftDriver.handle_api``): its answer is held behind
+    the quorum-state write the Raft core asked for in the same event."""
+    store = _GatedMemoryStore()
+    raft = RaftCore(1, [1, 2, 3], RaftConfig(defer_flush=True, defer_state=True), MemoryLog(), store,
+                    random.Random(1), "c", 1_000)
+    plane = DoorPlane(ApiRegistry.controller(), "here", lambda: ({}, {}, -1))
+    node = NodeCore(raft, door=ApiDoor({"CONTROLLER": plane}), raft_apis=RaftApis())
+    driver = RaftDriver(node, peers=None, request_timeout_ms=1000, leader_endpoints=[],  # type: ignore[arg-type]
+                        clock=lambda: 1_000)
+    vote = m.VoteRequest(cluster_id="c", candidate_epoch=5, candidate_id=2, last_offset_epoch=0, last_offset=0,
+                         voter_id=1)
+    request = Request(RequestHeader(ApiKey.VOTE, 2, 1, "voter-2"), raft_wire.request_to_wire(vote, 2, []))
+    ctx = RequestContext("CONTROLLER", "PLAINTEXT", "10.0.0.2", 5555, "User:ANONYMOUS")
+    answers: list[Any] = []
+    async with anyio.create_task_group() as tg:
+        await tg.start(driver.run)
+
+        async def ask() -> None:
+            out = driver.handle_api(request, ctx)
+            answers.append(out if out is None or isinstance(out, Reply) else await out)
+
+        tg.start_soon(ask)
+        await wait_for(lambda: driver._writing)
+        await anyio.sleep(0.3)
+        assert answers == [] and store.written == [], "the vote's answer did not leave before it was durable"
+        store.gate.set()
+        await wait_for(lambda: len(answers) == 1)
+        assert store.written[-1].voted_id == 2 and answers[0].body.topics[0].partitions[0].vote_granted
         tg.cancel_scope.cancel()
