@@ -49,8 +49,9 @@ class Channel:
     ``on_eof()`` once the other end is gone."""
 
     def __init__(self, sock: socket.socket, loop: Any, on_record: Record, on_eof: Callable[[], None], *,
-                 slice_s: float = 0.0) -> None:
+                 slice_s: float = 0.0, linger_s: float = 0.0) -> None:
         sock.setblocking(False)
+        self.linger_s = linger_s                # how long a record waits for others to leave with it
         self.slice_s = slice_s                  # the most record handling per loop iteration (0: no bound)
         self.deferred = 0                       # times records waited for a later iteration (a metric)
         self._paused = False
@@ -79,7 +80,10 @@ class Channel:
         self.pending += HEADER.size + len(payload)
         if not self._flush_scheduled and not self._writing:
             self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
+            if self.linger_s:
+                self.loop.call_later(self.linger_s, self._flush)
+            else:
+                self.loop.call_soon(self._flush)
 
     def send_fd(self, kind: int, conn: int, payload: bytes, fd: int) -> bool:
         """Send a record carrying ``fd`` now, after everything queued before it; False (nothing sent, the

@@ -48,6 +48,7 @@ _SIZE = struct.Struct(">i")
 MAX_QUEUED = 4                  # frames a connection may have waiting before it is paused
 BACKLOG_BYTES = 8 << 20         # the core this far behind: stop reading clients
 HANDOFF_RETRY_S = 0.005
+LINGER_S = 0.001                # a frame waits this long for others to cross to the core with it
 ACCEPT_PER_WAKEUP = 8           # connections taken per wake-up of the shared listening socket
 ACCEPT_BACKOFF_S = 0.1
 ANONYMOUS = "User:ANONYMOUS"
@@ -140,7 +141,7 @@ class ListenerProcess:
         self.next_cid = 1
         self.stopped = asyncio.Event()
         self.throttled: list[Client] = []      # paused while the core was behind
-        self.channel = Channel(channel_sock, loop, self.on_record, self.on_core_gone)
+        self.channel = Channel(channel_sock, loop, self.on_record, self.on_core_gone, linger_s=LINGER_S)
 
     # -- clients ---------------------------------------------------------------------------------
     def opened(self, client: Client, peer: Any) -> None:
