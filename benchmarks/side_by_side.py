@@ -595,9 +595,9 @@ def bench_image(partitions: int, base: str, pairs: int) -> None:
             note=f"wall {a[key]:.2f} s vs {b[key]:.2f} s ({a[key] / b[key]:.2f}x)")
 
 
-def bench_heartbeats(brokers: list[int], duration: float) -> None:
-    out = _run_script([str(HERE / "heartbeats.py"), "--brokers", *map(str, brokers), "--duration", str(duration)],
-                      3600)
+def bench_heartbeats(brokers: list[int], duration: float, listener_processes: int = 0) -> None:
+    out = _run_script([str(HERE / "heartbeats.py"), "--brokers", *map(str, brokers), "--duration", str(duration),
+                       "--listener-processes", str(listener_processes)], 3600)
     rows: dict[tuple[str, int], list[str]] = {}
     for line in out.splitlines():
         cells = [c.strip() for c in line.split("|")]
@@ -643,6 +643,8 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=2, help="image: before/after pairs")
     ap.add_argument("--brokers", type=int, nargs="+", default=[2000, 5000])
     ap.add_argument("--duration", type=float, default=30.0, help="heartbeats: measured seconds")
+    ap.add_argument("--listener-processes", type=int, default=0,
+                    help="heartbeats: kraftwire's kraftwire.listener.processes (issue #25 goal 2)")
     ap.add_argument("--spark-log", type=Path, default=Path(tempfile.gettempdir()) / "kraftwire-churn-1m")
     args = ap.parse_args()
     reason = qm.kafka_missing()
@@ -669,7 +671,7 @@ def main() -> int:
                 elif section == "image":
                     bench_image(args.partitions, args.base, args.pairs)
                 elif section == "heartbeats":
-                    bench_heartbeats(args.brokers, args.duration)
+                    bench_heartbeats(args.brokers, args.duration, args.listener_processes)
                 elif section == "spark":
                     bench_spark(args.spark_log)
             except Exception as e:  # noqa: BLE001 - one failed section must not lose the others
