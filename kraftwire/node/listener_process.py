@@ -48,6 +48,7 @@ _SIZE = struct.Struct(">i")
 MAX_QUEUED = 4                  # frames a connection may have waiting before it is paused
 BACKLOG_BYTES = 8 << 20         # the core this far behind: stop reading clients
 HANDOFF_RETRY_S = 0.005
+HANDOFF_WAIT_S = 10.0           # a connection to hand over whose client reads nothing for this long is closed
 LINGER_S = 0.001                # a frame waits this long for others to cross to the core with it
 ACCEPT_PER_WAKEUP = 8           # connections taken per wake-up of the shared listening socket
 ACCEPT_BACKOFF_S = 0.1
@@ -58,7 +59,7 @@ class Client(asyncio.Protocol):
     """One accepted client connection (see the module docstring)."""
 
     __slots__ = ("proc", "cid", "transport", "frames", "buf", "inflight", "read_paused", "write_paused",
-                 "bad_size", "last_active", "handing_off", "gone")
+                 "bad_size", "last_active", "handing_off", "handoff_tries", "gone")
 
     def __init__(self, proc: ListenerProcess) -> None:
         self.proc = proc
@@ -72,6 +73,7 @@ class Client(asyncio.Protocol):
         self.bad_size: int | None = None
         self.last_active = proc.now
         self.handing_off = False
+        self.handoff_tries = 0
         self.gone = False            # closed, lost or handed to the core
 
     def connection_made(self, transport: Any) -> None:
@@ -196,6 +198,12 @@ class ListenerProcess:
         if client.gone:
             return
         if client.transport.get_write_buffer_size():
+            client.handoff_tries += 1
+            if client.handoff_tries * HANDOFF_RETRY_S > HANDOFF_WAIT_S:   # it does not read its answers
+                log.info("closing connection %d: its answers were not read within %.0f s of a Raft or Fetch request",
+                         client.cid, HANDOFF_WAIT_S)
+                self.close(client)
+                return
             self.loop.call_later(HANDOFF_RETRY_S, self.hand_off, client)
             return
         sock = client.transport.get_extra_info("socket")
