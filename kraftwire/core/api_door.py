@@ -323,8 +323,8 @@ class ApiDoor:
             call.fallback = lambda: raft.own_view(call.request)
             self._relay(call, RelayKind.DESCRIBE_QUORUM)
             return
-        self._raft_calls[call.request_id] = call
         raft.ask(call.request_id, call.request, source, msg)
+        self._raft_calls[call.request_id] = call
 
     # -- consumer Fetch: Read, Park --------------------------------------------------------------------
     def read_done(self, now: int, request_id: int, body: Any, size: int) -> None:

@@ -100,9 +100,10 @@ class RaftApis:
 
     def ask(self, request_id: int, request: Request, source: int, msg: m.Request) -> None:
         """Hand ``msg`` to the Raft core; its ``SendResponse`` for ``request_id`` is answered by ``answer``."""
+        out = self._core().handle_request(self._clock(), request_id, source, msg)   # raises: nothing kept
         self._waiting[request_id] = (request.api_key, request.api_version)
         self.asked = True
-        self.out += self._core().handle_request(self._clock(), request_id, source, msg)
+        self.out += out
 
     def waiting(self, request_id: int) -> bool:
         return request_id in self._waiting
