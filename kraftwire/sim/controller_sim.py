@@ -34,7 +34,8 @@ Checked after every event, on top of the raft invariants:
 * every request enters a node core through its door (``NodeCore.handle_api``) with its principal
   (``door_sim``): no write is authorized that the ACLs of the image the gate read deny; a client's
   write forwarded in an Envelope (``forward_sim``) is applied at most once and under its principal;
-  a broker's Metadata answer, through its door (``metadata_sim``), never names a fenced leader.
+  a broker's Metadata answer, through its door (``metadata_sim``), never names a fenced leader, and its
+  Metadata, DescribeCluster and DescribeConfigs answers list the brokers and configs of its image.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ from kraftwire.sim.cluster import TICK, UNDO, SimNode, Simulation
 from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.door_sim import (
     ACL_ADMIN,
+    ACL_EXTRA,
     ALICE,
     AclWorkload,
     check_authorized_writes,
@@ -82,7 +84,7 @@ from kraftwire.sim.door_sim import (
     controller_door,
     request_of,
 )
-from kraftwire.sim.forward_sim import Forwarder
+from kraftwire.sim.forward_sim import Forwarder, controller_class
 from kraftwire.sim.invariants import InvariantChecker, Violation
 from kraftwire.sim.metadata_sim import BROKER_LISTENER, READER, MetadataReader, broker_door
 from kraftwire.sim.quota_config_sim import QUOTA_CLIENT, QuotaConfigWorkload, check_quotas_and_configs
@@ -120,7 +122,8 @@ class SimControllerShell(ControllerObserver):
             # Retention is the simulator's fault choice (snapshot_clean_p per snapshot), not a policy.
             snapshotter = Snapshotter(SnapshotPolicy(max_records=every, max_bytes=0),
                                       RetentionPolicy(max_bytes=-1, max_ms=-1))
-        self.role = ControllerRole(node.node_id, QuorumController(sim.ctl_config, seed=sim.rng.getrandbits(32)),
+        controller = controller_class(sim.cfg.bugs)(sim.ctl_config, seed=sim.rng.getrandbits(32))
+        self.role = ControllerRole(node.node_id, controller,
                                    sim.bootstrap, snapshotter=snapshotter, observer=self)
         self._was_active = False
 
@@ -367,6 +370,7 @@ class ControllerSimulation(Simulation):
     def _broker_committed(self, bid: int, metadata: BrokerMetadataListener, batches: list[RecordBatch]) -> None:
         self.checker.on_commit_callback(bid, batches)
         self.checker.check_image(bid, metadata.image, "broker")
+        self.reader.after_commit(bid, metadata.image)
 
     def _broker_loaded(self, bid: int, metadata: BrokerMetadataListener, end: int, epoch: int) -> None:
         self.checker.on_state(bid, "load", end, None, epoch)
@@ -519,10 +523,12 @@ class ControllerSimulation(Simulation):
         """A request through the node core's door (``NodeCore.handle_api``), as a listener hands it in."""
         shell = self.shells.get(node.node_id)
         agent = self.agents.get(node.node_id)
+        serving = False
         if shell is not None:
             image = shell.ctl.committed_image   # what the gate reads
         elif agent is not None and agent.role is not None:
             image = agent.role.metadata.image   # what the broker answers from
+            serving = agent.role.serving
             context = replace(context, listener=BROKER_LISTENER)
         else:
             return
@@ -530,7 +536,7 @@ class ControllerSimulation(Simulation):
         def run(core: NodeCore) -> list[Any]:
             outputs = core.handle_api(self.now, conn, request, context)
             if shell is None:
-                self.reader.on_handled(node.node_id, image, request.api_key, outputs)
+                self.reader.on_handled(node.node_id, image, serving, request, outputs)
                 return outputs
             check_authorized_writes(node.node_id, image, request, outputs)
             self.forwarder.check_writes(node.node_id, request, context, outputs)
@@ -619,7 +625,7 @@ class ControllerSimulation(Simulation):
         if key == QUOTA_CLIENT:
             self.quota_configs.wake()
             return
-        if key in (ALICE, ACL_ADMIN):
+        if key in (ALICE, ACL_ADMIN, ACL_EXTRA):
             self.acl_clients.wake(key)
             return
         if key == READER:
@@ -680,7 +686,7 @@ class ControllerSimulation(Simulation):
         if key == QUOTA_CLIENT:
             self.quota_configs.on_response(seq, response)
             return
-        if key in (ALICE, ACL_ADMIN):
+        if key in (ALICE, ACL_ADMIN, ACL_EXTRA):
             self.acl_clients.on_response(key, seq, response)
             return
         if key == READER:

@@ -6,7 +6,8 @@ committed image. The scripted brokers, the admin and the other clients send real
 (header + body, at the version a kraftwire node advertises; with ``--wire`` the body crossed the wire
 first) with a ``RequestContext`` naming their principal. Brokers and the admin clients are super users;
 ``alice`` is not: an ACL admin grants and denies her topic creation step by step (``CreateAcls``) while
-she keeps creating topics.
+she keeps creating topics. A second ACL admin (``acl-admin-2``) keeps creating ACLs for ``User:bob`` at
+voters drawn anew, some of them again: forwarded writes whose answers may be lost (``forward_sim``).
 
 Invariant: no write is authorized that the ACLs in the image at that point deny. Whenever a controller
 writes records for one of alice's CreateTopics (the door's ``Audit`` output names her), each topic she
@@ -42,9 +43,11 @@ LISTENER = "CONTROLLER"
 BROKER_PRINCIPAL = "User:broker"
 ADMIN_PRINCIPAL = "User:admin"
 ALICE_PRINCIPAL = "User:alice"
+BOB_PRINCIPAL = "User:bob"
 SUPER_USERS = (BROKER_PRINCIPAL, ADMIN_PRINCIPAL)
-ALICE, ACL_ADMIN = "alice", "acl-admin"
-DOOR_BUGS = frozenset({"gate_ignores_deny", "envelope_loses_principal", "metadata_stale_image"})
+ALICE, ACL_ADMIN, ACL_EXTRA = "alice", "acl-admin", "acl-admin-2"
+DOOR_BUGS = frozenset({"gate_ignores_deny", "envelope_loses_principal", "create_acls_rewrites_existing",
+                       "metadata_stale_image", "reads_ignore_fencing", "reads_ignore_configs"})
 
 # What the ACL admin writes, one CreateAcls at a time: (name, pattern, principal, permission).
 ACL_SCRIPT = (
@@ -144,15 +147,22 @@ class AclWorkload:
         self.created = 0       # alice's topics acknowledged
         self.refused = 0       # alice's topics refused TOPIC_AUTHORIZATION_FAILED
         self.acls_acked = 0
+        self.extra_next = 0    # the ACL admin's ACLs for bob after the script
+        self.extra_acked = 0
+        self.extra_inflight: int | None = None
 
     def start(self) -> None:
         sim = self.sim
         self.admin_target = self.alice_target = sim.rng.choice(sim.voter_ids)
         sim.wake_agent(sim.rng.randint(100, 400), ACL_ADMIN)
         sim.wake_agent(sim.rng.randint(100, 400), ALICE)
+        sim.wake_agent(sim.rng.randint(100, 400), ACL_EXTRA)
 
     def wake(self, key: str) -> None:
         sim = self.sim
+        if key == ACL_EXTRA:
+            self._extra_acl()
+            return
         if key == ACL_ADMIN:
             if self.step >= len(ACL_SCRIPT):
                 return
@@ -173,8 +183,34 @@ class AclWorkload:
             self.alice_inflight = sim.send_agent(ALICE, self.alice_target,
                                                  ctq.CreateTopicsRequest(topics=[topic], timeout_ms=sim.ccfg.agent_request_timeout_ms))
 
+    def _extra_acl(self) -> None:
+        """The second ACL admin, until the heal: ACLs for another principal (none of alice's business), each
+        asked of a voter drawn anew (an admin client asks any node it knows), so most are forwarded; some name
+        an ACL written before, which the controller must not write again."""
+        sim = self.sim
+        if sim.healed:
+            return
+        sim.wake_agent(sim.now + sim.rng.randint(60, 200), ACL_EXTRA)
+        if self.extra_inflight is not None:
+            return
+        self.extra_next += 1
+        name = f"n-{self.extra_next if sim.rng.random() < 0.7 else sim.rng.randint(1, self.extra_next)}"
+        acl = caq.AclCreation(resource_type=TOPIC, resource_name=name, resource_pattern_type=LITERAL,
+                              principal=BOB_PRINCIPAL, host="*", operation=CREATE, permission_type=ALLOW)
+        self.extra_inflight = sim.send_agent(ACL_EXTRA, sim.rng.choice(sim.voter_ids),
+                                             caq.CreateAclsRequest(creations=[acl]))
+
     def on_response(self, key: str, seq: int, response: Any) -> None:
         sim = self.sim
+        if key == ACL_EXTRA:
+            if seq == self.extra_inflight:
+                self.extra_inflight = None
+                code = None if response is None else response.results[0].error_code
+                if code == 0:
+                    self.extra_acked += 1
+                elif code not in (None, int(Errors.NOT_CONTROLLER), int(Errors.REQUEST_TIMED_OUT)):
+                    raise Violation(f"bob's CreateAcls: unexpected error {Errors(code).name}")
+            return
         if key == ACL_ADMIN:
             if seq != self.admin_inflight:
                 return

@@ -17,13 +17,23 @@ client request made, whatever the retries and failovers, at most one is committe
 forwarded principal: every write a client's request made names that client's principal, and is marked
 forwarded exactly when it came in an Envelope.
 
-Deliberate bug (``--bugs envelope_loses_principal``): the forwarder puts its own principal in the
-Envelope instead of the client's.
+Envelopes and their answers cross the simulated network like every other message (lost to a partition
+or a dropped packet), and while the faults last one answer in five is lost to a broken forwarding
+connection, which the forwarder notices at once: a forwarded write the controller applied may have its
+answer lost and be sent again in a new Envelope (``node/forwarding.py`` sends it again after a broken
+connection). The
+controller must not apply it twice: its writes are idempotent by content (a topic's name, an ACL's
+binding), as Kafka's are.
+
+Deliberate bugs: ``--bugs envelope_loses_principal`` (the forwarder puts its own principal in the Envelope
+instead of the client's); ``--bugs create_acls_rewrites_existing`` (the controller's CreateAcls writes a
+record for an ACL it already holds — Kafka's ``AclControlManager.createAcls`` skips those — so a CreateAcls
+sent again after its answer was lost is applied twice).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kraftwire.broker.envelope import (
@@ -35,8 +45,10 @@ from kraftwire.broker.envelope import (
     response_bytes,
     serialize_principal,
 )
+from kraftwire.controller import QuorumController
 from kraftwire.core import Relay
 from kraftwire.core.outputs import Audit
+from kraftwire.metadata.image import MetadataImage
 from kraftwire.node.envelope import forwarded_context
 from kraftwire.protocol.api import ApiKey, response_class
 from kraftwire.protocol.errors import Errors
@@ -45,11 +57,38 @@ from kraftwire.protocol.messages.envelope_request import EnvelopeRequest
 from kraftwire.protocol.messages.envelope_response import EnvelopeResponse
 from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.sim.cluster import UNDO
-from kraftwire.sim.door_sim import ACL_ADMIN, ALICE, BROKER_PRINCIPAL, LISTENER, principal_of
+from kraftwire.sim.door_sim import ACL_ADMIN, ACL_EXTRA, ALICE, BROKER_PRINCIPAL, LISTENER, principal_of
 from kraftwire.sim.invariants import Violation
 
-FORWARDED_CLIENTS = (ALICE, ACL_ADMIN)
+FORWARDED_CLIENTS = (ALICE, ACL_ADMIN, ACL_EXTRA)
 _FIRST_ID = 1 << 40   # connection ids of envelopes and their inner requests (clients use small ones)
+REWRITES_ACLS = "create_acls_rewrites_existing"
+BROKEN_P = 0.2   # while faults last: an Envelope's answer is lost to a broken forwarding connection
+
+
+class ControllerRewritingAcls(QuorumController):
+    """The deliberate bug ``create_acls_rewrites_existing``: while it handles a CreateAcls the controller's
+    latest image shows no ACLs, so ``controller/acls.create_acls`` writes a record for an ACL it already
+    holds."""
+
+    _blind = False
+
+    @property
+    def image(self) -> MetadataImage:
+        image: MetadataImage = QuorumController.image.fget(self)   # type: ignore[attr-defined]
+        return replace(image, acls={}) if self._blind else image
+
+    def handle(self, now: int, request: Any, api_version: int | None = None) -> Any:
+        self._blind = type(request).__name__ == "CreateAclsRequest"
+        try:
+            return super().handle(now, request, api_version)
+        finally:
+            self._blind = False
+
+
+def controller_class(bugs: frozenset[str]) -> type[QuorumController]:
+    """The production controller, or the one with the deliberate bug ``create_acls_rewrites_existing``."""
+    return ControllerRewritingAcls if REWRITES_ACLS in bugs else QuorumController
 
 
 @dataclass(slots=True)
@@ -78,6 +117,8 @@ class Forwarder:
         # (client, correlation id) -> the writes it made: (epoch, first offset) of each appended batch
         self.writes: dict[tuple[str, int], list[tuple[int, int]]] = {}
         self.sent = self.applied = self.retried = 0
+        self.resent_after_write = 0   # Envelopes sent again for a request that had written already
+        self.broken = 0               # answers lost to a broken forwarding connection
 
     def _next_id(self) -> int:
         self._ids += 1
@@ -106,6 +147,8 @@ class Forwarder:
                                                               "no active controller answered in time"))
             return
         fwd.attempt += 1
+        if fwd.attempt > 1 and (fwd.request.header.client_id, fwd.request.correlation_id) in self.writes:
+            self.resent_after_write += 1
         fwd.target = sim.retarget(fwd.target)
         principal = fwd.context.principal
         if "envelope_loses_principal" in sim.cfg.bugs:
@@ -119,7 +162,7 @@ class Forwarder:
         attempt, target = fwd.attempt, fwd.target
         sim.schedule(sim.now + sim.ccfg.agent_request_timeout_ms // 2, UNDO,
                      lambda: self._retry(fid, attempt))
-        if not (sim.drop_p and sim.rng.random() < sim.drop_p):
+        if not sim._lost(fwd.voter, target):
             sim.schedule(sim.now + sim._latency(fwd.voter, target), UNDO,
                          lambda: self._deliver(target, fid, attempt, envelope))
 
@@ -194,9 +237,13 @@ class Forwarder:
         resp = reply.body
         if sim.codec is not None:
             resp = sim.codec.kafka_response(ApiKey.ENVELOPE, resp, 0)
-        if not (sim.drop_p and sim.rng.random() < sim.drop_p):
-            fwd = self._forwards.get(fid)
-            back = node.node_id if fwd is None else fwd.voter
+        fwd = self._forwards.get(fid)
+        back = node.node_id if fwd is None else fwd.voter
+        if sim.faults and not sim.healed and sim.rng.random() < BROKEN_P:
+            # The forwarding connection broke before the answer arrived: the forwarder sends again soon.
+            self.broken += 1
+            sim.schedule(sim.now + sim._latency(node.node_id, back), UNDO, lambda: self._retry(fid, attempt))
+        elif not sim._lost(node.node_id, back):
             sim.schedule(sim.now + sim._latency(node.node_id, back), UNDO,
                          lambda: self._answered(fid, attempt, resp))
         return True
