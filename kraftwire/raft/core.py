@@ -109,6 +109,7 @@ class _Inflight:
     kind: Kind
     epoch: int
     fetch_offset: int = -1   # fetch: the fetch offset; snapshot: the position asked for
+    last_epoch: int = -1     # fetch: the epoch of the log's last batch when it was sent
 
 
 @dataclass(slots=True)
@@ -469,10 +470,11 @@ class RaftCore:
     def _can_send(self, dest: int, now: int) -> bool:
         return dest not in self._busy and self._backoff.get(dest, 0) <= now
 
-    def _send(self, now: int, dest: int, kind: Kind, msg: m.Request, fetch_offset: int = -1) -> None:
+    def _send(self, now: int, dest: int, kind: Kind, msg: m.Request, fetch_offset: int = -1,
+              last_epoch: int = -1) -> None:
         rid = self._next_id
         self._next_id += 1
-        self._inflight[rid] = _Inflight(dest, kind, self.state.epoch, fetch_offset)
+        self._inflight[rid] = _Inflight(dest, kind, self.state.epoch, fetch_offset, last_epoch)
         self._busy[dest] = rid
         self._backoff.pop(dest, None)
         self._out.append(m.SendRequest(rid, dest, msg))
@@ -833,12 +835,12 @@ class RaftCore:
 
     def _send_fetch(self, now: int, dest: int, epoch: int, max_wait: int, kind: Kind) -> None:
         self._flush()  # the leader counts our fetch offset as replicated: it must be durable
-        offset = self.log.end_offset
-        req = m.FetchRequest(self.cluster_id, self.node_id, max_wait, offset, self.log.last_epoch(), epoch,
+        offset, last_epoch = self.log.end_offset, self.log.last_epoch()
+        req = m.FetchRequest(self.cluster_id, self.node_id, max_wait, offset, last_epoch, epoch,
                              self.log.start_offset, self.config.fetch_max_bytes,
                              replica_directory_id=self.directory_id,
                              high_watermark=-1 if self.hw is None else self.hw)
-        self._send(now, dest, kind, req, offset)
+        self._send(now, dest, kind, req, offset, last_epoch)
 
     def _send_fetch_snapshot(self, now: int, st: Follower) -> None:
         dl = st.snapshot
@@ -1223,8 +1225,11 @@ class RaftCore:
             return
         if not isinstance(st, Follower) or st.leader_id != req.dest or st.epoch != req.epoch:
             return
-        if req.fetch_offset != self.log.end_offset:
-            return  # stale: our log moved since the request was sent
+        if req.fetch_offset != self.log.end_offset or req.last_epoch != self.log.last_epoch():
+            # Stale: our log moved since the request was sent. The end offset alone is not enough: a late
+            # answer to a Fetch sent before a truncation can find the log re-grown to the same end offset
+            # with another epoch's entries (a diverging epoch it names no longer applies to them).
+            return
         st.fetch_deadline = now + self._fetch_timeout()
         st.last_fetch_ok = now
         if p.snapshot_id is not None:

@@ -363,3 +363,29 @@ def test_followers_send_their_high_watermark():
     out = answer(core, req, 5, batches=[RecordBatch(0, 2, (rec(b"a"), rec(b"b")))], hw=10)
     (nxt,) = requests(out, m.FetchRequest)
     assert core.hw == 2 and nxt.msg.high_watermark == 2
+
+
+def test_a_late_answer_to_a_fetch_sent_before_a_truncation_is_stale_even_at_the_same_end_offset():
+    """Seed 2040 (5 voters): a follower's Fetch A (end 6, last epoch 2) stays unanswered while the follower
+    goes prospective and back; its next Fetch learns a diverging epoch, the log is cut to 3 and re-grows to
+    6 with the leader's epoch-3 entries. A's answer, arriving last, names the old divergence: the end offset
+    matches again, the last epoch does not, so it is stale (before: a truncation below the HW, fatal)."""
+    core, log, _ = follower(batches=[(1, 3), (2, 3)], epoch=3)
+    late = first_fetch(core)
+    assert (late.msg.fetch_offset, late.msg.last_fetched_epoch) == (6, 2)
+    out = core.tick(core.config.fetch_timeout_ms * 2)            # no answer: it goes prospective...
+    pre = [r for r in requests(out, m.VoteRequest) if r.msg.pre_vote]
+    assert core.state_name == "prospective" and pre
+    for r in pre:                                                # ...is turned away, and follows leader 1 again
+        out = core.handle_response(core.config.fetch_timeout_ms * 2 + 1, r.request_id,
+                                   m.VoteResponse(0, m.VotePartition(0, 1, 3, False)))
+    assert core.state_name == "follower"
+    now = core.config.fetch_timeout_ms * 2 + 10
+    (req,) = requests(out + core.tick(now), m.FetchRequest)
+    assert req.request_id != late.request_id and req.msg.fetch_offset == 6
+    (req,) = requests(answer(core, req, now, diverging=m.EpochEndOffset(1, 3), hw=9, epoch=3), m.FetchRequest)
+    assert log.end_offset == 3 and req.msg.fetch_offset == 3
+    answer(core, req, now + 1, batches=[RecordBatch(3, 3, (rec(b"c"), rec(b"d"), rec(b"e")))], hw=9, epoch=3)
+    assert (log.end_offset, log.last_epoch(), core.hw) == (6, 3, 6)
+    answer(core, late, now + 2, diverging=m.EpochEndOffset(1, 3), hw=9, epoch=3)   # stale: ignored
+    assert (log.end_offset, log.last_epoch(), core.hw) == (6, 3, 6)
