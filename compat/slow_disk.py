@@ -14,6 +14,7 @@ import json
 import os
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,8 @@ class SlowDisk:
         self.only = only                     # None: every call; else only calls whose args pass
         self.loop_thread = threading.current_thread()
         self.calls = 0
-        self.on_loop: list[tuple[float, str]] = []   # (wall time, call) made on the installing thread
+        # (wall time, call, where) of the calls made on the installing thread; where: the caller's frames
+        self.on_loop: list[tuple[float, str, str]] = []
         self.gate: threading.Event | None = None   # an unset Event: calls off the loop wait for it
         self.in_flight = 0
         self._saved: dict[str, Any] = {}
@@ -58,7 +60,7 @@ class SlowDisk:
                     self.calls += 1
                     self.in_flight += 1
                     if on_loop:
-                        self.on_loop.append((time.time(), f"{name}{_describe(args)}"))
+                        self.on_loop.append((time.time(), f"{name}{_describe(args)}", _where()))
                 try:
                     gate = self.gate
                     if gate is not None and not on_loop:   # (held on the loop it would stall the test)
@@ -72,6 +74,12 @@ class SlowDisk:
 
     def report(self) -> dict[str, Any]:
         return {"delay_ms": self.delay_s * 1000, "calls": self.calls, "on_loop": self.on_loop}
+
+
+def _where(depth: int = 10) -> str:
+    """The caller's frames, innermost first, as ``module:line function`` joined by `` < ``."""
+    frames = traceback.extract_stack()[:-2][-depth:]   # (not _where and the wrapper)
+    return " < ".join(f"{Path(f.filename).stem}:{f.lineno} {f.name}" for f in reversed(frames))
 
 
 def _describe(args: tuple[Any, ...]) -> str:

@@ -163,6 +163,7 @@ class RaftCore:
         self._backoff: dict[int, int] = {}    # dest -> no request before this time
         self._out: list[m.Output] = []
         self._persist_inflight: int | None = None   # end offset of the PersistLog the shell is running
+        self._truncated = False   # a truncation not yet made durable by a PersistLog (with defer_flush)
         self._persisted: ElectionState | None = store.read()
         self._reported_leader: tuple[int | None, int] | None = None
         self._rejoin: _Rejoin | None = None
@@ -430,10 +431,11 @@ class RaftCore:
         return out
 
     def _request_persist(self) -> None:
-        """One PersistLog in flight at a time, covering the log end when it was asked for."""
+        """One PersistLog in flight at a time, covering the log end (and a truncation) when it was asked for."""
         end = self.log.end_offset
-        if self._persist_inflight is None and self.log.flushed_offset < end:
+        if self._persist_inflight is None and (self.log.flushed_offset < end or self._truncated):
             self._persist_inflight = end
+            self._truncated = False
             self._out.append(m.PersistLog(end))
 
     def handle_persisted(self, now: int, end_offset: int) -> list[m.Output]:
@@ -450,9 +452,11 @@ class RaftCore:
         return self._drain()
 
     def _durable(self) -> bool:
-        """True when the whole log is fsynced and no PersistLog is running (with ``defer_flush``, a
-        fetcher sends nothing that claims its log end, and changes its log, only then)."""
-        return self._persist_inflight is None and self.log.flushed_offset >= self.log.end_offset
+        """True when the whole log is fsynced, a truncation included, and no PersistLog is running (with
+        ``defer_flush``, a fetcher sends nothing that claims its log end, and changes its log, only then; a
+        candidate sends its Vote requests, which claim its log end, only then)."""
+        return (self._persist_inflight is None and not self._truncated
+                and self.log.flushed_offset >= self.log.end_offset)
 
     def _flush(self) -> None:
         if self.log.flushed_offset < self.log.end_offset:
@@ -660,7 +664,8 @@ class RaftCore:
     def _to_candidate(self, now: int) -> None:
         old = self.state
         retries = old.retries + 1 if isinstance(old, Candidate | Prospective) else 1
-        self._flush()  # the offsets a Vote request claims must be durable
+        if not self.config.defer_flush:
+            self._flush()  # the offsets a Vote request claims must be durable (defer_flush: see _poll_candidate)
         self._set_state(Candidate(old.epoch + 1, retries, now + self._election_timeout(), granted={self.node_id}))
         self._maybe_win(now)
 
@@ -684,7 +689,8 @@ class RaftCore:
         if extra and self.history is not None and self.history.on_append([RecordBatch(start, epoch, tuple(first),
                                                                                       control=True)]):
             self._apply_voters(now)
-        self._flush()
+        if not self.config.defer_flush:
+            self._flush()   # (defer_flush: a PersistLog, as for any leader append; it counts once durable)
         self._leader_progress(now, leader)
 
     def _to_resigned(self, now: int, *, shutting_down: bool = False) -> None:
@@ -775,6 +781,8 @@ class RaftCore:
         if now >= st.election_deadline:
             self._start_backoff(now, st)
             return
+        if self.config.defer_flush and not self._durable():
+            return   # the log end a Vote request claims must be durable first: its PersistLog is running
         req = m.VoteRequest(self.cluster_id, st.epoch, self.node_id, self.log.last_epoch(), self.log.end_offset,
                             candidate_directory_id=self.directory_id)
         for v in self.voters:
@@ -834,7 +842,9 @@ class RaftCore:
                 self._to_unattached(now, st.epoch + 1)
 
     def _send_fetch(self, now: int, dest: int, epoch: int, max_wait: int, kind: Kind) -> None:
-        self._flush()  # the leader counts our fetch offset as replicated: it must be durable
+        if not self.config.defer_flush:
+            self._flush()  # the leader counts our fetch offset as replicated: it must be durable (defer_flush:
+                           # a fetch is only sent once ``_durable``)
         offset, last_epoch = self.log.end_offset, self.log.last_epoch()
         req = m.FetchRequest(self.cluster_id, self.node_id, max_wait, offset, last_epoch, epoch,
                              self.log.start_offset, self.config.fetch_max_bytes,
@@ -1251,7 +1261,12 @@ class RaftCore:
                     f"node {self.node_id}: leader {req.dest} epoch {st.epoch} asks to truncate to {cut} "
                     f"below high watermark {self.hw}")
             story.truncation(self, req.dest, st.epoch, cut, self.log.end_offset)
+            before = self.log.end_offset
             self.log.truncate_to(cut)
+            # defer_flush: the cut is made durable by the next PersistLog, in the shell's disk worker; nothing
+            # is appended and no Fetch claims the new end before (a crash must never bring the cut records
+            # back beside new ones).
+            self._truncated = self._truncated or (self.config.defer_flush and cut < before)
             if self.history is not None and self.history.truncate(cut):
                 self._apply_voters(now)
         elif p.batches:

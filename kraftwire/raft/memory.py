@@ -1,7 +1,10 @@
 """In-memory ``ReplicatedLog`` and ``QuorumStateStore`` for the simulator and unit tests.
 
 Both model durability explicitly: the log keeps a flushed prefix that survives ``crash()``; the
-store's ``write`` is atomic. Snapshots (KIP-630) are kept as their encoded bytes and are durable as
+store's ``write`` is atomic. With ``deferred_cuts`` (the simulator) a truncation is durable only at the
+next sync, as a ``FileLog``'s under the server's driver: a crash before it brings the cut durable
+records back, and an append before it is a bug of the core (the disk could then hold new records beside
+cut ones) and raises ``AssertionError``. Snapshots (KIP-630) are kept as their encoded bytes and are durable as
 soon as they are stored, like a fsynced and renamed checkpoint file. A test hook (``fail_next``) makes the next flush / write raise
 ``SimulatedCrash`` *before* anything becomes durable, so a node can die in the middle of a handler.
 """
@@ -23,7 +26,10 @@ class SimulatedCrash(Exception):
 class MemoryLog:
     """A list of batches with an epoch cache ``[(epoch, start_offset)]``, a flushed prefix and snapshots."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, deferred_cuts: bool = False) -> None:
+        self.deferred_cuts = deferred_cuts
+        # the durable log as it was before a truncation no sync has made durable yet (deferred_cuts)
+        self._uncut: tuple[list[RecordBatch], list[int], list[tuple[int, int]], int, int] | None = None
         self._batches: list[RecordBatch] = []
         self._bases: list[int] = []
         self._epochs: list[tuple[int, int]] = []
@@ -59,6 +65,9 @@ class MemoryLog:
 
     # -- writes -----------------------------------------------------------------------------
     def _add(self, batch: RecordBatch) -> None:
+        if self._uncut is not None:
+            raise AssertionError(f"batch at {batch.base_offset} appended before the truncation to {self._end} "
+                                 "was durable: after a crash the disk could hold it beside the cut records")
         if batch.base_offset != self._end:
             raise ValueError(f"batch at {batch.base_offset} does not start at end offset {self._end}")
         if not batch.records:
@@ -99,6 +108,11 @@ class MemoryLog:
     def truncate_to(self, offset: int) -> None:
         if offset >= self._end:
             return
+        if self.deferred_cuts and self._uncut is None and max(offset, self._start) < self._flushed:
+            self._uncut = (list(self._batches), list(self._bases), list(self._epochs), self._end, self._flushed)
+        self._cut(offset)
+
+    def _cut(self, offset: int) -> None:
         offset = max(offset, self._start)
         i = bisect_right(self._bases, offset) - 1
         if i >= 0 and self._bases[i] < offset:
@@ -118,18 +132,22 @@ class MemoryLog:
 
     def flush(self) -> None:
         if self._flushed == self._end:
+            self._uncut = None   # (a flush is a sync: a truncation before it is durable now)
             return
         if self.fail_next:
             self.fail_next = False
             raise SimulatedCrash("crash before flush")
         self.flush_count += 1
         self._flushed = self._end
+        self._uncut = None
 
     def sync(self) -> None:
         """Durability in the simulator is ``mark_flushed``'s, after a simulated fsync latency."""
 
     def mark_flushed(self, offset: int) -> None:
+        """A sync asked for after the last truncation is done (the core asks for none while one runs)."""
         self._flushed = max(self._flushed, min(offset, self._end))
+        self._uncut = None
 
     # -- epochs -----------------------------------------------------------------------------
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
@@ -196,6 +214,7 @@ class MemoryLog:
 
     def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
         snap.parse(data)  # validated before anything changes
+        self._uncut = None   # (durable at once, as the rest of its snapshots)
         self._snapshots[snapshot_id] = bytes(data)
         self._batches, self._bases, self._epochs = [], [], []
         self._start = self._end = self._flushed = snapshot_id.end_offset
@@ -225,9 +244,12 @@ class MemoryLog:
 
     # -- faults -----------------------------------------------------------------------------
     def crash(self) -> None:
-        """Lose everything not flushed."""
+        """Lose everything not flushed (a truncation not yet durable included: the cut records come back)."""
         self.fail_next = False
-        self.truncate_to(self._flushed)
+        if self._uncut is not None:
+            batches, bases, epochs, self._end, self._flushed = self._uncut
+            self._batches, self._bases, self._epochs, self._uncut = batches, bases, epochs, None
+        self._cut(self._flushed)
 
     def tear_last_write(self) -> None:
         """Crash where unflushed batches partly reached disk: keep them but drop the last (torn) one.
@@ -236,12 +258,15 @@ class MemoryLog:
         survives is still a prefix of what was appended.
         """
         self.fail_next = False
+        if self._uncut is not None:   # (nothing was appended after it: see _add) the cut did not reach the disk
+            self.crash()
+            return
         if self._end > self._flushed and self._batches:
-            self.truncate_to(self._batches[-1].base_offset)
+            self._cut(self._batches[-1].base_offset)
         self._flushed = self._end
 
     def wipe(self) -> None:
-        self.__init__()  # type: ignore[misc]
+        self.__init__(deferred_cuts=self.deferred_cuts)  # type: ignore[misc]
 
     def snapshot_state(self) -> tuple[int, int]:
         return self._end, self._flushed

@@ -76,7 +76,7 @@ class _Listener:
 class SimNode:
     node_id: int
     is_voter: bool
-    log: MemoryLog = field(default_factory=MemoryLog)
+    log: MemoryLog = field(default_factory=lambda: MemoryLog(deferred_cuts=True))   # truncations durable at a sync
     store: MemoryStateStore = field(default_factory=MemoryStateStore)
     core: RaftCore | None = None       # this incarnation's Raft core (what the invariants read)
     node: NodeCore | None = None       # the production node core around it: every event goes through it

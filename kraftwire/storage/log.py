@@ -436,6 +436,7 @@ class FileLog:
             return
         offset = max(offset, self._start)
         keep_prefix: RecordBatch | None = None
+        held = len(self._segments)
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
             self._drop_segment(self._segments.pop())
         seg = self._segments[-1]
@@ -455,13 +456,21 @@ class FileLog:
             del seg.batches[j:]
             del seg.bases[j:]
             del seg.ends[j:]
+        dropped = len(self._segments) < held
         os.ftruncate(seg.fd, cut_pos)
-        # Durable on the caller's thread, segment removals included: appends that follow reuse these
-        # offsets and positions, and a crash must never bring the cut records back next to new ones.
-        # Only a follower whose log diverged truncates (once per election at most), never the leader
-        # that answers heartbeats (docs/raft.md).
-        os.fsync(seg.fd)
-        self.journal.run()
+        # Appends that follow reuse these offsets and positions, and a crash must never bring the cut records
+        # back next to new ones, so the cut is durable before anything is appended after it. With a deferred
+        # journal (the server's driver) the next ``sync`` makes it so in the disk worker — it fsyncs the
+        # active segment, this one, then the journal (removed segments, the epoch checkpoint) — and the Raft
+        # core appends and fetches only once that sync is reported (``RaftCore._durable``). Without one (tools,
+        # tests using a log directly), here and now.
+        if self.journal.deferred:
+            seg.dirty = True   # (a ``flush`` or ``close`` before that sync fsyncs it)
+            if dropped:
+                self.journal.fsync_dir(self.dir)
+        else:
+            os.fsync(seg.fd)
+            self.journal.run()
         seg.size = cut_pos
         seg.index_entries = [e for e in seg.index_entries if e[1] < cut_pos]
         os.ftruncate(seg.index_fd, 8 * len(seg.index_entries))
@@ -472,8 +481,8 @@ class FileLog:
             self._epochs.pop()
         self._flushed = min(self._flushed, self._end)
         self._active_fd = seg.fd
-        if keep_prefix is not None:   # a cut inside a batch (Raft cuts at epoch ends, batch boundaries)
-            self._write(keep_prefix, encode_batch(keep_prefix))
+        if keep_prefix is not None:   # a cut inside a batch: never Raft's (it cuts at epoch ends, batch
+            self._write(keep_prefix, encode_batch(keep_prefix))   # boundaries), only a tool's
             self.flush()
         self._write_epochs()
 

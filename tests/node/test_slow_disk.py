@@ -253,3 +253,66 @@ async def test_a_vote_through_the_door_leaves_only_once_its_quorum_state_is_dura
         await wait_for(lambda: len(answers) == 1)
         assert store.written[-1].voted_id == 2 and answers[0].body.topics[0].partitions[0].vote_granted
         tg.cancel_scope.cancel()
+
+
+def _both_quorums(tmp_path, ports: list[int]) -> list[Server]:
+    """Three voters on files: the metadata quorum's log and the offsets quorum (``metadata.log.dir``)."""
+    nodes = []
+    for i in (1, 2, 3):
+        part = tmp_path / f"n{i}" / "__cluster_metadata-0"
+        cfg = node_config(i, ports, **{"metadata.log.dir": str(tmp_path / f"n{i}"), "group.initial.rebalance.delay.ms": "0"})
+        nodes.append(Server(cfg, log=FileLog(part), store=FileQuorumStateStore(part / "quorum-state"),
+                            cluster_id="kw-test-cluster-0000001"))
+    return nodes
+
+
+def _leading(nodes: list[Server], quorum: str) -> Server | None:
+    """The node leading ``quorum`` ("metadata" or "offsets") with its epoch's start committed, if one does."""
+    cores = [(n, n.core if quorum == "metadata" else n.voter.offsets.core) for n in nodes]
+    return next((n for n, core in cores if core.epoch_start_committed), None)
+
+
+def _core(node: Server, quorum: str) -> Any:
+    return node.core if quorum == "metadata" else node.voter.offsets.core
+
+
+@pytest.mark.parametrize("how", ["resign", "kill"])
+async def test_elections_on_both_quorums_with_slow_disks_write_nothing_durable_on_the_event_loop(tmp_path, how) -> None:
+    """Both quorums change leader (their leaders resign, or the node leading the metadata quorum dies and the
+    offsets quorum's leader resigns if it is another) while every fsync and rename of the survivors takes
+    30 ms: the candidates, the new leaders and any follower that truncates make their logs durable in the disk
+    worker (docs/raft.md, *Where the disk is touched*), so no survivor's event loop makes a durable write."""
+    ports = free_ports(3)
+    nodes = _both_quorums(tmp_path, ports)
+    scopes = {n.cfg.node_id: anyio.CancelScope() for n in nodes}
+
+    async def run(node: Server, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        with scopes[node.cfg.node_id]:
+            await node.run(task_status=task_status)
+
+    async with anyio.create_task_group() as tg:
+        for node in nodes:
+            await tg.start(run, node)
+        before = {q: await wait_for(lambda q=q: _leading(nodes, q), 20) for q in ("metadata", "offsets")}
+        epochs = {q: _core(before[q], q).epoch for q in before}
+        gone = before["metadata"] if how == "kill" else None
+        survivors = [n for n in nodes if n is not gone]
+        under = [_under(str(tmp_path / f"n{n.cfg.node_id}")) for n in survivors]
+        disk = SlowDisk(0.03, only=lambda args: any(f(args) for f in under)).install()
+        try:
+            if gone is not None:
+                scopes[gone.cfg.node_id].cancel()   # the process dies: nothing flushed, nothing closed
+            for q, leader in before.items():
+                if leader is not gone:
+                    driver = leader.driver if q == "metadata" else leader.voter.offsets.driver
+                    driver.call(driver.node.resign)
+            after = {q: await wait_for(lambda q=q: (n := _leading(survivors, q)) is not None
+                                       and _core(n, q).epoch > epochs[q] and n, 30) for q in before}
+            # every survivor follows the new leaders (a resigned leader truncates what it alone held, if anything)
+            await wait_for(lambda: all(_core(n, q).leader_id == after[q].cfg.node_id and _core(n, q).epoch == _core(after[q], q).epoch
+                                       and _core(n, q).hw is not None for n in survivors for q in after), 20)
+        finally:
+            disk.uninstall()
+        assert disk.calls > 0, "the slow disk saw the elections' writes"
+        assert disk.on_loop == [], f"a durable write ran on the event loop: {disk.on_loop[:3]}"
+        tg.cancel_scope.cancel()

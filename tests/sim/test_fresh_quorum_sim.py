@@ -102,9 +102,10 @@ def test_wipe_fault_keeps_the_proviso():
 def test_beyond_the_proviso_no_rule_can_be_safe(monkeypatch: pytest.MonkeyPatch):
     # The wipe fault allowed to leave a majority without history: a wiped voter and one that never took part
     # look like a fresh quorum to each other and elect, and the commits only the third voter held are lost
-    # (10 of 300 seeds). The fresh-quorum liveness above and this safety cannot both hold (docs/raft.md).
+    # (about 1 seed in 30; seed 33 since elections and truncations make their logs durable off the loop).
+    # The fresh-quorum liveness above and this safety cannot both hold (docs/raft.md).
     monkeypatch.setattr(Simulation, "_history_survives_wipe", lambda self, nid: True)
-    r = Simulation(1, SimConfig(voters=3, faults=frozenset({"wipe", "crash", "partition", "isolate"}))).run()
+    r = Simulation(33, SimConfig(voters=3, faults=frozenset({"wipe", "crash", "partition", "isolate"}))).run()
     assert r.violations and "durably hold committed offset" in r.violations[0], r.violations
 
 

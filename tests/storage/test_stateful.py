@@ -115,7 +115,12 @@ TestFileVsMemory = FileVsMemory.TestCase
 
 class DeferredFileVsMemory(FileVsMemory):
     """The same with the server's deferred journal: rolls' fsyncs, removals and side files wait for the
-    disk worker's ``sync`` (run here inline, as the shell's worker would), and a power loss loses them."""
+    disk worker's ``sync`` (run here inline, as the shell's worker would), and a power loss loses them.
+    A truncation too is durable only at that sync: a power loss before it may bring the cut records back
+    (whole: a segment whose removal was lost, contiguous or dropped on open), and, as the Raft core does
+    (``RaftCore._durable``), nothing is appended after a truncation before that sync."""
+
+    uncut: list | None = None   # the records before a truncation no sync has made durable yet
 
     def _open(self) -> FileLog:
         log = super()._open()
@@ -128,7 +133,58 @@ class DeferredFileVsMemory(FileVsMemory):
         self.file.sync()
         self.file.mark_flushed(end)
         self.mem.flush()
+        self.uncut = None
         assert self.file.flushed_offset == self.mem.flushed_offset == self.mem.end_offset
+
+    @rule(data=st.data())
+    def truncate(self, data: st.DataObject) -> None:
+        if self.uncut is None:
+            self.uncut = all_records(self.mem)
+        super().truncate(data)
+
+    def _synced_before_append(self) -> None:
+        if self.uncut is not None:
+            self.worker_sync()
+
+    @rule(n=st.integers(1, 5), bump=st.booleans(), ts=st.integers(0, 10**12))
+    def append_as_leader(self, n: int, bump: bool, ts: int) -> None:
+        self._synced_before_append()
+        super().append_as_leader(n, bump, ts)
+
+    @rule(sizes=st.lists(st.integers(1, 4), min_size=1, max_size=3), bump=st.booleans())
+    def append_as_follower(self, sizes: list[int], bump: bool) -> None:
+        self._synced_before_append()
+        super().append_as_follower(sizes, bump)
+
+    @rule()
+    def flush(self) -> None:
+        super().flush()
+        self.uncut = None
+
+    @rule()
+    def reopen(self) -> None:
+        super().reopen()
+        self.uncut = None
+
+    @precondition(lambda self: self.mem.end_offset > 0 or self.uncut)
+    @rule(extra=st.integers(0, 300))
+    def power_loss(self, extra: int) -> None:
+        uncut, self.uncut = self.uncut, None
+        if uncut is None:
+            super().power_loss(extra)
+            return
+        acked = self.file.flushed_offset
+        before = all_records(self.mem)
+        self.power.crash(self.file, extra)
+        self.file = self._open()
+        survived = all_records(self.file)
+        # nothing acknowledged is lost, and what survived is a prefix of the log before or after the cut
+        assert self.file.end_offset >= acked
+        assert survived in (before[: self.file.end_offset], uncut[: self.file.end_offset]), survived
+        self.mem = MemoryLog()
+        self.mem.append_as_follower(batches_of(self.file))
+        self.mem.flush()
+        self.epoch = max(self.epoch, self.mem.last_epoch())
 
 
 DeferredFileVsMemory.TestCase.settings = settings(max_examples=30, stateful_step_count=25, deadline=None)
