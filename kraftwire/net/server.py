@@ -382,35 +382,35 @@ class KafkaServer:
             return self._sasl(None, request, ctx)[0]
         try:
             reply = self.handler(request, ctx)
-            if reply is None:
-                return None
-            if type(reply) is not Reply:
+            if reply is not None and type(reply) is not Reply:
                 return self._answer_later(request, ctx, reply)  # type: ignore[arg-type]
-            return encode_response(reply.body, request.api_key, reply.version, request.correlation_id,
-                                   reply.header_version)
-        except RefusedRequest as e:
-            log.info("closing connection from %s:%d on %s: %s", ctx.client_host, ctx.client_port,
-                     ctx.listener, e)
-            raise
+            return self._encoded(request, reply)
         except Exception as e:
-            self._log_failure(request, ctx, e)
-            return self._failure_reply(request)
+            return self._handler_failed(request, ctx, e)
 
     async def _answer_later(self, request: Request, ctx: RequestContext,
                             pending: Awaitable[Reply | None]) -> bytes | None:
         try:
-            reply = await pending
-            if reply is None:
-                return None
-            return encode_response(reply.body, request.api_key, reply.version, request.correlation_id,
-                                   reply.header_version)
-        except RefusedRequest as e:
+            return self._encoded(request, await pending)
+        except Exception as e:
+            return self._handler_failed(request, ctx, e)
+
+    @staticmethod
+    def _encoded(request: Request, reply: Reply | None) -> bytes | None:
+        if reply is None:
+            return None
+        return encode_response(reply.body, request.api_key, reply.version, request.correlation_id,
+                               reply.header_version)
+
+    def _handler_failed(self, request: Request, ctx: RequestContext, e: Exception) -> bytes:
+        """A relayed request's handler failed: a refusal closes the connection (raised again), anything else is
+        answered with the API's error."""
+        if isinstance(e, RefusedRequest):
             log.info("closing connection from %s:%d on %s: %s", ctx.client_host, ctx.client_port,
                      ctx.listener, e)
-            raise
-        except Exception as e:
-            self._log_failure(request, ctx, e)
-            return self._failure_reply(request)
+            raise e
+        self._log_failure(request, ctx, e)
+        return self._failure_reply(request)
 
     async def _handle(self, request: Request, ctx: RequestContext, pieces: bool = False) -> Any:
         """The encoded reply (bytes, or pieces: see ``_respond``); a failure in the handler or the
