@@ -63,6 +63,10 @@ class _Node:
         self.epoch = -1                                     # observer reads: the leader's epoch
 
 
+class SnapshotGone(RequestFailed):
+    """The snapshot a Fetch answer named was replaced by a newer one before it was downloaded."""
+
+
 class QuorumLog:
     """Committed metadata log of the quorum that ``addresses`` belong to; every call is one try per node."""
 
@@ -90,7 +94,13 @@ class QuorumLog:
         async def go(node: _Node) -> None:
             await self._read(node, state, end, on_batch, on_snapshot)
 
-        await self._each(go)
+        for attempt in range(3):   # a snapshot replaced mid-read: the next Fetch names the newer one
+            try:
+                await self._each(go)
+                return
+            except RequestFailed as e:
+                if attempt == 2 or not isinstance(e.__cause__, SnapshotGone):
+                    raise
 
     # -- connections ----------------------------------------------------------------------------------
     async def _each(self, fn: Callable[[_Node], Any]) -> Any:
@@ -257,7 +267,8 @@ class QuorumLog:
                 epoch = got.current_leader.leader_epoch
                 continue
             if code:
-                raise RequestFailed(f"FetchSnapshot {sid.end_offset}-{sid.epoch}: {Errors.of(code)!r}")
+                error = SnapshotGone if code == Errors.SNAPSHOT_NOT_FOUND else RequestFailed
+                raise error(f"FetchSnapshot {sid.end_offset}-{sid.epoch}: {Errors.of(code)!r}")
             assert got is not None
             chunk = bytes(got.unaligned_records or b"")
             if got.position != len(data) or (not chunk and len(data) < got.size):
