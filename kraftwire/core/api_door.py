@@ -16,8 +16,18 @@ A listener belongs to one plane (``api_registry.Plane``, as Kafka splits Control
    - a controller API on the controller plane (BrokerHeartbeat, BrokerRegistration, admin writes) is
      submitted to the controller role: ``Respond`` at once when it writes nothing (most heartbeats),
      else once its records commit. A client's admin write reaching a voter that is not the active
-     controller is relayed to it (``Relay`` FORWARD, in an Envelope), as a broker does;
-   - an API the controller plane answers ``from image`` is answered from the committed image;
+     controller is relayed to it (``Relay`` FORWARD, in an Envelope), as a broker does. An
+     IncrementalAlterConfigs naming BROKER_LOGGER resources sends those to the shell (``Relay`` LOGGERS:
+     this process's log levels) after the controller answered the others;
+   - an Envelope on the controller plane is unwrapped (``core/envelope.py``, KIP-590): NOT_CONTROLLER
+     unless this voter is the active controller, else the inner request goes through the door again as
+     its client (the forwarded principal and address: authorized as the client), and its answer,
+     whenever it comes, goes out wrapped in the EnvelopeResponse;
+   - an API the controller plane answers ``from image`` is answered from the committed image; Metadata,
+     DescribeCluster and FindCoordinator from the voter's own state (``core/voter_reads.py``: the voters
+     at their addresses on the client's listener, the Raft leader, the group's coordinating voter); its
+     other group requests go on as ``Relay`` GROUP (the shell's ``GroupShell`` submits them to the
+     coordinating group role, here or on another voter);
    - an API the broker plane ``forwarded`` is relayed (``Relay`` FORWARD); the delegation-token
      writes are refused first on a connection that may not ask for tokens;
    - an API the broker plane answers ``from image`` (Metadata, DescribeCluster, the Describe* reads)
@@ -31,12 +41,13 @@ A listener belongs to one plane (``api_registry.Plane``, as Kafka splits Control
      its quorum-state write is durable, a parked Fetch is answered when Raft wakes it); DescribeQuorum at
      a metadata replica that does not lead goes on as ``Relay`` DESCRIBE_QUORUM (the shell asks the
      leader; no answer: this replica's own view);
-   - a consumer Fetch (on every plane) comes out as ``Read``: the shell reads committed batches through
-     its zero-copy view and hands back what it found (``NodeCore.handle_read``); with less than its
-     MinBytes it is ``Park``ed until the replica's high watermark, epoch or leader moves, or its
-     MaxWaitMs is over, and read again;
-   - everything else is ``Relay`` HANDLER: the shell's handler for that API answers (the handlers not
-     moved into the core yet).
+   - a consumer Fetch and a ListOffsets (on every plane) come out as ``Read``: the shell reads the
+     committed log through its view (zero-copy for Fetch) and hands back what it found
+     (``NodeCore.handle_read``); a ListOffsets is answered with it, a Fetch with less than its MinBytes is
+     ``Park``ed until the replica's high watermark, epoch or leader moves, or its MaxWaitMs is over, and
+     read again;
+   - only the KIP-853 voter changes (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter) are ``Relay``
+     HANDLER: the shell's handler for that API answers (``node/apis.Dispatcher``).
 
 ``Respond(connection, reply)`` carries a ``protocol.requests.Reply`` (body, version); the shell writes
 it. A ``Relay`` is I/O the shell performs: it hands the answer back with ``NodeCore.handle_relayed`` (or
@@ -74,12 +85,20 @@ from kraftwire.core.broker_reads import (
     own_share,
 )
 from kraftwire.core.controller_role import ControllerRole
+from kraftwire.core.envelope import Wrap, unwrap, wrapper
 from kraftwire.core.outputs import Respond
 from kraftwire.core.produce import refuse_produce
 from kraftwire.core.raft_apis import RAFT_CORE_APIS, RaftApis, replica_of
+from kraftwire.core.voter_reads import ANSWERED as VOTER_ANSWERED
+from kraftwire.core.voter_reads import VoterReads
+from kraftwire.core.voter_reads import answer as voter_answer
+from kraftwire.group import GROUP_APIS
 from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.framing import Request
+from kraftwire.protocol.messages.envelope_response import EnvelopeResponse
+from kraftwire.protocol.messages.incremental_alter_configs_response import IncrementalAlterConfigsResponse
 from kraftwire.protocol.requests import Reply, RequestContext
+from kraftwire.protocol.runtime import replace
 from kraftwire.raft import messages as m
 from kraftwire.security.gate import RequestGate
 from kraftwire.security.token_requests import TOKEN_WRITES, not_allowed, requests_allowed
@@ -97,11 +116,12 @@ class Route(StrEnum):
     CONTROLLER = "controller"       # submitted to the controller role
     FROM_IMAGE = "from image"       # answered from the plane's image (the controller's committed one)
     FORWARD = "forward"             # relayed to the active controller
-    READ = "read"                   # a consumer Fetch read by the shell (a replica's is Raft's)
+    READ = "read"                   # a consumer Fetch or ListOffsets read by the shell (a replica's Fetch is Raft's)
     RAFT = "raft"                   # answered by the replica's Raft core (core/raft_apis.py)
+    ENVELOPE = "envelope"           # unwrapped on the controller plane, the inner request through the door
     REFUSE_PRODUCE = "refuse produce"   # every Produce (only the quorum writes the metadata log)
     RELAY = "relay"                 # sent on to a voter (the group coordinator)
-    SHELL = "shell"                 # relayed to the shell's handler
+    SHELL = "shell"                 # relayed to the shell's handler (the voter changes)
 
 
 class RelayKind(StrEnum):
@@ -110,7 +130,8 @@ class RelayKind(StrEnum):
     FORWARD = "forward"   # in an Envelope to the active controller (KIP-590)
     GROUP = "group"       # to the voter coordinating the group (every voter for ListGroups)
     DESCRIBE_QUORUM = "describe quorum"   # to the quorum leader, following NOT_LEADER_OR_FOLLOWER hints
-    HANDLER = "handler"   # the shell's own handler for the API (one not moved into the core yet)
+    LOGGERS = "loggers"   # BROKER_LOGGER resources of an IncrementalAlterConfigs: this process's log levels
+    HANDLER = "handler"   # the shell's own handler: only the voter changes (80-82)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +183,8 @@ class DoorPlane:
     """One plane of the door: its registry, where refusals say it is (``where``), the feature levels
     ApiVersions reports, the authorization gate (None: no authorizer) and who answers its APIs
     (``controller`` on the controller plane, ``describe_logger`` answering BROKER_LOGGER resources from the
-    process's log levels; ``broker`` on the broker plane, the state its image answers read)."""
+    process's log levels, ``voter`` the voter's own answers; ``broker`` on the broker plane, the state its
+    image answers read)."""
 
     registry: ApiRegistry
     where: str
@@ -171,19 +193,26 @@ class DoorPlane:
     controller: ControllerRole | None = None
     describe_logger: LoggerDescriber | None = None
     broker: BrokerReads | None = None
+    voter: VoterReads | None = None
 
     def route(self, key: int) -> Route:
         """Where a served ``key`` goes, as the plane's registry says."""
         registry = self.registry
         if key == K.API_VERSIONS:
             return Route.API_VERSIONS
-        if key == K.FETCH:
+        if key == K.FETCH or key == K.LIST_OFFSETS:
             return Route.READ
         if key == K.PRODUCE:
             return Route.REFUSE_PRODUCE
         if key in RAFT_CORE_APIS:
             return Route.RAFT
         if registry.plane is Plane.CONTROLLER:
+            if self.controller is not None and key == K.ENVELOPE:
+                return Route.ENVELOPE
+            if self.voter is not None and key in VOTER_ANSWERED:
+                return Route.FROM_IMAGE
+            if self.voter is not None and key in GROUP_APIS:
+                return Route.RELAY
             if self.controller is not None and key in CONTROLLER_APIS:
                 return Route.FROM_IMAGE if registry.how(key) is How.FROM_IMAGE else Route.CONTROLLER
         elif registry.how(key) is How.FORWARDED:
@@ -227,6 +256,7 @@ class ApiDoor:
         self._reading: dict[int, _Reading] = {}
         self._raft = RaftApis()
         self._raft_calls: dict[int, _Call] = {}   # requests the Raft core has not answered yet
+        self._wraps: dict[int, Wrap] = {}   # Envelopes whose inner request is in the door: its answer's wrapping
 
     def attach(self, emit: Callable[[Any], None], mark: Callable[[], Mark], raft: RaftApis) -> None:
         """Bind the door to its node core's outputs, to what parked reads wait on and to the replica's Raft
@@ -244,14 +274,14 @@ class ApiDoor:
         versions = answer_api_versions(plane.registry.versions, key, version, plane.where)   # refusal raises
         if versions is not None:   # ApiVersions
             with_features(versions, version, *plane.features())
-            self._emit(Respond(request_id, Reply(versions, version if versions.error_code == 0 else 0)))
+            self._emit(self._out(request_id, Reply(versions, version if versions.error_code == 0 else 0)))
             return
         finish: Finish | None = None
         if plane.gate is not None:
             outcome = plane.gate.check(request, context)
             if outcome is not None:
                 if outcome.deny is not None:
-                    self._emit(Respond(request_id, Reply(outcome.deny, version)))
+                    self._emit(self._out(request_id, Reply(outcome.deny, version)))
                     return
                 if outcome.body is not None and outcome.body is not request.body:
                     request = Request(request.header, outcome.body)
@@ -261,24 +291,32 @@ class ApiDoor:
         role = plane.controller
         if route is Route.CONTROLLER and role is not None:
             if key == K.INCREMENTAL_ALTER_CONFIGS and any(_is_logger(r) for r in request.body.resources):
-                self._relay(call, RelayKind.HANDLER)   # log levels of this process: the shell changes them
+                self._alter_loggers(role, call)
             else:
                 self._controller_write(role, call)
+        elif route is Route.FROM_IMAGE and plane.voter is not None and key in VOTER_ANSWERED:
+            self._answer(call, voter_answer(plane.voter, request, context))
         elif route is Route.FROM_IMAGE and role is not None:
             self._from_committed_image(plane, role, call)
         elif route is Route.FROM_IMAGE and plane.broker is not None:
             self._answer(call, answer_from_image(plane.broker, request, context))
         elif route is Route.RAFT:
             self._raft_api(call)
+        elif route is Route.READ and key == K.LIST_OFFSETS:
+            self._read(call, now)   # answered with what the read found
         elif route is Route.READ:
             if replica_of(request) >= 0:   # a replica's Fetch is Raft's (an observer answers NOT_LEADER_OR_FOLLOWER)
                 self._raft_api(call)
             else:
                 self._read(call, now + max(0, request.body.max_wait_ms))
+        elif route is Route.ENVELOPE and role is not None:
+            self._envelope(now, plane, role, call)
         elif route is Route.REFUSE_PRODUCE:
             self._answer(call, refuse_produce(request.body, version))
         elif route is Route.RELAY and plane.broker is not None:
             self._broker_relay(plane.broker, call)
+        elif route is Route.RELAY and plane.voter is not None:
+            self._relay(call, RelayKind.GROUP)   # to the coordinating voter, this one's group role or another
         elif route is Route.FORWARD:
             if key in TOKEN_WRITES and not requests_allowed(context, forwarded=False):
                 self._answer(call, not_allowed(request))
@@ -298,6 +336,7 @@ class ApiDoor:
         itself, or the connection is gone)."""
         self._relayed.pop(request_id, None)
         self._reading.pop(request_id, None)
+        self._wraps.pop(request_id, None)
 
     # -- Raft's APIs (core/raft_apis.py) ---------------------------------------------------------------
     def raft_answers(self, out: list[Any]) -> list[Any]:
@@ -334,7 +373,7 @@ class ApiDoor:
         if reading is None:
             return
         request = reading.call.request
-        if (size >= max(1, request.body.min_bytes) or now >= reading.deadline
+        if (request.api_key != K.FETCH or size >= max(1, request.body.min_bytes) or now >= reading.deadline
                 or any(p.error_code for t in body.responses for p in t.partitions)):
             del self._reading[request_id]
             self._answer(reading.call, Reply(body, request.api_version))
@@ -376,6 +415,26 @@ class ApiDoor:
             return
         role.submit(body, version, lambda resp: self._answer(call, Reply(resp, version)), origin_of(request, ctx))
 
+    def _alter_loggers(self, role: ControllerRole, call: _Call) -> None:
+        """An IncrementalAlterConfigs naming BROKER_LOGGER resources: those change this process's log levels (the
+        shell does, ``Relay`` LOGGERS; they never reach the metadata log, as in Kafka's ControllerApis), the
+        others go to the controller role first; the answer lists the controller's results, then the loggers'."""
+        request, ctx = call.request, call.context
+        body, version = request.body, request.api_version
+        loggers = Request(request.header, replace(body, resources=[r for r in body.resources if _is_logger(r)]))
+        rest = replace(body, resources=[r for r in body.resources if not _is_logger(r)])
+
+        def then(answered: Any) -> None:
+            def merge(logged: Any) -> Any:
+                answered.responses.extend(logged.responses)
+                return answered
+            self._relay(_Call(call.request_id, loggers, ctx, call.finish), RelayKind.LOGGERS, merge)
+
+        if rest.resources:
+            role.submit(rest, version, then, origin_of(request, ctx))
+        else:
+            then(IncrementalAlterConfigsResponse(responses=[]))
+
     def _from_committed_image(self, plane: DoorPlane, role: ControllerRole, call: _Call) -> None:
         """DescribeConfigs / ListPartitionReassignments / DescribeClientQuotas / DescribeUserScramCredentials /
         DescribeDelegationToken, answered by any controller from its committed image."""
@@ -397,6 +456,24 @@ class ApiDoor:
         else:
             resp = scram_cmds.describe(image, body)
         self._answer(call, Reply(resp, version))
+
+    def _envelope(self, now: int, plane: DoorPlane, role: ControllerRole, call: _Call) -> None:
+        """KIP-590 on the controller plane: the inner request goes through the door again as its client (the
+        forwarded principal and address), and its answer, whenever it comes, is wrapped in the EnvelopeResponse."""
+        request = call.request
+        version = request.api_version
+        unwrapped = unwrap(request.body, call.context, active=role.controller.active, served=plane.registry.versions)
+        if isinstance(unwrapped, EnvelopeResponse):
+            self._answer(call, Reply(unwrapped, version))
+            return
+        inner, inner_ctx = unwrapped
+        rid = call.request_id
+        self._wraps[rid] = wrapper(inner, version)
+        try:
+            self.handle(now, rid, inner, inner_ctx)
+        except BaseException:
+            self._wraps.pop(rid, None)
+            raise
 
     def _broker_relay(self, reads: BrokerReads, call: _Call) -> None:
         """What a broker sends on to a voter: group requests to the coordinator (FindCoordinator it answers
@@ -440,7 +517,12 @@ class ApiDoor:
     def _respond(self, call: _Call, reply: Reply | None) -> Respond:
         if reply is not None and call.finish is not None:
             reply.body = call.finish(reply.body)
-        return Respond(call.request_id, reply)
+        return self._out(call.request_id, reply)
+
+    def _out(self, request_id: int, reply: Reply | None) -> Respond:
+        """The ``Respond`` of ``request_id``: an Envelope's inner answer goes out wrapped in its EnvelopeResponse."""
+        wrap = self._wraps.pop(request_id, None)
+        return Respond(request_id, reply if wrap is None else wrap(reply))
 
 
 def _is_logger(resource: Any) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from kraftwire.metadata.features import MV_CONTROLLER_REGISTRATION, SUPPORTED_FEATURES
-from kraftwire.metadata.image import ControllerRegistration, Endpoint, MetadataImage
+from kraftwire.metadata.image import Endpoint, MetadataImage
 from kraftwire.protocol.messages.controller_registration_request import (
     ControllerRegistrationRequest,
     Feature,
@@ -28,16 +28,6 @@ log = logging.getLogger(__name__)
 PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 Send = Callable[[ControllerRegistrationRequest], Awaitable[Any]]
-
-
-def listener_endpoint(reg: ControllerRegistration | None, listener: str | None) -> tuple[str, int] | None:
-    """The registered address of a controller on ``listener`` (None when unknown)."""
-    if reg is None or listener is None:
-        return None
-    for ep in reg.listeners:
-        if ep.name == listener:
-            return ep.host, ep.port
-    return None
 
 
 class ControllerRegistrar:

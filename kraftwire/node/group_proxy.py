@@ -135,8 +135,10 @@ class GroupRouter:
         self._next_probe += 1
         return None
 
-    async def route(self, api_key: int, version: int, body: Any, client_id: str, local: Local | None = None) -> Any:
-        """The answer to a group request (not FindCoordinator); groups owned here go to ``local``."""
+    async def route(self, api_key: int, version: int, body: Any, client_id: str, client_host: str = "", *,
+                    local: Local | None = None) -> Any:
+        """The answer to a group request (not FindCoordinator); groups owned here go to ``local`` (the owner
+        sees the relaying node's address, not ``client_host``)."""
         if api_key == ApiKey.LIST_GROUPS:
             return await self.list_groups(version, body, client_id, local)
         if api_key == ApiKey.DESCRIBE_GROUPS:

@@ -1,4 +1,5 @@
-"""Async shell of the group role: routes group requests to the node that coordinates the group.
+"""Async shell of the group role on a voter: routes the group requests its door relays (``Relay`` GROUP) to
+the node that coordinates the group.
 
 Two placements (``kraftwire.group.offsets.replication``, docs/groups.md):
 
@@ -19,7 +20,7 @@ from typing import Any
 import anyio
 
 from kraftwire.core import GroupRole
-from kraftwire.group.placement import find_coordinator, owner_of
+from kraftwire.group.placement import owner_of
 from kraftwire.net.peers import PeerClient
 from kraftwire.node.group_proxy import GroupRouter
 from kraftwire.protocol.api import ApiKey
@@ -57,9 +58,9 @@ class GroupShell:
         return self.role.coordinator
 
     # -- requests ----------------------------------------------------------------------------------
-    async def handle(self, api_key: int, version: int, body: Any, client_id: str, client_host: str) -> Any:
-        if api_key == ApiKey.FIND_COORDINATOR:   # every key type: groups where the router says, others refused
-            return find_coordinator(version, body, self.router.owner)
+    async def route(self, api_key: int, version: int, body: Any, client_id: str, client_host: str = "") -> Any:
+        """The answer to a group request the voter's door relays (``Relay`` GROUP; FindCoordinator the door
+        answers itself, from ``router.owner``)."""
         submit = self.replicated or self._submit_local
 
         async def local(request: Any) -> Any:
@@ -68,7 +69,7 @@ class GroupShell:
         if self.replicated is not None or api_key == ApiKey.LIST_GROUPS:
             # raft placement: answered here (NOT_COORDINATOR off the leader); ListGroups: groups held here
             return await local(body)
-        return await self.router.route(api_key, version, body, client_id, local)
+        return await self.router.route(api_key, version, body, client_id, local=local)
 
     async def _submit_local(self, api_key: int, version: int, body: Any, client_id: str, client_host: str) -> Any:
         box: list[Any] = []

@@ -10,10 +10,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kraftwire.controller.configs import BROKER_LOGGER, SOURCE_BROKER_LOGGER
+from kraftwire.controller.configs import SOURCE_BROKER_LOGGER
 from kraftwire.controller.result import CommandError
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import describe_configs_response as dcr
+from kraftwire.protocol.messages.incremental_alter_configs_response import (
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsResponse,
+)
 
 ROOT = "root"
 TRACE = 5
@@ -112,5 +116,10 @@ def alter(node_id: int, resource: Any, validate_only: bool) -> tuple[int, str | 
     return 0, None
 
 
-def is_logger_resource(resource: Any) -> bool:
-    return resource.resource_type == BROKER_LOGGER
+def alter_response(node_id: int, body: Any) -> IncrementalAlterConfigsResponse:
+    """The shell's answer to the door's ``Relay`` LOGGERS: ``body``'s BROKER_LOGGER resources applied in order."""
+    out = IncrementalAlterConfigsResponse(responses=[])
+    for r in body.resources:
+        code, msg = alter(node_id, r, body.validate_only)
+        out.responses.append(AlterConfigsResourceResponse(code, msg, r.resource_type, r.resource_name))
+    return out

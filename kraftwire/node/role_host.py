@@ -5,15 +5,12 @@ reaching into an untyped server."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kraftwire.config import NodeConfig
 from kraftwire.core import FanOutListener, NodeCore
 from kraftwire.net.peers import PeerClient
 from kraftwire.node.disk_worker import DiskWorker
-from kraftwire.protocol.framing import Request
-from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.raft.config import RaftConfig
 from kraftwire.raft.core import RaftCore
 
@@ -49,6 +46,3 @@ class RoleHost(Protocol):
 
     def stop(self, why: str) -> None:
         """A role cannot go on: the process stops, naming ``why``."""
-
-    def handle_async(self, request: Request, ctx: RequestContext) -> Awaitable[Reply | None]:
-        """A request through the node core's one door, awaited (an Envelope's inner request)."""

@@ -30,7 +30,17 @@ from typing import Any
 import anyio
 
 from kraftwire.config import NodeConfig
-from kraftwire.core import ApiDoor, DoorPlane, FanOutListener, Read, Relay, RelayKind, Route, raft_topic
+from kraftwire.core import (
+    ApiDoor,
+    DoorPlane,
+    FanOutListener,
+    Read,
+    Relay,
+    RelayKind,
+    Route,
+    raft_topic,
+    reads,
+)
 from kraftwire.core.api_registry import api_versions_response
 from kraftwire.group.replicated import OFFSETS_TOPIC
 from kraftwire.net.backoff import ReconnectBackoff
@@ -38,7 +48,7 @@ from kraftwire.net.client import Connection, RequestFailed
 from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import KafkaServer
-from kraftwire.node import reads
+from kraftwire.node import loggers
 from kraftwire.node.apis import Dispatcher
 from kraftwire.node.disk_worker import DiskWorker
 from kraftwire.node.listener_pool import ListenerPool
@@ -235,7 +245,6 @@ class Server:
         own) for every advertised API the door does not answer."""
         door = role.door_plane()
         d = Dispatcher(role.apis, role.where)
-        d.on(ApiKey.LIST_OFFSETS, partial(self._on_list_offsets, role))
         role.register(d)
         d.check(answered_elsewhere=set(SASL_APIS) | {k for k in role.apis if door.route(k) is not Route.SHELL})
         return Plane(role, door, d)
@@ -306,11 +315,6 @@ class Server:
             return offsets.handle_api(request, ctx)
         return self.driver.handle_api(request, ctx)
 
-    async def handle_async(self, request: Request, ctx: RequestContext) -> Reply | None:
-        """``handle``, awaited (an Envelope's inner request)."""
-        out = self.handle(request, ctx)
-        return out if out is None or type(out) is Reply else await out  # type: ignore[misc]
-
     async def _relay(self, relay: Relay) -> Reply | None:
         """What the door relays: to the active controller in an Envelope, a group request to its coordinating
         voter, DescribeQuorum to the quorum leader, or to the plane's shell handler."""
@@ -320,8 +324,10 @@ class Server:
             return await plane.role.forwarding.forward(request, relay.context)
         if relay.kind is RelayKind.GROUP:
             v = request.api_version
-            return Reply(await plane.role.groups.route(request.api_key, v, request.body,
-                                                       request.header.client_id or ""), v)
+            return Reply(await plane.role.groups.route(request.api_key, v, request.body, request.header.client_id or "",
+                                                       relay.context.client_host), v)
+        if relay.kind is RelayKind.LOGGERS:
+            return Reply(loggers.alter_response(self.node_id, request.body), request.api_version)
         if relay.kind is RelayKind.DESCRIBE_QUORUM:
             v = request.api_version
             answer = await self.describe_quorum(request.body, v, request.header.client_id or "")
@@ -330,14 +336,12 @@ class Server:
 
     def _read(self, read: Read) -> tuple[Any, int]:
         """The door's ``Read``: a consumer Fetch answer from the role's view of the log (zero-copy slices) and
-        its record bytes."""
+        its record bytes, or a ListOffsets answer (a timestamp's offset is looked up in the log)."""
         request = read.request
         role = self.listener_plane[read.context.listener].role
+        if request.api_key == ApiKey.LIST_OFFSETS:
+            return reads.list_offsets_response(request.body, request.api_version, role.view), 0
         return reads.consumer_fetch_response(request.body, request.api_version, role.view)
-
-    async def _on_list_offsets(self, role: Any, request: Request, ctx: RequestContext) -> Reply:
-        v = request.api_version
-        return Reply(reads.list_offsets_response(request.body, v, role.view), v)
 
     async def describe_quorum(self, body: Any, version: int, client_id: str) -> Any:
         """DescribeQuorum at a replica that does not lead (the door relays it): ask the leader (following

@@ -1,12 +1,11 @@
 """The voter role of a server (``process.roles=controller``): Raft voter, quorum controller, groups.
 
 It composes the controller role (``core/controller_role``, which the server's node core runs beside
-Raft), the group coordinator (``node/group_shell``) and the KIP-919
-registration of this voter's listeners, and registers their APIs in its plane's table (the Raft APIs
-are the node core's door's, ``core/raft_apis.py``): the controller APIs (answered by the active
-controller, NOT_CONTROLLER elsewhere), Envelopes
-from brokers, the group APIs, and Metadata/DescribeCluster listing the voters at their addresses
-on the client's listener. Its authorization reads the controller's committed image.
+Raft), the group coordinator (``node/group_shell``, to which the door relays group requests) and the
+KIP-919 registration of this voter's listeners, and gives the node core's door its controller plane
+(``door_plane``: the controller APIs, Envelopes, Metadata/DescribeCluster/FindCoordinator from
+``core/voter_reads``; the Raft APIs are the door's own, ``core/raft_apis.py``). Its shell handlers are
+the voter changes'. Its authorization reads the controller's committed image.
 
 A client's admin write (``FORWARDED_APIS``) reaching a voter that is not the active controller is
 forwarded there in an Envelope, as a broker does (``node/forwarding``): a client that follows
@@ -24,21 +23,20 @@ import anyio
 
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.core import ControllerObserver, ControllerRole, DoorPlane, GroupRole
-from kraftwire.core.api_door import origin_of
 from kraftwire.core.api_registry import (
     VOTER_CHANGE_APIS,
     ApiRegistry,
     Features,
     controller_plane_apis,
 )
-from kraftwire.group import GROUP_APIS, FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
+from kraftwire.core.voter_reads import VoterReads
+from kraftwire.group import FileOffsetStore, GroupConfig, GroupCoordinator, store_dir
 from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
 from kraftwire.net.client import RequestFailed
-from kraftwire.node import loggers, reads
+from kraftwire.node import loggers
 from kraftwire.node.apis import Dispatcher
-from kraftwire.node.controller_registration import ControllerRegistrar, listener_endpoint
-from kraftwire.node.envelope import handle_envelope
+from kraftwire.node.controller_registration import ControllerRegistrar
 from kraftwire.node.forwarding import ForwardingManager
 from kraftwire.node.group_shell import GroupShell
 from kraftwire.node.metrics import ForwardingMetrics
@@ -48,18 +46,8 @@ from kraftwire.node.role_host import RoleHost
 from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.snapshots import snapshotter_for
 from kraftwire.node.view import LogPartitionView
-from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.framing import Request
-from kraftwire.protocol.messages.describe_cluster_response import (
-    DescribeClusterBroker,
-    DescribeClusterResponse,
-)
-from kraftwire.protocol.messages.incremental_alter_configs_response import (
-    AlterConfigsResourceResponse,
-    IncrementalAlterConfigsResponse,
-)
 from kraftwire.protocol.requests import Reply, RequestContext
-from kraftwire.protocol.runtime import replace
 from kraftwire.storage.audit import Origin
 
 log = logging.getLogger(__name__)
@@ -182,56 +170,24 @@ class VoterRole:
     def door_plane(self) -> DoorPlane:
         """The controller plane of the node core's door: controller APIs for the controller role, the
         image-answered ones from its committed image, ApiVersions, refusals and authorization."""
+        advertised: dict[str, tuple[str, int]] = {}
+        for e in self.cfg.advertised():
+            advertised.setdefault(e.name, (e.host, e.port))
+        server = self.server
         return DoorPlane(ApiRegistry.controller(), self.where, self.features, gate=self.security.gate,
                          controller=self.controller,
-                         describe_logger=lambda name, v: loggers.describe(self.node_id, name, v))
+                         describe_logger=lambda name, v: loggers.describe(self.node_id, name, v),
+                         voter=VoterReads(self.node_id, server.cluster_id, advertised, lambda: server.voters,
+                                          self.image, lambda: self.view, self.groups.router.owner))
 
     def register(self, d: Dispatcher) -> None:
         """The shell handlers of the APIs the door relays to the shell."""
         d.on(VOTER_CHANGE_APIS, self._on_voter_change)
-        d.on(ApiKey.METADATA, self._on_metadata)
-        d.on(ApiKey.DESCRIBE_CLUSTER, self._on_describe_cluster)
-        d.on(GROUP_APIS, self._on_group)
-        d.on(ApiKey.INCREMENTAL_ALTER_CONFIGS, self._on_incremental_alter_configs)   # with BROKER_LOGGER resources
-        d.on(ApiKey.ENVELOPE, self._on_envelope)
 
     # -- handlers -------------------------------------------------------------------------------
     async def _on_voter_change(self, request: Request, ctx: RequestContext) -> Reply:
         v = request.api_version
         return Reply(await self.voter_changes.handle(request.api_key, request.body, v), v)
-
-    async def _on_metadata(self, request: Request, ctx: RequestContext) -> Reply:
-        v = request.api_version
-        return Reply(reads.metadata_response(request.body, v, view=self.view, brokers=self._brokers(ctx.listener),
-                                             voters=list(self.server.voters), cluster_id=self.server.cluster_id,
-                                             controller_id=self.view.controller_id), v)
-
-    async def _on_describe_cluster(self, request: Request, ctx: RequestContext) -> Reply:
-        v = request.api_version
-        resp = DescribeClusterResponse(cluster_id=self.server.cluster_id, controller_id=self.view.controller_id,
-                                       brokers=[DescribeClusterBroker(b.node_id, b.host, b.port, b.rack)
-                                                for b in self._brokers(ctx.listener)])
-        if v >= 1:
-            resp.endpoint_type = getattr(request.body, "endpoint_type", 1)
-        return Reply(resp, v)
-
-    async def _on_group(self, request: Request, ctx: RequestContext) -> Reply:
-        key, v = request.api_key, request.api_version
-        resp = await self.groups.handle(key, v, request.body, request.header.client_id or "", ctx.client_host)
-        return Reply(self._own_coordinator(resp, v, ctx.listener) if key == ApiKey.FIND_COORDINATOR else resp, v)
-
-    async def _on_incremental_alter_configs(self, request: Request, ctx: RequestContext) -> Reply:
-        """BROKER_LOGGER resources change this node's log levels here (they never reach the metadata log, as in
-        Kafka's ControllerApis); the others go to the controller. Their answers follow the controller's."""
-        body, v = request.body, request.api_version
-        ours = [r for r in body.resources if loggers.is_logger_resource(r)]
-        rest = replace(body, resources=[r for r in body.resources if not loggers.is_logger_resource(r)])
-        resp = (await self.submit(rest, v, origin_of(request, ctx)) if rest.resources
-                else IncrementalAlterConfigsResponse(responses=[]))
-        for r in ours:
-            code, msg = loggers.alter(self.node_id, r, body.validate_only)
-            resp.responses.append(AlterConfigsResourceResponse(code, msg, r.resource_type, r.resource_name))
-        return Reply(resp, v)
 
     async def submit(self, body: Any, version: int, origin: Origin | None = None) -> Any:
         """A controller API request, run by the node core; its answer once it may be sent."""
@@ -240,32 +196,7 @@ class VoterRole:
             raise RuntimeError("the metadata quorum's driver is not built yet")
         return await driver.submit(body, version, origin)
 
-    async def _on_envelope(self, request: Request, ctx: RequestContext) -> Reply:
-        # The inner request keeps the envelope's listener, so it is dispatched on this same plane.
-        return Reply(await handle_envelope(request.body, ctx, active=self.controller.controller.active,
-                                           served=self.apis, dispatch=self.server.handle_async), request.api_version)
-
     # -- helpers --------------------------------------------------------------------------------
-    def _brokers(self, listener: str | None = None) -> list[reads.BrokerInfo]:
-        """The voters at their addresses on ``listener`` (this node's advertised one, the others' from their
-        ControllerRegistration), or at their controller-listener address when that listener is unknown."""
-        own = next(((e.host, e.port) for e in self.cfg.advertised() if e.name == listener), None)
-        regs = self.image().controllers
-        out = []
-        for i, (h, p) in self.server.voters.items():
-            addr = own if own and i == self.node_id else listener_endpoint(regs.get(i), listener)
-            out.append(reads.BrokerInfo(i, *(addr or (h, p))))
-        return out
-
-    def _own_coordinator(self, resp: Any, version: int, listener: str) -> Any:
-        """FindCoordinator names the owning voter at its address on the client's listener (as Metadata
-        lists it), so that clients stay on the listener they came in on."""
-        addrs = {b.node_id: (b.host, b.port) for b in self._brokers(listener)}
-        for c in resp.coordinators if version >= 4 else [resp]:
-            if c.error_code == 0 and c.node_id in addrs:
-                c.host, c.port = addrs[c.node_id]
-        return resp
-
     async def _send_registration(self, body: Any) -> Any:
         """Our ControllerRegistration: applied directly when we are active, else sent to the leader."""
         if self.controller.controller.active:

@@ -63,7 +63,6 @@ from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES, LATEST_LEVEL
 from kraftwire.metadata.image import MetadataImage
 from kraftwire.metadata.snapshot import RetentionPolicy, SnapshotPolicy, Snapshotter
-from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.messages import broker_registration_request as brq
 from kraftwire.protocol.messages import create_topics_request as ctq
@@ -546,13 +545,10 @@ class ControllerSimulation(Simulation):
     def _on_relay(self, node: SimNode, relay: Relay) -> None:
         """What the shell does with a ``Relay``: a client's write that reached an inactive voter is forwarded in
         an Envelope (``forward_sim``; alice's and the ACL admin's) or answered NOT_CONTROLLER (the client
-        follows the hint); an Envelope is unwrapped and its inner request goes through the door."""
+        follows the hint). The door unwraps Envelopes itself."""
         request = relay.request
         if relay.kind is RelayKind.FORWARD and self.forwarder.wants(relay):
             self.forwarder.start(node, relay)
-            return
-        if relay.kind is RelayKind.HANDLER and request.api_key == ApiKey.ENVELOPE:
-            self.forwarder.unwrap(node, relay)
             return
         if relay.kind is RelayKind.FORWARD:
             version = request.api_version

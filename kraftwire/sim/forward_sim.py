@@ -6,11 +6,10 @@ shell as ``node/forwarding.py`` does: it wraps the request whole (header and bod
 with the client's serialized principal and address in an ``EnvelopeRequest`` and sends it, over the
 simulated network, to the voter it believes is the active controller, under the broker principal;
 NOT_CONTROLLER or no answer means ask again (the leader it knows, else another voter) until the
-client's ``timeout_ms`` is over (then REQUEST_TIMED_OUT). The receiving voter's door relays the
-Envelope to its shell (``Relay`` HANDLER); the simulation unwraps it as ``node/envelope.py`` does —
-NOT_CONTROLLER unless active, else the inner request through the same door with a
-``ForwardedContext`` carrying the client's principal — and wraps the inner answer
-(``response_bytes``) in the ``EnvelopeResponse``.
+client's ``timeout_ms`` is over (then REQUEST_TIMED_OUT). The receiving voter's door unwraps the
+Envelope itself (``core/envelope.py``): NOT_CONTROLLER unless active, else the inner request through the
+same door with a ``ForwardedContext`` carrying the client's principal, its answer wrapped
+(``response_bytes``) in the ``EnvelopeResponse`` whenever it comes.
 
 Invariant (``check_writes``, ``check_end``): a forwarded write is applied at most once (of the writes a
 client request made, whatever the retries and failovers, at most one is committed) and under the
@@ -37,19 +36,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kraftwire.broker.envelope import (
-    deserialize_principal,
     host_bytes,
-    host_from_bytes,
     request_bytes,
     response_body,
-    response_bytes,
     serialize_principal,
 )
 from kraftwire.controller import QuorumController
 from kraftwire.core import Relay
 from kraftwire.core.outputs import Audit
 from kraftwire.metadata.image import MetadataImage
-from kraftwire.node.envelope import forwarded_context
 from kraftwire.protocol.api import ApiKey, response_class
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request, RequestHeader, decode_request
@@ -113,7 +108,6 @@ class Forwarder:
         self._ids = _FIRST_ID
         self._forwards: dict[int, _Forward] = {}
         self._envelopes: dict[int, tuple[int, int]] = {}           # envelope conn -> (forward id, attempt)
-        self._inner: dict[int, tuple[int, Request]] = {}           # inner conn -> (envelope relay id, inner)
         # (client, correlation id) -> the writes it made: (epoch, first offset) of each appended batch
         self.writes: dict[tuple[str, int], list[tuple[int, int]]] = {}
         self.sent = self.applied = self.retried = 0
@@ -203,31 +197,9 @@ class Forwarder:
         ctx = RequestContext(LISTENER, "PLAINTEXT", "10.0.2.1", 40001, BROKER_PRINCIPAL)
         self.sim._handle_api(node, conn, envelope, ctx)
 
-    def unwrap(self, node: Any, relay: Relay) -> None:
-        """The receiving voter's Envelope handler: the inner request through its door as the client."""
-        sim = self.sim
-        body = relay.request.body
-        if not sim.shells[node.node_id].ctl.active:
-            self._envelope_answer(node, relay.request_id, EnvelopeResponse(error_code=int(Errors.NOT_CONTROLLER)))
-            return
-        inner = decode_request(body.request_data)
-        ctx = forwarded_context(relay.context, deserialize_principal(body.request_principal),
-                                host_from_bytes(body.client_host_address))
-        conn = self._next_id()
-        self._inner[conn] = (relay.request_id, inner)
-        sim._handle_api(node, conn, inner, ctx)
-
     def on_respond(self, node: Any, request_id: int, reply: Reply | None) -> bool:
-        """A ``Respond`` of an Envelope or of its inner request (True), else False (a client's)."""
+        """A ``Respond`` of an Envelope (True), else False (a client's)."""
         sim = self.sim
-        inner = self._inner.pop(request_id, None)
-        if inner is not None:
-            env_id, request = inner
-            assert reply is not None
-            data = response_bytes(reply.body, request.api_key, reply.version, request.correlation_id,
-                                  reply.header_version)
-            self._envelope_answer(node, env_id, EnvelopeResponse(response_data=data, error_code=0))
-            return True
         sent = self._envelopes.pop(request_id, None)
         if sent is None:
             return False
@@ -248,13 +220,14 @@ class Forwarder:
                          lambda: self._answered(fid, attempt, resp))
         return True
 
-    def _envelope_answer(self, node: Any, env_id: int, resp: EnvelopeResponse) -> None:
-        self.sim._run_core(node, lambda c: c.handle_relayed(self.sim.now, env_id, Reply(resp, 0)))
-
     # -- the invariant -------------------------------------------------------------------------
     def check_writes(self, node_id: int, request: Request, context: RequestContext, outputs: list[Any]) -> None:
         """Every write a client's request made names the client's principal, is marked forwarded exactly when
-        it came in an Envelope, and a client request is applied (committed) at most once cluster-wide."""
+        it came in an Envelope, and a client request is applied (committed) at most once cluster-wide. The door
+        unwraps an Envelope itself: its writes are the inner request's, forwarded."""
+        forwarded = request.api_key == ApiKey.ENVELOPE
+        if forwarded:
+            request = decode_request(request.body.request_data)
         client = request.header.client_id or ""
         if client not in FORWARDED_CLIENTS:
             return
@@ -262,7 +235,6 @@ class Forwarder:
             if type(out) is not Audit:
                 continue
             entry = out.entry
-            forwarded = bool(getattr(context, "forwarded", False))
             if entry.principal != principal_of(client) or entry.forwarded != forwarded:
                 raise Violation(f"node {node_id}: {client}'s {entry.api} (correlation id {request.correlation_id}) "
                                 f"written as {entry.principal} (forwarded={entry.forwarded}), not as "

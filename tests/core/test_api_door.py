@@ -12,6 +12,7 @@ from kraftwire.core import ApiDoor, DoorPlane, Park, Read, Relay, RelayKind, Res
 from kraftwire.core.api_registry import ApiRegistry
 from kraftwire.core.broker_reads import BrokerReads
 from kraftwire.core.node_core import NodeCore
+from kraftwire.core.voter_reads import VoterReads
 from kraftwire.metadata.features import SUPPORTED_FEATURES
 from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors
@@ -28,7 +29,6 @@ from kraftwire.protocol.messages import join_group_request as jgq
 from kraftwire.protocol.messages import list_groups_request as lgq
 from kraftwire.protocol.messages import list_groups_response as lgr
 from kraftwire.protocol.messages import metadata_request as mdq
-from kraftwire.protocol.messages import metadata_response as mdr
 from kraftwire.protocol.messages import produce_request as pq
 from kraftwire.protocol.messages.api_versions_request import ApiVersionsRequest
 from kraftwire.protocol.requests import RefusedRequest, Reply, RequestContext
@@ -37,6 +37,25 @@ from kraftwire.security.gate import RequestGate
 from tests.core.test_node_core import Shell, _active, _create, _node, _register
 
 CTL, CLIENT = "CONTROLLER", "EXTERNAL"
+
+
+class RaftView:
+    """The voter's replica as its door's answers read it (the server's is ``node/view.LogPartitionView``)."""
+
+    def __init__(self, raft) -> None:
+        self.raft = raft
+
+    @property
+    def leader_id(self) -> int:
+        return -1 if self.raft.leader_id is None else self.raft.leader_id
+
+    @property
+    def controller_id(self) -> int:
+        return -1 if self.raft.known_leader_id is None else self.raft.known_leader_id
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.raft.epoch
 
 
 class DoorShell(Shell):
@@ -76,9 +95,13 @@ def _door_node(*, gate: bool = False, serving: list[bool] | None = None) -> Door
     role = node.controller
     image = lambda: role.controller.committed_image   # noqa: E731
     authorizer = AclAuthorizer(lambda: image().acls, super_users={"User:admin"}) if gate else None
+    raft = node.raft
     controller = DoorPlane(ApiRegistry.controller(), "here",
                            lambda: (SUPPORTED_FEATURES, image().features, role.controller.committed_offset),
-                           gate=None if authorizer is None else RequestGate(authorizer, image), controller=role)
+                           gate=None if authorizer is None else RequestGate(authorizer, image), controller=role,
+                           voter=VoterReads(1, "door-cluster", {CTL: ("c1.example", 9093)},
+                                            lambda: {1: ("127.0.0.1", 19093), 2: ("127.0.0.2", 19093)}, image,
+                                            lambda: RaftView(raft), lambda group: (2, "127.0.0.2", 19093)))
     local = LocalView(node_id=1, host="b1.example", port=9092, rack=None, serving=True, raft_leader_known=True,
                       raft_epoch=1, voters=(1,))
     broker = DoorPlane(ApiRegistry.broker(), "by a broker", lambda: ({}, {}, 0),
@@ -144,13 +167,13 @@ def test_image_reads_are_answered_at_once() -> None:
 
 def test_what_the_core_does_not_answer_is_relayed_and_completed_when_handed_back() -> None:
     shell = _door_node(gate=True)
-    shell.api(1, ApiKey.METADATA, 12, mdq.MetadataRequest(topics=None), principal="User:alice")
+    shell.api(1, ApiKey.LIST_GROUPS, 4, lgq.ListGroupsRequest(), principal="User:alice")
     relay = shell.relays[1]
-    assert relay.kind is RelayKind.HANDLER and 1 not in shell.answers
-    answer = Reply(mdr.MetadataResponse(topics=[mdr.MetadataResponseTopic(name="secret")]), 12)
+    assert relay.kind is RelayKind.GROUP and 1 not in shell.answers
+    answer = Reply(lgr.ListGroupsResponse(groups=[lgr.ListedGroup(group_id="secret")]), 4)
     shell.take(shell.node.handle_relayed(shell.now, 1, answer))
-    assert shell.answers[1] is answer and answer.body.topics == [], "the authorization rule's filter completed it"
-    shell.take(shell.node.handle_relayed(shell.now, 1, Reply(None, 12)))   # handed back twice: answered once
+    assert shell.answers[1] is answer and answer.body.groups == [], "the authorization rule's filter completed it"
+    shell.take(shell.node.handle_relayed(shell.now, 1, Reply(None, 4)))   # handed back twice: answered once
     assert list(shell.answers) == [1] and shell.answers[1] is answer
 
 

@@ -243,24 +243,3 @@ def test_the_group_role_answers_only_what_is_committed_and_not_coordinator_when_
     raft.epoch = 5                                                    # another epoch: the coordinator is rebuilt
     role.settle()
     assert got.pop().error_code == Errors.NOT_COORDINATOR and store.closed and role.coordinator.store is not store
-
-
-def test_find_coordinator_of_any_key_type_is_answered_without_a_coordinator_here():
-    """The chaos fuzzer's finding: FindCoordinator for a transaction (or unknown) key type on a voter that
-    coordinates nothing raised inside the shell (UNKNOWN_SERVER_ERROR and a traceback in the log)."""
-    from kraftwire.core.group_role import GroupRole
-    from kraftwire.group import GroupConfig
-    from kraftwire.node.group_shell import GroupShell
-    from kraftwire.protocol.messages.find_coordinator_request import FindCoordinatorRequest
-
-    shell = GroupShell(GroupRole(1, GroupConfig()), lambda: 1000, None, [(1, "a", 1)], node_id=1,
-                       replicated=lambda *a: None, leader=lambda: None)
-
-    async def go():
-        for key_type, expected in ((1, Errors.COORDINATOR_NOT_AVAILABLE), (2, Errors.INVALID_REQUEST),
-                                   (7, Errors.INVALID_REQUEST), (0, Errors.COORDINATOR_NOT_AVAILABLE)):
-            resp = await shell.handle(10, 5, FindCoordinatorRequest(key_type=key_type, coordinator_keys=["x"]),
-                                      "c", "h")
-            assert [c.error_code for c in resp.coordinators] == [expected], key_type
-
-    anyio.run(go)

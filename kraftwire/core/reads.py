@@ -2,8 +2,9 @@
 
 Consumers (ReplicaId -1) get Metadata, ListOffsets and Fetch answers built from the local replica,
 and only ever see committed data: everything a consumer reads lies below the high watermark.
-The module is pure request → response code over a ``PartitionView``; the node supplies the view
-and does the long-poll waiting.
+The module is pure request → response code over a ``PartitionView``: a voter's door answers Metadata
+with it (``core/voter_reads.py``); the shell reads Fetch and ListOffsets through its view of the log when
+the door asks (``Read``), and the door parks a Fetch that found too little.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""The controller's side of KIP-590: unwrap an Envelope and run the inner request as its client.
+"""The controller's side of KIP-590, pure: unwrap an Envelope into its inner request and the client's
+context, and wrap the inner request's answer back into the ``EnvelopeResponse``.
 
-The inner request goes through the node's ordinary dispatch with its own ``ForwardedContext``:
+The door (``core/api_door.py``) sends the inner request through itself again with a ``ForwardedContext``:
 the client's principal and address from the envelope, the listener and security protocol of the
-connection the envelope came in on (as Kafka does), and ``envelope_context`` pointing at the
-forwarding broker's own context. Anything that authorizes by ``RequestContext`` therefore sees
-the client, and can tell a forwarded request by ``getattr(ctx, "forwarded", False)``.
+connection the envelope came in on (as Kafka does), and ``envelope_context`` pointing at the forwarding
+broker's own context. Anything that authorizes by ``RequestContext`` therefore sees the client, and can
+tell a forwarded request by ``getattr(ctx, "forwarded", False)``.
 
 Envelope-level errors: NOT_CONTROLLER when this node is not the active controller,
 PRINCIPAL_DESERIALIZATION_FAILURE for an unreadable principal, INVALID_REQUEST for a bad client
@@ -15,7 +16,7 @@ API or version this node does not serve (a Kafka broker then closes its client's
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
@@ -34,7 +35,7 @@ from kraftwire.protocol.requests import Reply, RequestContext
 
 log = logging.getLogger(__name__)
 
-Dispatch = Callable[[Request, RequestContext], Awaitable[Reply | None]]
+Wrap = Callable[[Reply | None], Reply]
 
 
 @dataclass(slots=True)
@@ -46,6 +47,7 @@ class ForwardedContext(RequestContext):
 
 
 def forwarded_context(outer: RequestContext, principal: str, client_host: str) -> ForwardedContext:
+    """The inner request's context: the client's principal and address, the envelope's listener."""
     values = {f.name: getattr(outer, f.name) for f in fields(RequestContext) if f.name != "connection_id"}
     values.update(principal=principal, client_host=client_host, client_port=-1)
     return ForwardedContext(**values, connection_id=outer.connection_id, envelope_context=outer)
@@ -56,9 +58,9 @@ def _fail(code: Errors, why: str) -> EnvelopeResponse:
     return EnvelopeResponse(response_data=None, error_code=int(code))
 
 
-async def handle_envelope(body: EnvelopeRequest, ctx: RequestContext, *, active: bool,
-                          served: dict[int, tuple[int, int]], dispatch: Dispatch) -> EnvelopeResponse:
-    """Answer one EnvelopeRequest; ``dispatch`` is the node's request handler."""
+def unwrap(body: EnvelopeRequest, ctx: RequestContext, *, active: bool,
+           served: Mapping[int, tuple[int, int]]) -> tuple[Request, ForwardedContext] | EnvelopeResponse:
+    """The inner request and its client's context, or the EnvelopeResponse refusing the envelope."""
     if not active:
         return EnvelopeResponse(response_data=None, error_code=int(Errors.NOT_CONTROLLER))
     try:
@@ -81,9 +83,19 @@ async def handle_envelope(body: EnvelopeRequest, ctx: RequestContext, *, active:
     lo_hi = served.get(key)
     if lo_hi is None or not lo_hi[0] <= version <= lo_hi[1]:
         return _fail(Errors.UNSUPPORTED_VERSION, f"{FORWARDABLE_APIS[key]} v{version} is not served here")
-    inner_ctx = forwarded_context(ctx, principal, host)
-    reply = await dispatch(inner, inner_ctx)
-    if reply is None:
-        return _fail(Errors.UNKNOWN_SERVER_ERROR, f"no response to forwarded {FORWARDABLE_APIS[key]}")
-    data = response_bytes(reply.body, key, reply.version, inner.correlation_id, reply.header_version)
-    return EnvelopeResponse(response_data=data, error_code=0)
+    return inner, forwarded_context(ctx, principal, host)
+
+
+def wrapper(inner: Request, envelope_version: int) -> Wrap:
+    """Wraps the inner request's answer (its header and body, as bytes) in the EnvelopeResponse."""
+    key = inner.api_key
+
+    def wrap(reply: Reply | None) -> Reply:
+        if reply is None:
+            resp = _fail(Errors.UNKNOWN_SERVER_ERROR, f"no response to forwarded {FORWARDABLE_APIS[key]}")
+        else:
+            data = response_bytes(reply.body, key, reply.version, inner.correlation_id, reply.header_version)
+            resp = EnvelopeResponse(response_data=data, error_code=0)
+        return Reply(resp, envelope_version)
+
+    return wrap
