@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kraftwire.core.reads import BrokerInfo, PartitionView, metadata_response
 from kraftwire.group.placement import Voter, find_coordinator
@@ -26,7 +26,7 @@ Address = tuple[str, int]
 ANSWERED = frozenset({ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.FIND_COORDINATOR})
 
 
-class VoterView(PartitionView):
+class VoterView(PartitionView, Protocol):
     """The voter's replica as clients are told it: ``PartitionView`` and the active controller (-1 unless
     this node knows the current epoch's leader first-hand)."""
 
