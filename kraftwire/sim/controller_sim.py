@@ -83,7 +83,7 @@ from kraftwire.sim.door_sim import (
     controller_door,
     request_of,
 )
-from kraftwire.sim.forward_sim import Forwarder, controller_class
+from kraftwire.sim.forward_sim import Forwarder, controller_class, unwrapped
 from kraftwire.sim.invariants import InvariantChecker, Violation
 from kraftwire.sim.metadata_sim import BROKER_LISTENER, READER, MetadataReader, broker_door
 from kraftwire.sim.quota_config_sim import QUOTA_CLIENT, QuotaConfigWorkload, check_quotas_and_configs
@@ -537,8 +537,9 @@ class ControllerSimulation(Simulation):
             if shell is None:
                 self.reader.on_handled(node.node_id, image, serving, request, outputs)
                 return outputs
-            check_authorized_writes(node.node_id, image, request, outputs)
-            self.forwarder.check_writes(node.node_id, request, context, outputs)
+            client_request, forwarded = unwrapped(request)   # the door unwraps Envelopes itself
+            check_authorized_writes(node.node_id, image, client_request, outputs)
+            self.forwarder.check_writes(node.node_id, client_request, forwarded, outputs)
             return outputs
         self._run_core(node, run)
 

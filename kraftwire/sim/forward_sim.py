@@ -100,6 +100,13 @@ class _Forward:
     target: int = 0
 
 
+def unwrapped(request: Request) -> tuple[Request, bool]:
+    """The client's request a request that entered a door carries (an Envelope's inner one: forwarded)."""
+    if request.api_key == ApiKey.ENVELOPE:
+        return decode_request(request.body.request_data), True
+    return request, False
+
+
 class Forwarder:
     """The voters' forwarding and Envelope shells for the simulation (see the module docs)."""
 
@@ -221,13 +228,10 @@ class Forwarder:
         return True
 
     # -- the invariant -------------------------------------------------------------------------
-    def check_writes(self, node_id: int, request: Request, context: RequestContext, outputs: list[Any]) -> None:
-        """Every write a client's request made names the client's principal, is marked forwarded exactly when
-        it came in an Envelope, and a client request is applied (committed) at most once cluster-wide. The door
-        unwraps an Envelope itself: its writes are the inner request's, forwarded."""
-        forwarded = request.api_key == ApiKey.ENVELOPE
-        if forwarded:
-            request = decode_request(request.body.request_data)
+    def check_writes(self, node_id: int, request: Request, forwarded: bool, outputs: list[Any]) -> None:
+        """Every write a client's request (``unwrapped``: an Envelope's inner one, ``forwarded``) made names the
+        client's principal, is marked forwarded exactly when it came in an Envelope, and a client request is
+        applied (committed) at most once cluster-wide."""
         client = request.header.client_id or ""
         if client not in FORWARDED_CLIENTS:
             return

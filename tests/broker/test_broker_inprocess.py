@@ -62,14 +62,14 @@ async def test_create_topics_sent_to_a_broker_is_forwarded_and_reaches_every_ima
         await all_running(c)
         seen = []
         for node in c.controllers:
-            original = node.handle
+            original = node.door.handle
 
-            def recording(req, ctx, original=original):   # the door's answer, or an awaitable of it
+            def recording(now, rid, req, ctx, original=original):   # the Envelope's inner request enters the door
                 if req.api_key == 19:
                     seen.append(ctx)
-                return original(req, ctx)
+                return original(now, rid, req, ctx)
 
-            node.handle = recording
+            node.door.handle = recording
         topic = ctq.CreatableTopic(name="orders", num_partitions=4, replication_factor=2)
         resp = await request(c.port(12), ctq.CreateTopicsRequest(topics=[topic], timeout_ms=10000), 7)
         assert resp.topics[0].error_code == 0, resp
