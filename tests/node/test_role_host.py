@@ -21,7 +21,7 @@ def test_a_server_has_everything_the_roles_context_names() -> None:
     members = set(RoleHost.__annotations__) | {n for n, v in vars(RoleHost).items()
                                                  if inspect.isfunction(v) and not n.startswith("_")}
     missing = sorted(n for n in members if not hasattr(server, n))
-    assert missing == [] and {"cfg", "peers", "driver", "stop", "raft_driver"} <= members
+    assert missing == [] and {"cfg", "peers", "driver", "stop"} <= members
 
 
 def test_the_roles_name_the_server_only_through_their_context() -> None:
