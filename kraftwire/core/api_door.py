@@ -46,8 +46,11 @@ A listener belongs to one plane (``api_registry.Plane``, as Kafka splits Control
      (``NodeCore.handle_read``); a ListOffsets is answered with it, a Fetch with less than its MinBytes is
      ``Park``ed until the replica's high watermark, epoch or leader moves, or its MaxWaitMs is over, and
      read again;
-   - only the KIP-853 voter changes (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter) are ``Relay``
-     HANDLER: the shell's handler for that API answers (``node/apis.Dispatcher``).
+   - the KIP-853 voter changes (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter) are the Raft core's too
+     (``core/raft_apis.py``): answered once the new voter set commits, or with their error.
+
+Every API a plane advertises has a route (``DoorPlane.check``, run when a server builds its planes): no
+request is left to shell code the simulation does not run.
 
 ``Respond(connection, reply)`` carries a ``protocol.requests.Reply`` (body, version); the shell writes
 it. A ``Relay`` is I/O the shell performs: it hands the answer back with ``NodeCore.handle_relayed`` (or
@@ -56,7 +59,7 @@ it. A ``Relay`` is I/O the shell performs: it hands the answer back with ``NodeC
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -88,7 +91,7 @@ from kraftwire.core.controller_role import ControllerRole
 from kraftwire.core.envelope import Wrap, unwrap, wrapper
 from kraftwire.core.outputs import Respond
 from kraftwire.core.produce import refuse_produce
-from kraftwire.core.raft_apis import RAFT_CORE_APIS, RaftApis, replica_of
+from kraftwire.core.raft_apis import DOOR_RAFT_APIS, RaftApis, replica_of
 from kraftwire.core.voter_reads import ANSWERED as VOTER_ANSWERED
 from kraftwire.core.voter_reads import VoterReads
 from kraftwire.core.voter_reads import answer as voter_answer
@@ -97,7 +100,7 @@ from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages.envelope_response import EnvelopeResponse
 from kraftwire.protocol.messages.incremental_alter_configs_response import IncrementalAlterConfigsResponse
-from kraftwire.protocol.requests import Reply, RequestContext
+from kraftwire.protocol.requests import RefusedRequest, Reply, RequestContext
 from kraftwire.protocol.runtime import replace
 from kraftwire.raft import messages as m
 from kraftwire.security.gate import RequestGate
@@ -121,7 +124,6 @@ class Route(StrEnum):
     ENVELOPE = "envelope"           # unwrapped on the controller plane, the inner request through the door
     REFUSE_PRODUCE = "refuse produce"   # every Produce (only the quorum writes the metadata log)
     RELAY = "relay"                 # sent on to a voter (the group coordinator)
-    SHELL = "shell"                 # relayed to the shell's handler (the voter changes)
 
 
 class RelayKind(StrEnum):
@@ -131,7 +133,6 @@ class RelayKind(StrEnum):
     GROUP = "group"       # to the voter coordinating the group (every voter for ListGroups)
     DESCRIBE_QUORUM = "describe quorum"   # to the quorum leader, following NOT_LEADER_OR_FOLLOWER hints
     LOGGERS = "loggers"   # BROKER_LOGGER resources of an IncrementalAlterConfigs: this process's log levels
-    HANDLER = "handler"   # the shell's own handler: only the voter changes (80-82)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,8 +196,14 @@ class DoorPlane:
     broker: BrokerReads | None = None
     voter: VoterReads | None = None
 
-    def route(self, key: int) -> Route:
-        """Where a served ``key`` goes, as the plane's registry says."""
+    def check(self, advertised: Iterable[int], answered_elsewhere: Iterable[int] = ()) -> None:
+        """Raise if an ``advertised`` API (other than ``answered_elsewhere``: the listener's SASL) has no route."""
+        missing = sorted(k for k in set(advertised) - set(answered_elsewhere) if self.route(k) is None)
+        if missing:
+            raise ValueError(f"advertised APIs the door does not route {self.where}: {missing}")
+
+    def route(self, key: int) -> Route | None:
+        """Where a served ``key`` goes, as the plane's registry says (None: nowhere, ``check`` refuses it)."""
         registry = self.registry
         if key == K.API_VERSIONS:
             return Route.API_VERSIONS
@@ -204,7 +211,7 @@ class DoorPlane:
             return Route.READ
         if key == K.PRODUCE:
             return Route.REFUSE_PRODUCE
-        if key in RAFT_CORE_APIS:
+        if key in DOOR_RAFT_APIS:
             return Route.RAFT
         if registry.plane is Plane.CONTROLLER:
             if self.controller is not None and key == K.ENVELOPE:
@@ -221,7 +228,7 @@ class DoorPlane:
             return Route.FROM_IMAGE
         elif self.broker is not None and registry.how(key) is How.RELAYED:
             return Route.RELAY
-        return Route.SHELL
+        return None
 
 
 class _Call:
@@ -322,8 +329,8 @@ class ApiDoor:
                 self._answer(call, not_allowed(request))
             else:
                 self._relay(call, RelayKind.FORWARD)
-        else:
-            self._relay(call, RelayKind.HANDLER)
+        else:   # an API with no route (``check`` keeps a server from advertising one)
+            raise RefusedRequest(f"API {key} has no route {plane.where}")
 
     def relayed(self, request_id: int, reply: Reply | None) -> None:
         """The shell's answer to the ``Relay`` of ``request_id`` (None: nothing to send)."""

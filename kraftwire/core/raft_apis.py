@@ -1,6 +1,7 @@
 """Raft's Kafka APIs at the one door: Vote, BeginQuorumEpoch, EndQuorumEpoch, a replica's Fetch,
-FetchSnapshot and DescribeQuorum enter ``NodeCore.handle_api`` like every request and are answered by the
-replica's Raft core.
+FetchSnapshot, DescribeQuorum and KIP-853's AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter enter
+``NodeCore.handle_api`` like every request and are answered by the replica's Raft core (a voter change
+once the new voter set commits, or with its error; UpdateRaftVoter's answer names the leader's endpoint).
 
 For one of them the door (``core/api_door.py``, after its registry and authorization checks) asks
 ``RaftApis``: the decoded request becomes the Raft core's message (``core/raft_wire.py``; a second
@@ -44,6 +45,10 @@ Node = tuple[int, str, int, str]   # a voter's (id, host, port, listener), as De
 
 #: the APIs the Raft core answers (with a replica's Fetch: ``is_replica_fetch``)
 RAFT_CORE_APIS = frozenset({K.VOTE, K.BEGIN_QUORUM_EPOCH, K.END_QUORUM_EPOCH, K.FETCH_SNAPSHOT, K.DESCRIBE_QUORUM})
+#: KIP-853's voter changes, an operator's requests to the metadata quorum's leader (``raft/reconfig.py`` rules)
+VOTER_CHANGE_KEYS = frozenset({K.ADD_RAFT_VOTER, K.REMOVE_RAFT_VOTER, K.UPDATE_RAFT_VOTER})
+#: every API the door hands to ``RaftApis``
+DOOR_RAFT_APIS = RAFT_CORE_APIS | VOTER_CHANGE_KEYS
 
 
 def replica_of(request: Request) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 from kraftwire.group.replicated import OFFSETS_TOPIC
 from kraftwire.protocol.api import ApiKey, response_class
 from kraftwire.protocol.errors import DecodeError, Errors
+from kraftwire.protocol.messages import add_raft_voter_response as arv_resp
 from kraftwire.protocol.messages import begin_quorum_epoch_request as bqe_req
 from kraftwire.protocol.messages import begin_quorum_epoch_response as bqe_resp
 from kraftwire.protocol.messages import describe_quorum_response as dq_resp
@@ -24,6 +25,8 @@ from kraftwire.protocol.messages import fetch_request as f_req
 from kraftwire.protocol.messages import fetch_response as f_resp
 from kraftwire.protocol.messages import fetch_snapshot_request as fs_req
 from kraftwire.protocol.messages import fetch_snapshot_response as fs_resp
+from kraftwire.protocol.messages import remove_raft_voter_response as rrv_resp
+from kraftwire.protocol.messages import update_raft_voter_response as urv_resp
 from kraftwire.protocol.messages import vote_request as v_req
 from kraftwire.protocol.messages import vote_response as v_resp
 from kraftwire.protocol.metadata import METADATA_TOPIC, METADATA_TOPIC_ID
@@ -145,7 +148,21 @@ def request_from_wire(api_key: int, body: Any, version: int) -> tuple[int, m.Req
             body.cluster_id, body.replica_id, p.current_leader_epoch,
             m.SnapshotIdField(p.snapshot_id.end_offset, p.snapshot_id.epoch), p.position, body.max_bytes,
             _dir(getattr(p, "replica_directory_id", None)))
+    if api_key == ApiKey.ADD_RAFT_VOTER:   # KIP-853 voter changes: an operator's, no replica sends them
+        return -1, m.AddRaftVoterRequest(body.cluster_id, body.timeout_ms, body.voter_id, body.voter_directory_id,
+                                         _listeners(body.listeners))
+    if api_key == ApiKey.REMOVE_RAFT_VOTER:
+        return -1, m.RemoveRaftVoterRequest(body.cluster_id, body.voter_id, body.voter_directory_id)
+    if api_key == ApiKey.UPDATE_RAFT_VOTER:
+        feature = body.k_raft_version_feature
+        return -1, m.UpdateRaftVoterRequest(body.cluster_id, body.current_leader_epoch, body.voter_id,
+                                            body.voter_directory_id, _listeners(body.listeners),
+                                            (feature.min_supported_version, feature.max_supported_version))
     raise WireError(Errors.INVALID_REQUEST, f"API {api_key} is not a raft API")
+
+
+def _listeners(listeners: list[Any]) -> tuple[tuple[str, str, int], ...]:
+    return tuple((lst.name, lst.host, lst.port) for lst in listeners)
 
 
 def error_answer(api_key: int, error: int) -> Any:
@@ -193,7 +210,23 @@ def response_to_wire(api_key: int, resp: m.Response, version: int, nodes: list[t
                                               _topics(dq_resp.TopicData, parts), dq_nodes)
     if isinstance(resp, m.FetchSnapshotResponse):
         return fetch_snapshot_response_to_wire(resp, version, nodes)
+    if isinstance(resp, m.VoterChangeResponse):
+        return voter_change_response_to_wire(api_key, resp, nodes)
     raise ValueError(api_key)
+
+
+def voter_change_response_to_wire(api_key: int, resp: m.VoterChangeResponse,
+                                  nodes: list[tuple[int, str, int, str]]) -> Any:
+    """AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter's answer; UpdateRaftVoter's CurrentLeader names the
+    leader's endpoint among ``nodes`` (empty host, port 0 when it is not one of them)."""
+    if api_key == ApiKey.ADD_RAFT_VOTER:
+        return arv_resp.AddRaftVoterResponse(error_code=resp.error_code, error_message=resp.error_message)
+    if api_key == ApiKey.REMOVE_RAFT_VOTER:
+        return rrv_resp.RemoveRaftVoterResponse(error_code=resp.error_code, error_message=resp.error_message)
+    leader = resp.leader or m.LeaderIdAndEpoch()
+    host, port = next(((h, p) for i, h, p, _ in nodes if i == leader.leader_id), ("", 0))
+    return urv_resp.UpdateRaftVoterResponse(error_code=resp.error_code, current_leader=urv_resp.CurrentLeader(
+        leader_id=leader.leader_id, leader_epoch=leader.leader_epoch, host=host, port=port))
 
 
 def _topics(cls: Any, parts: list[Any]) -> list[Any]:

@@ -31,7 +31,6 @@ from kraftwire.core.api_registry import ApiRegistry, Features, broker_plane_apis
 from kraftwire.core.broker_reads import BrokerReads
 from kraftwire.metadata.features import BROKER_SUPPORTED_FEATURES
 from kraftwire.node import loggers
-from kraftwire.node.apis import Dispatcher
 from kraftwire.node.forwarding import ForwardingManager
 from kraftwire.node.group_proxy import GroupRouter
 from kraftwire.node.metrics import ForwardingMetrics
@@ -141,10 +140,6 @@ class BrokerRole:
                                             self.local_view, lambda: self.lifecycle.serving,
                                             self.cfg["delegation.token.secret.key"] or None,
                                             lambda name, v: loggers.describe(self.node_id, name, v)))
-
-    def register(self, d: Dispatcher) -> None:
-        """The shell handlers of the APIs the door relays to the shell: none of the broker's own (the door
-        answers or relays every API it advertises but those every replica serves)."""
 
     # -- lifecycle ------------------------------------------------------------------------------
     def _lifecycle_moved(self) -> None:

@@ -393,19 +393,6 @@ class RaftDriver:
             peers.succeeded(node)
         self.call(self.node.handle_controller_response, out.request_id, resp)
 
-    async def ask(self, msg: m.Request, source: int = -1) -> Any:
-        """Hand ``msg`` to the core as an inbound request and wait for its answer."""
-        rid = -next(self._ids)  # inbound ids are negative, the core's own outbound ids positive
-        done = anyio.Event()
-        box: list[Any] = []
-        self._waiting[rid] = (done, box)
-        try:
-            self.call(self.node.handle_request, rid, source, msg)
-            await done.wait()
-        finally:
-            self._waiting.pop(rid, None)
-        return box[0]
-
     async def _send(self, out: m.SendRequest) -> None:
         if isinstance(out.msg, m.KraftVersionsRequest):   # ApiVersions to a voter being added (KIP-853)
             probe = self.versions_probe

@@ -10,12 +10,12 @@ answers every listener through one ``KafkaServer``. The roles bring their handle
 
 Each listener belongs to one *plane*, as Kafka's ControllerApis and KafkaApis split them: the
 controller listeners to the voter's, the others to the broker's (a single-role node has one plane
-for all). A plane is one API table (``node/apis.Dispatcher``: ApiVersions, refusals and the
-handler of every advertised API) and one authorization gate. What every replica serves the same way
-is registered here once: ListOffsets; the node core's door answers Fetch (a consumer's read here, a
-replica's by Raft), Produce (refused) and DescribeQuorum (asked of the leader when this replica does not
-lead). A Raft request naming the voters' offsets quorum enters that quorum's node core, through a door
-over the same planes. ``run()`` serves until cancelled or until a role stops the
+for all). A plane is one door plane of the node core (``core/api_door.DoorPlane``: ApiVersions,
+refusals, one authorization gate and where every advertised API goes); the server carries out what the
+door hands back: a ``Read`` (a consumer Fetch or ListOffsets, read from its view of the log), a ``Relay``
+(an Envelope to the active controller, a group request to its coordinator, DescribeQuorum to the leader,
+BROKER_LOGGER changes). A Raft request naming the voters' offsets quorum enters that quorum's node core,
+through a door over the same planes. ``run()`` serves until cancelled or until a role stops the
 node; ``shutdown()`` is the broker's controlled shutdown, then the voter's resignation.
 """
 
@@ -37,7 +37,6 @@ from kraftwire.core import (
     Read,
     Relay,
     RelayKind,
-    Route,
     raft_topic,
     reads,
 )
@@ -49,7 +48,6 @@ from kraftwire.net.limits import ConnectionLimits
 from kraftwire.net.peers import PeerClient
 from kraftwire.net.server import KafkaServer
 from kraftwire.node import loggers
-from kraftwire.node.apis import Dispatcher
 from kraftwire.node.disk_worker import DiskWorker
 from kraftwire.node.listener_pool import ListenerPool
 from kraftwire.node.metrics import CombinedMetrics, RaftMetrics, serve_metrics
@@ -108,13 +106,12 @@ async def discover_voters(servers: list[str], listener: str, timeout_s: float,
 
 
 class Plane:
-    """What a set of listeners serves: the node core's door plane (ApiVersions, refusals, authorization,
-    the APIs the core answers) and the shell handlers of the APIs it relays to the shell."""
+    """What a set of listeners serves: the role behind them and its node core's door plane (ApiVersions,
+    refusals, authorization, where each API goes)."""
 
-    def __init__(self, role: Any, door: DoorPlane, dispatcher: Dispatcher) -> None:
+    def __init__(self, role: Any, door: DoorPlane) -> None:
         self.role = role
         self.door = door
-        self.dispatcher = dispatcher
 
 
 class Server:
@@ -241,13 +238,11 @@ class Server:
         return EpochStartRecords(self.log)
 
     def _plane(self, role: Any) -> Plane:
-        """A plane: the role's door plane, and its shell handlers (what every replica serves, then the role's
-        own) for every advertised API the door does not answer."""
+        """A plane: the role and its door plane, which must route every API the role advertises (the
+        listener answers SASL's itself)."""
         door = role.door_plane()
-        d = Dispatcher(role.apis, role.where)
-        role.register(d)
-        d.check(answered_elsewhere=set(SASL_APIS) | {k for k in role.apis if door.route(k) is not Route.SHELL})
-        return Plane(role, door, d)
+        door.check(role.apis, answered_elsewhere=SASL_APIS)
+        return Plane(role, door)
 
     def _api_versions_fallback(self) -> Reply:
         return Reply(api_versions_response(self.roles[0].apis, int(Errors.UNSUPPORTED_VERSION)), 0)
@@ -317,7 +312,7 @@ class Server:
 
     async def _relay(self, relay: Relay) -> Reply | None:
         """What the door relays: to the active controller in an Envelope, a group request to its coordinating
-        voter, DescribeQuorum to the quorum leader, or to the plane's shell handler."""
+        voter, DescribeQuorum to the quorum leader, BROKER_LOGGER changes to this process's log levels."""
         plane = self.listener_plane[relay.context.listener]
         request = relay.request
         if relay.kind is RelayKind.FORWARD:
@@ -332,7 +327,7 @@ class Server:
             v = request.api_version
             answer = await self.describe_quorum(request.body, v, request.header.client_id or "")
             return None if answer is None else Reply(answer, v)   # None: the door gives this replica's view
-        return await plane.dispatcher.dispatch(request, relay.context)
+        raise ValueError(f"no shell carries a {relay.kind} relay")
 
     def _read(self, read: Read) -> tuple[Any, int]:
         """The door's ``Read``: a consumer Fetch answer from the role's view of the log (zero-copy slices) and

@@ -24,7 +24,6 @@ import anyio
 from kraftwire.controller import ControllerConfig, QuorumController
 from kraftwire.core import ControllerObserver, ControllerRole, DoorPlane, GroupRole
 from kraftwire.core.api_registry import (
-    VOTER_CHANGE_APIS,
     ApiRegistry,
     Features,
     controller_plane_apis,
@@ -35,7 +34,6 @@ from kraftwire.metadata import bootstrap_records
 from kraftwire.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
 from kraftwire.net.client import RequestFailed
 from kraftwire.node import loggers
-from kraftwire.node.apis import Dispatcher
 from kraftwire.node.controller_registration import ControllerRegistrar
 from kraftwire.node.forwarding import ForwardingManager
 from kraftwire.node.group_shell import GroupShell
@@ -46,8 +44,6 @@ from kraftwire.node.role_host import RoleHost
 from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.snapshots import snapshotter_for
 from kraftwire.node.view import LogPartitionView
-from kraftwire.protocol.framing import Request
-from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.storage.audit import Origin
 
 log = logging.getLogger(__name__)
@@ -179,15 +175,6 @@ class VoterRole:
                          describe_logger=lambda name, v: loggers.describe(self.node_id, name, v),
                          voter=VoterReads(self.node_id, server.cluster_id, advertised, lambda: server.voters,
                                           self.image, lambda: self.view, self.groups.router.owner))
-
-    def register(self, d: Dispatcher) -> None:
-        """The shell handlers of the APIs the door relays to the shell."""
-        d.on(VOTER_CHANGE_APIS, self._on_voter_change)
-
-    # -- handlers -------------------------------------------------------------------------------
-    async def _on_voter_change(self, request: Request, ctx: RequestContext) -> Reply:
-        v = request.api_version
-        return Reply(await self.voter_changes.handle(request.api_key, request.body, v), v)
 
     async def submit(self, body: Any, version: int, origin: Origin | None = None) -> Any:
         """A controller API request, run by the node core; its answer once it may be sent."""

@@ -1,9 +1,11 @@
-"""KIP-853 voter changes on the wire: AddRaftVoter (80), RemoveRaftVoter (81), UpdateRaftVoter (82).
+"""A voter's KIP-853 I/O: what AddRaftVoter (80), RemoveRaftVoter (81) and UpdateRaftVoter (82) need from
+the shell.
 
-The rules live in the Raft core (``raft/reconfig.py``); this module converts the generated codecs to the
-core's messages and back, probes a voter being added with ApiVersions (its kraft.version range, as
-Kafka's leader does), and keeps the node's peer table and DescribeQuorum nodes on the voter set in
-force, whose endpoints come from the log.
+The requests themselves enter the node core's one door and are answered by the Raft core
+(``core/raft_apis.py``, rules in ``raft/reconfig.py``). This module probes a voter being added with
+ApiVersions (its kraft.version range, as Kafka's leader does), keeps the node's peer table and the voters
+the Raft answers list on the voter set in force (its endpoints come from the log), sends UpdateRaftVoter
+while this voter's entry is out of date, and (``controller.quorum.auto.join.enable``) asks to be added.
 """
 
 from __future__ import annotations
@@ -15,31 +17,14 @@ import anyio
 
 from kraftwire.net.client import RequestFailed
 from kraftwire.node.role_host import RoleHost
-from kraftwire.protocol.api import ApiKey
 from kraftwire.protocol.errors import Errors, KafkaProtocolError
 from kraftwire.protocol.messages.add_raft_voter_request import AddRaftVoterRequest, Listener
-from kraftwire.protocol.messages.add_raft_voter_response import AddRaftVoterResponse
 from kraftwire.protocol.messages.api_versions_request import ApiVersionsRequest
-from kraftwire.protocol.messages.remove_raft_voter_response import RemoveRaftVoterResponse
-from kraftwire.protocol.messages.update_raft_voter_response import CurrentLeader, UpdateRaftVoterResponse
 from kraftwire.raft import messages as m
 
 log = logging.getLogger(__name__)
 
 KRAFT_VERSION = "kraft.version"
-
-
-def request_from_wire(api_key: int, body: Any) -> m.Request:
-    if api_key == ApiKey.ADD_RAFT_VOTER:
-        return m.AddRaftVoterRequest(body.cluster_id, body.timeout_ms, body.voter_id, body.voter_directory_id,
-                                     tuple((lst.name, lst.host, lst.port) for lst in body.listeners))
-    if api_key == ApiKey.REMOVE_RAFT_VOTER:
-        return m.RemoveRaftVoterRequest(body.cluster_id, body.voter_id, body.voter_directory_id)
-    feature = body.k_raft_version_feature
-    return m.UpdateRaftVoterRequest(body.cluster_id, body.current_leader_epoch, body.voter_id,
-                                    body.voter_directory_id,
-                                    tuple((lst.name, lst.host, lst.port) for lst in body.listeners),
-                                    (feature.min_supported_version, feature.max_supported_version))
 
 
 class VoterChangeApis:
@@ -53,20 +38,6 @@ class VoterChangeApis:
         driver.versions_probe = self.probe
         driver.on_change.append(self.follow)
         self.follow()
-
-    async def handle(self, api_key: int, body: Any, version: int) -> Any:
-        driver = self.server.driver
-        if driver is None:
-            return _wire_response(api_key, m.VoterChangeResponse(int(Errors.NOT_LEADER_OR_FOLLOWER)), None)
-        resp = await driver.ask(request_from_wire(api_key, body))
-        return _wire_response(api_key, resp, self._endpoint_of(resp.leader.leader_id if resp.leader else -1))
-
-    def _endpoint_of(self, node_id: int) -> tuple[str, int] | None:
-        latest = None if self.server.core is None or self.server.core.history is None else self.server.core.history.latest
-        if latest is None:
-            return self.server.voters.get(node_id)
-        node = latest[1].get(node_id)
-        return None if node is None else node.endpoint(self.server.cfg.controller_listener)
 
     def follow(self) -> None:
         """The voter set in force may have changed: peers, DescribeQuorum nodes, snapshot control records."""
@@ -122,13 +93,9 @@ class VoterChangeApis:
             endpoints = self.own_endpoints()
             if me is None or not endpoints or (set(me.endpoints) == set(endpoints) and me.kraft_range == ours):
                 continue
-            if core.is_leader:   # Kafka's leader rewrites its own entry too; the same rules, applied locally
-                resp = await driver.ask(m.UpdateRaftVoterRequest(
-                    server.cluster_id, core.epoch, server.node_id, server.directory_id, tuple(endpoints), ours))
-                log.info("the leader updated its own voter entry (endpoints %s): %s", endpoints,
-                         Errors(resp.error_code).name)
-                continue
-            addr = server.voters.get(core.leader_id)
+            # the leader rewrites its own entry too, as Kafka's does: the request goes to its own listener, so
+            # it takes the one door (and its authorization) like any voter's
+            addr = server.bound.get(server.cfg.controller_listener) if core.is_leader else server.voters.get(core.leader_id)
             if addr is None or not server.peers.attached:
                 continue
             body = urv.UpdateRaftVoterRequest(
@@ -195,13 +162,3 @@ class VoterChangeApis:
         rng = next(((f.min_version, f.max_version) for f in resp.supported_features if f.name == KRAFT_VERSION), None)
         return m.KraftVersionsResponse(0, rng)
 
-
-def _wire_response(api_key: int, resp: m.VoterChangeResponse, leader_endpoint: tuple[str, int] | None) -> Any:
-    if api_key == ApiKey.ADD_RAFT_VOTER:
-        return AddRaftVoterResponse(error_code=resp.error_code, error_message=resp.error_message)
-    if api_key == ApiKey.REMOVE_RAFT_VOTER:
-        return RemoveRaftVoterResponse(error_code=resp.error_code, error_message=resp.error_message)
-    leader = resp.leader or m.LeaderIdAndEpoch()
-    host, port = leader_endpoint or ("", 0)
-    return UpdateRaftVoterResponse(error_code=resp.error_code, current_leader=CurrentLeader(
-        leader_id=leader.leader_id, leader_epoch=leader.leader_epoch, host=host, port=port))

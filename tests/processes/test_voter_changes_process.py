@@ -156,3 +156,28 @@ def _listener_moved(dyn: DynamicCluster) -> None:
         assert time.monotonic() < deadline, f"node {mover}'s entry never named its new endpoint"
         time.sleep(0.5)
     dyn.wait_status(lambda s: s.get("LeaderId", -1) >= 0 and sorted(s["CurrentVoters"]) == [1, 2, 3], [witness], 40)
+
+
+def test_a_leader_whose_listener_moved_updates_its_own_entry(tmp_path):
+    """A one-voter quorum restarted on another port leads at once with an entry naming the old endpoint; it
+    sends UpdateRaftVoter to its own listener (through its door, as any voter's request) and its entry
+    follows."""
+    dyn = DynamicCluster(tmp_path, 1)
+    try:
+        dyn.start_all()
+        dyn.wait_status(lambda s: s.get("LeaderId", -1) == 1, [1], 40)
+        dyn.kill(1, signal.SIGTERM)
+        new_port = free_port_block(1)
+        cfg = dyn.configs[0]
+        cfg.write_text(re.sub(r"listeners=CONTROLLER://127\.0\.0\.1:\d+", f"listeners=CONTROLLER://127.0.0.1:{new_port}",
+                              cfg.read_text()))
+        dyn.start(1)
+        deadline = time.monotonic() + 60
+        while True:
+            vs = _voters_in_log(dyn.data_dir(1))
+            if vs is not None and vs.get(1) is not None and vs.get(1).endpoints == (("CONTROLLER", "127.0.0.1", new_port),):
+                break
+            assert time.monotonic() < deadline, "the leader's entry never named its new endpoint"
+            time.sleep(0.5)
+    finally:
+        dyn.stop_all()
