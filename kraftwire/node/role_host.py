@@ -17,7 +17,6 @@ from kraftwire.raft.core import RaftCore
 if TYPE_CHECKING:
     from kraftwire.node.metrics import RaftMetrics
     from kraftwire.node.raft_driver import RaftDriver
-    from kraftwire.node.voter import VoterRole
 
 Address = tuple[str, int]
 
@@ -42,7 +41,7 @@ class RoleHost(Protocol):
     node: NodeCore | None
     driver: RaftDriver | None
     metrics: RaftMetrics | None
-    voter: VoterRole | None
+    voter: object | None              # the voter role when this node runs one (the roles only ask whether)
 
     def stop(self, why: str) -> None:
         """A role cannot go on: the process stops, naming ``why``."""

@@ -44,6 +44,7 @@ from kraftwire.node.role_host import RoleHost
 from kraftwire.node.secure import NodeSecurity
 from kraftwire.node.snapshots import snapshotter_for
 from kraftwire.node.view import LogPartitionView
+from kraftwire.node.voter_changes import VoterChangeApis
 from kraftwire.storage.audit import Origin
 
 log = logging.getLogger(__name__)
@@ -80,9 +81,7 @@ class VoterRole:
         snapshotter = snapshotter_for(cfg)
         snapshotter.control = server.snapshot_control
         self.snapshotter = snapshotter
-        from kraftwire.node.voter_changes import VoterChangeApis
-
-        self.voter_changes = VoterChangeApis(server)
+        self.voter_changes = VoterChangeApis(server, snapshotter)
         self.controller = ControllerRole(cfg.node_id, QuorumController(ControllerConfig(
             node_id=cfg.node_id, cluster_id=server.cluster_id, quorum_node_ids=tuple(server.voters),
             session_timeout_ms=cfg["broker.session.timeout.ms"],

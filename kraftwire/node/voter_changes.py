@@ -30,8 +30,9 @@ KRAFT_VERSION = "kraft.version"
 class VoterChangeApis:
     """Serves APIs 80-82 on a voter and follows the voter set in force (endpoints, peer addresses)."""
 
-    def __init__(self, server: RoleHost) -> None:
+    def __init__(self, server: RoleHost, snapshotter: Any) -> None:
         self.server = server
+        self.snapshotter = snapshotter   # the voter's: its snapshots name the committed voter set
         self._latest: Any = None
 
     def attach(self, driver: Any) -> None:
@@ -46,9 +47,8 @@ class VoterChangeApis:
             return
         latest = core.history.latest
         control = core.snapshot_control(core.hw or 0)
-        voter = self.server.voter
-        if voter is not None and control:
-            voter.snapshotter.control = control   # the set committed: what a snapshot of committed state names
+        if control:
+            self.snapshotter.control = control   # the set committed: what a snapshot of committed state names
         if latest is None or latest is self._latest:
             return
         self._latest = latest
