@@ -18,7 +18,8 @@ A listener belongs to one plane (``api_registry.Plane``, as Kafka splits Control
      else once its records commit. A client's admin write reaching a voter that is not the active
      controller is relayed to it (``Relay`` FORWARD, in an Envelope), as a broker does. An
      IncrementalAlterConfigs naming BROKER_LOGGER resources sends those to the shell (``Relay`` LOGGERS:
-     this process's log levels) after the controller answered the others;
+     this process's log levels) after the controller answered the others (on the broker plane: after the
+     active controller answered the forwarded rest), answered in the request's order;
    - an Envelope on the controller plane is unwrapped (``core/envelope.py``, KIP-590): NOT_CONTROLLER
      unless this voter is the active controller, else the inner request goes through the door again as
      its client (the forwarded principal and address: authorized as the client), and its answer,
@@ -110,6 +111,7 @@ from kraftwire.storage.audit import Origin
 K = ApiKey
 Finish = Callable[[Any], Any]
 LoggerDescriber = Callable[[str, int], Any]
+Part = Callable[[Any, Callable[[Any], None]], None]   # hand a part of a request on; its answer to the callback
 
 
 class Route(StrEnum):
@@ -234,7 +236,7 @@ class DoorPlane:
 class _Call:
     """A request in the door: ``finish`` completes its answer (an authorization rule's filter)."""
 
-    __slots__ = ("request_id", "request", "context", "finish", "fallback")
+    __slots__ = ("request_id", "request", "context", "finish", "fallback", "then")
 
     def __init__(self, request_id: int, request: Request, context: RequestContext, finish: Finish | None) -> None:
         self.request_id = request_id
@@ -242,6 +244,7 @@ class _Call:
         self.context = context
         self.finish = finish
         self.fallback: Callable[[], Reply] | None = None   # the answer when a relay brought none
+        self.then: Callable[[Reply | None], None] | None = None   # a relay's answer is one step of the request's
 
 
 def origin_of(request: Request, ctx: RequestContext) -> Origin:
@@ -298,7 +301,7 @@ class ApiDoor:
         role = plane.controller
         if route is Route.CONTROLLER and role is not None:
             if key == K.INCREMENTAL_ALTER_CONFIGS and any(_is_logger(r) for r in request.body.resources):
-                self._alter_loggers(role, call)
+                self._alter_loggers(call, self._submit_part(role, call))
             else:
                 self._controller_write(role, call)
         elif route is Route.FROM_IMAGE and plane.voter is not None and key in VOTER_ANSWERED:
@@ -327,6 +330,8 @@ class ApiDoor:
         elif route is Route.FORWARD:
             if key in TOKEN_WRITES and not requests_allowed(context, forwarded=False):
                 self._answer(call, not_allowed(request))
+            elif key == K.INCREMENTAL_ALTER_CONFIGS and any(_is_logger(r) for r in request.body.resources):
+                self._alter_loggers(call, self._forward_part(call))
             else:
                 self._relay(call, RelayKind.FORWARD)
         else:   # an API with no route (``check`` keeps a server from advertising one)
@@ -335,7 +340,9 @@ class ApiDoor:
     def relayed(self, request_id: int, reply: Reply | None) -> None:
         """The shell's answer to the ``Relay`` of ``request_id`` (None: nothing to send)."""
         call = self._relayed.pop(request_id, None)
-        if call is not None:
+        if call is not None and call.then is not None:
+            call.then(reply)
+        elif call is not None:
             self._answer(call, reply if reply is not None or call.fallback is None else call.fallback())
 
     def relay_failed(self, request_id: int) -> None:
@@ -422,25 +429,41 @@ class ApiDoor:
             return
         role.submit(body, version, lambda resp: self._answer(call, Reply(resp, version)), origin_of(request, ctx))
 
-    def _alter_loggers(self, role: ControllerRole, call: _Call) -> None:
+    def _alter_loggers(self, call: _Call, others: Part) -> None:
         """An IncrementalAlterConfigs naming BROKER_LOGGER resources: those change this process's log levels (the
-        shell does, ``Relay`` LOGGERS; they never reach the metadata log, as in Kafka's ControllerApis), the
-        others go to the controller role first; the answer lists the controller's results, then the loggers'."""
+        shell does, ``Relay`` LOGGERS; they never reach the metadata log, as in Kafka, whose nodes handle them
+        before forwarding the rest), the other resources go first to ``others`` (the controller role, or from a
+        broker to the active controller); the answer gives each resource's result in the request's order, as
+        Kafka reassembles it."""
         request, ctx = call.request, call.context
-        body, version = request.body, request.api_version
+        body = request.body
         loggers = Request(request.header, replace(body, resources=[r for r in body.resources if _is_logger(r)]))
         rest = replace(body, resources=[r for r in body.resources if not _is_logger(r)])
 
         def then(answered: Any) -> None:
-            def merge(logged: Any) -> Any:
-                answered.responses.extend(logged.responses)
-                return answered
-            self._relay(_Call(call.request_id, loggers, ctx, call.finish), RelayKind.LOGGERS, merge)
+            if answered is None:   # the forwarded part brought no answer: neither does the request
+                self._answer(call, None)
+                return
+            self._relay(_Call(call.request_id, loggers, ctx, call.finish), RelayKind.LOGGERS,
+                        lambda logged: _in_request_order(body, answered, logged))
 
         if rest.resources:
-            role.submit(rest, version, then, origin_of(request, ctx))
+            others(rest, then)
         else:
             then(IncrementalAlterConfigsResponse(responses=[]))
+
+    def _submit_part(self, role: ControllerRole, call: _Call) -> Part:
+        """Part of ``call``'s request for the controller role."""
+        request = call.request
+        return lambda body, then: role.submit(body, request.api_version, then, origin_of(request, call.context))
+
+    def _forward_part(self, call: _Call) -> Part:
+        """Part of ``call``'s request relayed to the active controller (``Relay`` FORWARD)."""
+        def forward(body: Any, then: Callable[[Any], None]) -> None:
+            part = _Call(call.request_id, Request(call.request.header, body), call.context, None)
+            part.then = lambda reply: then(None if reply is None else reply.body)
+            self._relay(part, RelayKind.FORWARD)
+        return forward
 
     def _from_committed_image(self, plane: DoorPlane, role: ControllerRole, call: _Call) -> None:
         """DescribeConfigs / ListPartitionReassignments / DescribeClientQuotas / DescribeUserScramCredentials /
@@ -530,6 +553,24 @@ class ApiDoor:
         """The ``Respond`` of ``request_id``: an Envelope's inner answer goes out wrapped in its EnvelopeResponse."""
         wrap = self._wraps.pop(request_id, None)
         return Respond(request_id, reply if wrap is None else wrap(reply))
+
+
+def _in_request_order(body: Any, *parts: Any) -> Any:
+    """The first of ``parts`` (IncrementalAlterConfigs answers to parts of ``body``) holding every part's
+    results in the order ``body`` names the resources."""
+    results: dict[tuple[int, str], list[Any]] = {}
+    for part in parts:
+        for r in part.responses:
+            results.setdefault((r.resource_type, r.resource_name), []).append(r)
+    ordered = []
+    for res in body.resources:
+        found = results.get((res.resource_type, res.resource_name))
+        if found:
+            ordered.append(found.pop(0))
+    ordered += [r for left in results.values() for r in left]
+    whole = parts[0]
+    whole.responses = ordered
+    return whole
 
 
 def _is_logger(resource: Any) -> bool:

@@ -27,7 +27,7 @@ from kraftwire.protocol.messages import list_offsets_response as lor
 from kraftwire.protocol.messages import metadata_request as mdq
 from kraftwire.protocol.messages.envelope_request import EnvelopeRequest
 from kraftwire.protocol.requests import Reply
-from tests.core.test_api_door import CTL, _door_node
+from tests.core.test_api_door import CLIENT, CTL, _door_node
 
 TOPIC, LITERAL, READ, ALLOW = 2, 3, 3, 3
 
@@ -148,7 +148,7 @@ def _resource(kind: int, name: str) -> iacq.AlterConfigsResource:
                              value="DEBUG" if kind == BROKER_LOGGER else "1000")])
 
 
-def test_broker_logger_resources_go_to_the_shell_after_the_controllers_part() -> None:
+def test_broker_logger_resources_go_to_the_shell_after_the_controllers_part_answered_in_request_order() -> None:
     shell = _door_node()
     body = iacq.IncrementalAlterConfigsRequest(resources=[_resource(BROKER_LOGGER, "1"), _resource(2, "orders")],
                                                validate_only=False)
@@ -159,8 +159,37 @@ def test_broker_logger_resources_go_to_the_shell_after_the_controllers_part() ->
         0, None, BROKER_LOGGER, "1")])
     shell.take(shell.node.handle_relayed(shell.now, 1, Reply(logged, 1)))
     got = shell.answers[1].body
-    assert [(r.resource_type, r.resource_name) for r in got.responses] == [(2, "orders"), (BROKER_LOGGER, "1")]
-    assert got.responses[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert [(r.resource_type, r.resource_name) for r in got.responses] == [(BROKER_LOGGER, "1"), (2, "orders")]
+    assert got.responses[1].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
     only = iacq.IncrementalAlterConfigsRequest(resources=[_resource(BROKER_LOGGER, "1")], validate_only=True)
     shell.api(2, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, only)
     assert shell.relays[2].kind is RelayKind.LOGGERS and shell.relays[2].request.body.validate_only
+
+
+def test_a_broker_changes_its_own_loggers_and_forwards_the_other_resources_first() -> None:
+    """As a Kafka broker: BROKER_LOGGER resources are this node's (never forwarded); the rest goes to the active
+    controller first; the answer keeps the request's order."""
+    shell = _door_node()
+    body = iacq.IncrementalAlterConfigsRequest(resources=[_resource(2, "orders"), _resource(BROKER_LOGGER, "1"),
+                                                          _resource(2, "payments")], validate_only=False)
+    shell.api(1, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body, listener=CLIENT)
+    forward = shell.relays.pop(1)
+    assert forward.kind is RelayKind.FORWARD and 1 not in shell.answers
+    assert [r.resource_name for r in forward.request.body.resources] == ["orders", "payments"]
+    controller = iacr.IncrementalAlterConfigsResponse(responses=[
+        iacr.AlterConfigsResourceResponse(0, None, 2, "payments"), iacr.AlterConfigsResourceResponse(0, None, 2, "orders")])
+    shell.take(shell.node.handle_relayed(shell.now, 1, Reply(controller, 1)))
+    loggers = shell.relays.pop(1)
+    assert loggers.kind is RelayKind.LOGGERS and [r.resource_type for r in loggers.request.body.resources] == [BROKER_LOGGER]
+    assert 1 not in shell.answers
+    logged = iacr.IncrementalAlterConfigsResponse(responses=[iacr.AlterConfigsResourceResponse(0, None, BROKER_LOGGER, "1")])
+    shell.take(shell.node.handle_relayed(shell.now, 1, Reply(logged, 1)))
+    got = shell.answers[1].body
+    assert [(r.resource_type, r.resource_name) for r in got.responses] == [(2, "orders"), (BROKER_LOGGER, "1"),
+                                                                          (2, "payments")]
+    only = iacq.IncrementalAlterConfigsRequest(resources=[_resource(BROKER_LOGGER, "1")], validate_only=False)
+    shell.api(2, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, only, listener=CLIENT)
+    assert shell.relays[2].kind is RelayKind.LOGGERS   # nothing to forward
+    shell.api(3, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body, listener=CLIENT)
+    shell.take(shell.node.handle_relay_failed(shell.now, 3))   # the forward failed: no logger changed, no answer
+    assert 3 not in shell.answers and 3 not in shell.node.door._relayed

@@ -144,3 +144,18 @@ def test_group_configs(cluster):
     rc, out = configs(cluster, "--alter", *group, "--delete-config", "consumer.session.timeout.ms")
     assert rc == 0, out
     describe_until(cluster, group, [], ["consumer.session.timeout.ms=50000"])
+
+
+def test_broker_loggers_alter_and_describe(cluster):
+    """``kafka-configs --entity-type broker-loggers``: a broker changes its own log levels (a Kafka broker handles
+    BROKER_LOGGER itself before forwarding anything; a kraftwire broker too) and describes them."""
+    args = ["--entity-type", "broker-loggers", "--entity-name", "2"]
+    rc, out = configs(cluster, "--alter", *args, "--add-config", "root=WARN")
+    assert rc == 0 and "Completed updating config" in out, out
+    assert "root=WARN" in describe_until(cluster, args, ["root=WARN"])
+    rc, out = configs(cluster, "--alter", *args, "--add-config", "root=INFO")
+    assert rc == 0, out
+    describe_until(cluster, args, ["root=INFO"])
+    rc, out = configs(cluster, "--alter", "--entity-type", "broker-loggers", "--entity-name", "1",
+                      "--add-config", "root=WARN")
+    assert rc != 0, out   # another node's loggers: refused by the broker asked (Kafka: the node id is not ours)
