@@ -92,7 +92,7 @@ from kraftwire.core.controller_role import ControllerRole
 from kraftwire.core.envelope import Wrap, unwrap, wrapper
 from kraftwire.core.outputs import Respond
 from kraftwire.core.produce import refuse_produce
-from kraftwire.core.raft_apis import DOOR_RAFT_APIS, RaftApis, replica_of
+from kraftwire.core.raft_apis import DOOR_RAFT_APIS, Asked, RaftApis, replica_of
 from kraftwire.core.voter_reads import ANSWERED as VOTER_ANSWERED
 from kraftwire.core.voter_reads import VoterReads
 from kraftwire.core.voter_reads import answer as voter_answer
@@ -103,7 +103,6 @@ from kraftwire.protocol.messages.envelope_response import EnvelopeResponse
 from kraftwire.protocol.messages.incremental_alter_configs_response import IncrementalAlterConfigsResponse
 from kraftwire.protocol.requests import RefusedRequest, Reply, RequestContext
 from kraftwire.protocol.runtime import replace
-from kraftwire.raft import messages as m
 from kraftwire.security.gate import RequestGate
 from kraftwire.security.token_requests import TOKEN_WRITES, not_allowed, requests_allowed
 from kraftwire.storage.audit import Origin
@@ -265,7 +264,6 @@ class ApiDoor:
         self._relayed: dict[int, _Call] = {}
         self._reading: dict[int, _Reading] = {}
         self._raft = RaftApis()
-        self._raft_calls: dict[int, _Call] = {}   # requests the Raft core has not answered yet
         self._wraps: dict[int, Wrap] = {}   # Envelopes whose inner request is in the door: its answer's wrapping
 
     def attach(self, emit: Callable[[Any], None], mark: Callable[[], Mark], raft: RaftApis) -> None:
@@ -353,31 +351,16 @@ class ApiDoor:
         self._wraps.pop(request_id, None)
 
     # -- Raft's APIs (core/raft_apis.py) ---------------------------------------------------------------
-    def raft_answers(self, out: list[Any]) -> list[Any]:
-        """``out`` (a node core event's outputs) with the Raft core's answers to requests of this door as its
-        ``Respond``s, in place (the quorum-state write before a vote's answer stays before it)."""
-        calls = self._raft_calls
-        if calls:
-            raft = self._raft
-            for i, o in enumerate(out):
-                if type(o) is m.SendResponse and o.request_id in calls:
-                    out[i] = self._respond(calls.pop(o.request_id), raft.answer(o.request_id, o.msg))
-        return out
-
     def _raft_api(self, call: _Call) -> None:
-        """A Raft request for the replica's Raft core (DescribeQuorum the leader's: relayed where it is not)."""
+        """A Raft request for the replica's Raft core, answered through ``_respond`` whenever Raft answers
+        (DescribeQuorum the leader's: relayed where it is not)."""
         raft = self._raft
-        converted = raft.message(call.request)
-        if isinstance(converted, Reply):   # not the quorum's partition: refused at once
-            self._answer(call, converted)
-            return
-        source, msg = converted
-        if raft.relays(msg):
+        asked = raft.ask(call.request_id, call.request, lambda reply: self._respond(call, reply))
+        if asked is Asked.LEADER:
             call.fallback = lambda: raft.own_view(call.request)
             self._relay(call, RelayKind.DESCRIBE_QUORUM)
-            return
-        raft.ask(call.request_id, call.request, source, msg)
-        self._raft_calls[call.request_id] = call
+        elif asked is not Asked.RAFT:   # not the quorum's partition: refused at once
+            self._answer(call, asked)
 
     # -- consumer Fetch: Read, Park --------------------------------------------------------------------
     def read_done(self, now: int, request_id: int, body: Any, size: int) -> None:

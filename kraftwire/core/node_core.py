@@ -338,4 +338,4 @@ class NodeCore:
             if job is not None:
                 self._snapshot = job
                 out.append(TakeSnapshot(job))
-        return out if self.door is None else self.door.raft_answers(out)
+        return self.raft_apis.answers(out)   # the Raft core's answers to requests of the door, as its Respond

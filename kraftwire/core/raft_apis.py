@@ -24,6 +24,8 @@ voters' offsets quorum always answers from its own replica.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from enum import Enum
+from typing import Any
 
 from kraftwire.core.raft_wire import (
     WireError,
@@ -42,6 +44,16 @@ from kraftwire.raft import messages as m
 
 K = ApiKey
 Node = tuple[int, str, int, str]   # a voter's (id, host, port, listener), as DescribeQuorum v2 lists it
+
+Respond = Callable[[Reply], Any]   # turns a Raft request's wire answer into the door's output
+
+
+class Asked(Enum):
+    """Where ``RaftApis.ask`` put a request that it did not refuse at once."""
+
+    RAFT = "raft"       # handed to the Raft core: its answer comes out of ``answers``
+    LEADER = "leader"   # DescribeQuorum at a metadata replica that does not lead: the leader's to answer
+
 
 #: the APIs the Raft core answers (with a replica's Fetch: ``is_replica_fetch``)
 RAFT_CORE_APIS = frozenset({K.VOTE, K.BEGIN_QUORUM_EPOCH, K.END_QUORUM_EPOCH, K.FETCH_SNAPSHOT, K.DESCRIBE_QUORUM})
@@ -82,44 +94,48 @@ class RaftApis:
         self.asked = False              # a request reached the Raft core during the current event
         self._raft: RaftCore | None = None
         self._clock: Callable[[], int] = _no_clock
-        self._waiting: dict[int, tuple[int, int]] = {}   # request id -> (api key, version) until Raft answers
+        self._waiting: dict[int, tuple[int, int, Respond]] = {}   # request id -> (key, version, respond) until answered
 
     def attach(self, raft: RaftCore, clock: Callable[[], int]) -> None:
         """Bind to the replica's Raft core and the node core's clock (``NodeCore`` does this)."""
         self._raft = raft
         self._clock = clock
 
-    def message(self, request: Request) -> tuple[int, m.Request] | Reply:
-        """(source, the Raft core's message) for ``request``, or the answer refusing it at once."""
+    def ask(self, request_id: int, request: Request, respond: Respond) -> Asked | Reply:
+        """Hand ``request`` to the Raft core as its message under ``request_id`` (``Asked.RAFT``: the Raft core's
+        ``SendResponse`` for it becomes ``respond``'s output in ``answers``); the answer refusing it at once (not
+        the quorum's partition); or ``Asked.LEADER``: DescribeQuorum at a metadata-quorum replica that does not
+        lead, the leader's to answer."""
         key, version, body = request.api_key, request.api_version, request.body
         try:
             if self.topic is not None:
                 retopic(body, METADATA_TOPIC)
-            return request_from_wire(key, body, version)
+            source, msg = request_from_wire(key, body, version)
         except WireError as e:
             return Reply(error_answer(key, int(e.error)), version)
-
-    def relays(self, msg: m.Request) -> bool:
-        """DescribeQuorum at a metadata-quorum replica that does not lead: the leader's to answer."""
-        return isinstance(msg, m.DescribeQuorumRequest) and self.ask_leader and not self._core().is_leader
-
-    def ask(self, request_id: int, request: Request, source: int, msg: m.Request) -> None:
-        """Hand ``msg`` to the Raft core; its ``SendResponse`` for ``request_id`` is answered by ``answer``."""
-        out = self._core().handle_request(self._clock(), request_id, source, msg)   # raises: nothing kept
-        self._waiting[request_id] = (request.api_key, request.api_version)
+        raft = self._core()
+        if isinstance(msg, m.DescribeQuorumRequest) and self.ask_leader and not raft.is_leader:
+            return Asked.LEADER
+        out = raft.handle_request(self._clock(), request_id, source, msg)   # raises: nothing kept
+        self._waiting[request_id] = (key, version, respond)
         self.asked = True
         self.out += out
+        return Asked.RAFT
 
-    def waiting(self, request_id: int) -> bool:
-        return request_id in self._waiting
-
-    def answer(self, request_id: int, msg: m.Response) -> Reply:
-        """The wire answer to the request ``request_id`` from the Raft core's response."""
-        key, version = self._waiting.pop(request_id)
-        body = response_to_wire(key, msg, version, self.nodes)
-        if self.topic is not None:
-            retopic(body, self.topic)
-        return Reply(body, version)
+    def answers(self, out: list[Any]) -> list[Any]:
+        """``out`` (a node core event's outputs) with the Raft core's answers to the requests ``ask`` handed in
+        turned into their wire answers and given to their ``respond``, in place (the quorum-state write before
+        a vote's answer stays before it)."""
+        waiting = self._waiting
+        if waiting:
+            for i, o in enumerate(out):
+                if type(o) is m.SendResponse and o.request_id in waiting:
+                    key, version, respond = waiting.pop(o.request_id)
+                    body = response_to_wire(key, o.msg, version, self.nodes)
+                    if self.topic is not None:
+                        retopic(body, self.topic)
+                    out[i] = respond(Reply(body, version))
+        return out
 
     def own_view(self, request: Request) -> Reply:
         """This replica's DescribeQuorum answer (NOT_LEADER_OR_FOLLOWER naming the leader it knows, unless it

@@ -258,7 +258,13 @@ class KafkaServer:
             log.info("closing connection from %s: API %d before SASL authentication completed",
                      ctx.client_host, request.api_key)
             raise ConnectionError("request before SASL authentication")
-        return await self._handle(request, ctx, pieces), False
+        try:   # the node's handler: its core's one door
+            reply = self.handler(request, ctx)
+            if reply is not None and type(reply) is not Reply:
+                reply = await reply  # type: ignore[misc]
+            return self._encoded(request, reply, pieces), False
+        except Exception as e:
+            return self._handler_failed(request, ctx, e), False
 
     async def _connection(self, stream: SocketStream, spec: ListenerSpec, ip: str) -> None:
         peer = stream.extra(SocketAttribute.remote_address, ("?", 0))
@@ -396,40 +402,22 @@ class KafkaServer:
             return self._handler_failed(request, ctx, e)
 
     @staticmethod
-    def _encoded(request: Request, reply: Reply | None) -> bytes | None:
+    def _encoded(request: Request, reply: Reply | None, pieces: bool = False) -> Any:
+        """The encoded answer (bytes, or with ``pieces`` a list: see ``_respond``; None: no answer)."""
         if reply is None:
             return None
-        return encode_response(reply.body, request.api_key, reply.version, request.correlation_id,
-                               reply.header_version)
+        encode = encode_response_pieces if pieces else encode_response
+        return encode(reply.body, request.api_key, reply.version, request.correlation_id, reply.header_version)
 
     def _handler_failed(self, request: Request, ctx: RequestContext, e: Exception) -> bytes:
-        """A relayed request's handler failed: a refusal closes the connection (raised again), anything else is
-        answered with the API's error."""
+        """The handler (or the encoding of its answer) failed: a refusal closes the connection (raised again),
+        anything else is answered with the API's UNKNOWN_SERVER_ERROR."""
         if isinstance(e, RefusedRequest):
             log.info("closing connection from %s:%d on %s: %s", ctx.client_host, ctx.client_port,
                      ctx.listener, e)
             raise e
         self._log_failure(request, ctx, e)
         return self._failure_reply(request)
-
-    async def _handle(self, request: Request, ctx: RequestContext, pieces: bool = False) -> Any:
-        """The encoded reply (bytes, or pieces: see ``_respond``); a failure in the handler or the
-        encoder answers UNKNOWN_SERVER_ERROR."""
-        try:
-            reply = self.handler(request, ctx)
-            if reply is not None and type(reply) is not Reply:
-                reply = await reply  # type: ignore[misc]
-            if reply is None:
-                return None
-            encode = encode_response_pieces if pieces else encode_response
-            return encode(reply.body, request.api_key, reply.version, request.correlation_id, reply.header_version)
-        except RefusedRequest as e:
-            log.info("closing connection from %s:%d on %s: %s", ctx.client_host, ctx.client_port,
-                     ctx.listener, e)
-            raise
-        except Exception as e:
-            self._log_failure(request, ctx, e)
-            return self._failure_reply(request)
 
     def _log_failure(self, request: Request, ctx: RequestContext, e: Exception) -> None:
         """ERROR with the traceback the first time an API/version/exception fails, DEBUG afterwards."""

@@ -41,6 +41,7 @@ from kraftwire.core import (
     SendController,
     TakeSnapshot,
     is_raft_request,
+    raft_topic,
 )
 from kraftwire.core import raft_wire as wire
 from kraftwire.net.client import RequestFailed
@@ -103,6 +104,9 @@ class RaftDriver:
         self.versions_probe: Callable[[m.KraftVersionsRequest], Any] | None = None   # KIP-853 (voter_changes.py)
         self.relay: Callable[[Relay], Awaitable[Reply | None]] | None = None   # carries the door's Relays
         self.read: Callable[[Read], tuple[Any, int]] | None = None   # reads a consumer Fetch (zero-copy)
+        # other quorums on the same listeners (the voters' offsets quorum): their Raft requests, by the topic they
+        # name, go to their own driver
+        self.quorums: dict[str, RaftDriver] = {}
 
     @property
     def topic(self) -> str | None:
@@ -155,27 +159,24 @@ class RaftDriver:
         self._dispatch(fn(self.clock(), *args))
         self.poke()
 
-    def _call_request(self, fn: Callable[..., list[Any]], rid: int, *args: Any) -> None:
-        """``call`` for a request: one answered at once with nothing else coming out (a heartbeat that
-        wrote nothing, 5,000 a second at 10,000 brokers) wakes neither the timer nor the change
-        listeners; a write, a commit or other answers coming out do."""
-        outputs = fn(self.clock(), rid, *args)
-        self._dispatch(outputs)
-        if not (len(outputs) == 1 and type(outputs[0]) is Respond and outputs[0].request_id == rid):
-            self.poke()
-
     async def submit(self, body: Any, version: int, origin: Origin | None = None) -> Any:
         """Run a controller API request through the node core; returns the response body once it may be
         sent. ``origin`` (who sent it) goes into the audit entry of a request that writes."""
-        rid, box = self._start(lambda rid: self._call_request(self.node.submit, rid, body, version, origin))
+        rid = -next(self._ids)
+        box = self._started(rid, self.node.submit(self.clock(), rid, body, version, origin))
         return box[0] if box else await self._later(rid, box)
 
     def handle_api(self, request: Request, ctx: RequestContext) -> Reply | Awaitable[Reply | None] | None:
         """A request through the node core's one door (``NodeCore.handle_api``): the ``Reply`` (None: no
         answer) when the core answered at once (a heartbeat that wrote nothing: no coroutine, no trip through the event
         loop), else an awaitable of it (a commit wait, or a ``Relay`` this shell carries out)."""
+        if self.quorums:
+            topic = raft_topic(request)
+            if topic is not None and topic in self.quorums:
+                return self.quorums[topic].handle_api(request, ctx)
         started = time.monotonic()
-        rid, box = self._start(lambda rid: self._call_request(self.node.handle_api, rid, request, ctx))
+        rid = -next(self._ids)
+        box = self._started(rid, self.node.handle_api(self.clock(), rid, request, ctx))
         if box:
             first = box[0]
             if type(first) is Relay:
@@ -206,8 +207,7 @@ class RaftDriver:
                 except BaseException:
                     self._dispatch(self.node.handle_relay_failed(self.clock(), rid))
                     raise
-                _, box = self._start(lambda rid, body=body, size=size:
-                                     self._call_request(self.node.handle_read, rid, body, size), rid)
+                box = self._started(rid, self.node.handle_read(self.clock(), rid, body, size))
                 out = box[0] if box else await self._later(rid, box)
             elif type(out) is Park:
                 out = await self._later(rid, [])
@@ -223,34 +223,34 @@ class RaftDriver:
         except BaseException:
             self._dispatch(self.node.handle_relay_failed(self.clock(), relay.request_id))
             raise
-        rid, box = self._start(lambda rid: self._call_request(self.node.handle_relayed, rid, reply), relay.request_id)
+        rid = relay.request_id
+        box = self._started(rid, self.node.handle_relayed(self.clock(), rid, reply))
         return box[0] if box else await self._later(rid, box)  # type: ignore[no-any-return]
 
     async def submit_group(self, api_key: int, version: int, body: Any, client_id: str, client_host: str) -> Any:
         """Run a group API request through the node core's group role; its answer once durable."""
-        rid, box = self._start(lambda rid: self.call(self.node.submit_group, rid, api_key, version, body,
-                                                     client_id, client_host))
+        rid = -next(self._ids)
+        box = self._started(rid, self.node.submit_group(self.clock(), rid, api_key, version, body, client_id,
+                                                        client_host), poke=True)
         return box[0] if box else await self._later(rid, box)
 
-    def _start(self, start: Callable[[int], None], rid: int | None = None) -> tuple[int, list[Any]]:
-        """Start a request under a fresh id (or ``rid``); its answer is in the returned box once the core
-        gave it. An answer given during ``start`` needs no event: ``_dispatch`` fills the box of a waiter
-        without one."""
-        if rid is None:
-            rid = -next(self._ids)
+    def _started(self, rid: int, outputs: list[Any], poke: bool = False) -> list[Any]:
+        """Dispatch what the core call that began (or went on with) request ``rid`` gave out; the returned box
+        holds its answer when that came out at once (no event: ``_dispatch`` fills a waiter's box without one),
+        else ``_later`` waits for it. A request answered at once with nothing else coming out (a heartbeat that
+        wrote nothing, 5,000 a second at 10,000 brokers) wakes neither the timer nor the change listeners
+        (unless ``poke``); a write, a commit or other answers coming out do."""
         box: list[Any] = []
         self._waiting[rid] = (None, box)
-        try:
-            start(rid)
-        except BaseException:
-            self._waiting.pop(rid, None)
-            raise
+        self._dispatch(outputs)
         if box:
             self._waiting.pop(rid, None)
-        return rid, box
+        if poke or not (len(outputs) == 1 and type(outputs[0]) is Respond and outputs[0].request_id == rid):
+            self.poke()
+        return box
 
     async def _later(self, rid: int, box: list[Any]) -> Any:
-        """Wait for the answer of a request ``_start`` began (a commit, another event, or ``stop``)."""
+        """Wait for the answer of a request ``_started`` began (a commit, another event, or ``stop``)."""
         done = anyio.Event()
         self._waiting[rid] = (done, box)
         try:
@@ -311,7 +311,7 @@ class RaftDriver:
                 if waiter is not None:
                     waiter[1].append(out.msg if isinstance(out, m.SendResponse) else out.body if type(out) is Respond
                                      else out)
-                    if waiter[0] is not None:   # None: the answer came during the call that asked (``_start``)
+                    if waiter[0] is not None:   # None: the answer came during the call that asked (``_started``)
                         waiter[0].set()
                 elif type(out) is Read or type(out) is Relay:   # its connection is gone: the core forgets it
                     orphans.append(out.request_id)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable
 from functools import partial
 from typing import Any
 
@@ -37,7 +36,6 @@ from kraftwire.core import (
     Read,
     Relay,
     RelayKind,
-    raft_topic,
     reads,
 )
 from kraftwire.core.api_registry import api_versions_response
@@ -166,12 +164,13 @@ class Server:
             offsets.driver.node.open_door(ApiDoor({name: plane.door for name, plane in self.listener_plane.items()}))
             offsets.driver.relay, offsets.driver.read = self._relay, self._read
             self.offsets_driver = offsets.driver
-        if self.voters:
-            self._build_raft()
-        self.server = KafkaServer(self.handle, self._api_versions_fallback,
+        # the listeners hand every request to the Raft driver's door (``_build_raft`` binds it)
+        self.server = KafkaServer(_no_core_yet, self._api_versions_fallback,
                                   max_request_bytes=cfg["socket.request.max.bytes"],
                                   idle_timeout_s=cfg["connections.max.idle.ms"] / 1000,
                                   limits=ConnectionLimits.from_config(cfg))
+        if self.voters:
+            self._build_raft()
         # kraftwire.listener.processes: the controller listeners' clients served by listener processes
         self.listener_pool = (ListenerPool(self.server, cfg["kraftwire.listener.processes"])
                               if cfg["kraftwire.listener.processes"] else None)
@@ -197,6 +196,11 @@ class Server:
         self.core, self.node, self.driver = replica.core, replica.node, replica.driver
         self.driver.relay = self._relay
         self.driver.read = self._read
+        if self.offsets_driver is not None:   # the offsets quorum's Raft requests (by the topic they name)
+            self.driver.quorums[OFFSETS_TOPIC] = self.offsets_driver
+        # Every request, direct or from an Envelope, enters the node core's one door: the ``Reply`` at once
+        # when the core answered (the listener writes it without awaiting), else an awaitable of it.
+        self.server.handler = self.driver.handle_api
         self.metrics = RaftMetrics(self.core, log_, controller=None if self.voter is None else self.voter.controller)
         self.driver.metrics = self.metrics
         from kraftwire.storage.log import FileLog
@@ -302,14 +306,6 @@ class Server:
         await self.peers.close()
 
     # -- the door and what the shell serves ----------------------------------------------------
-    def handle(self, request: Request, ctx: RequestContext) -> Reply | Awaitable[Reply | None] | None:
-        """Every request, direct or from an Envelope, enters the node core's one door: the ``Reply`` at
-        once when the core answered (the listener writes it without awaiting), else an awaitable of it."""
-        offsets = self.offsets_driver
-        if offsets is not None and raft_topic(request) == OFFSETS_TOPIC:
-            return offsets.handle_api(request, ctx)
-        return self.driver.handle_api(request, ctx)
-
     async def _relay(self, relay: Relay) -> Reply | None:
         """What the door relays: to the active controller in an Envelope, a group request to its coordinating
         voter, DescribeQuorum to the quorum leader, BROKER_LOGGER changes to this process's log levels."""
@@ -369,6 +365,10 @@ class Server:
                 continue
             return resp
         return None
+
+
+def _no_core_yet(request: Request, ctx: RequestContext) -> Reply | None:
+    raise RuntimeError("a request reached the node before its Raft core was built")
 
 
 def _not_leader(resp: Any) -> Any:

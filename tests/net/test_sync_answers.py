@@ -1,4 +1,4 @@
-"""The listener and the node's one door (net/server.py ``KafkaServer._handle``): an answer the handler gives
+"""The listener and the node's one door (net/server.py ``KafkaServer._respond``): an answer the handler gives
 at once (a ``Reply``: a heartbeat the node core answered synchronously) is written without an await; one
 it gives later (an awaitable: a commit wait, a relay) is written in order with what follows; a failure of
 either answers UNKNOWN_SERVER_ERROR."""

@@ -273,7 +273,7 @@ async def _describe_quorum(server: Server) -> Any:
                                                    partitions=[PartitionData(partition_index=0)])])
     request = Request(RequestHeader(ApiKey.DESCRIBE_QUORUM, 2, 1, "test"), body)
     ctx = RequestContext(server.cfg.controller_listener, "PLAINTEXT", "127.0.0.1", 5555, "User:ANONYMOUS")
-    answer = server.handle(request, ctx)
+    answer = server.server.handler(request, ctx)
     reply = answer if answer is None or type(answer) is Reply else await answer
     assert reply is not None
     return reply.body
