@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from kraftwire.broker.envelope import FORWARDED_APIS
+from kraftwire.broker.envelope import FORWARDED_APIS, RawBody
 from kraftwire.controller import configs as config_cmds
 from kraftwire.controller import quotas as quota_cmds
 from kraftwire.controller import reassignment as reassignment_cmds
@@ -97,7 +97,7 @@ from kraftwire.core.voter_reads import ANSWERED as VOTER_ANSWERED
 from kraftwire.core.voter_reads import VoterReads
 from kraftwire.core.voter_reads import answer as voter_answer
 from kraftwire.group import GROUP_APIS
-from kraftwire.protocol.api import ApiKey
+from kraftwire.protocol.api import ApiKey, response_class
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages.envelope_response import EnvelopeResponse
 from kraftwire.protocol.messages.incremental_alter_configs_response import IncrementalAlterConfigsResponse
@@ -444,7 +444,7 @@ class ApiDoor:
         """Part of ``call``'s request relayed to the active controller (``Relay`` FORWARD)."""
         def forward(body: Any, then: Callable[[Any], None]) -> None:
             part = _Call(call.request_id, Request(call.request.header, body), call.context, None)
-            part.then = lambda reply: then(None if reply is None else reply.body)
+            part.then = lambda reply: then(None if reply is None else _decoded(reply, call.request.api_key))
             self._relay(part, RelayKind.FORWARD)
         return forward
 
@@ -536,6 +536,12 @@ class ApiDoor:
         """The ``Respond`` of ``request_id``: an Envelope's inner answer goes out wrapped in its EnvelopeResponse."""
         wrap = self._wraps.pop(request_id, None)
         return Respond(request_id, reply if wrap is None else wrap(reply))
+
+
+def _decoded(reply: Reply, api_key: int) -> Any:
+    """A relayed answer's body as a message (the forwarding shell passes the controller's bytes on as they came)."""
+    body = reply.body
+    return response_class(api_key).decode(body.data, reply.version) if isinstance(body, RawBody) else body
 
 
 def _in_request_order(body: Any, *parts: Any) -> Any:

@@ -225,7 +225,10 @@ class RaftDriver:
             raise
         rid = relay.request_id
         box = self._started(rid, self.node.handle_relayed(self.clock(), rid, reply))
-        return box[0] if box else await self._later(rid, box)  # type: ignore[no-any-return]
+        answer = box[0] if box else await self._later(rid, box)
+        if type(answer) is Relay:   # a request in parts: the next part is relayed too
+            return await self._run_relay(answer)
+        return answer  # type: ignore[no-any-return]
 
     async def submit_group(self, api_key: int, version: int, body: Any, client_id: str, client_host: str) -> Any:
         """Run a group API request through the node core's group role; its answer once durable."""
