@@ -27,7 +27,7 @@ from kraftwire.raft.snapshot import data_batches, frame
 from kraftwire.sim.config import SeedResult, SimConfig
 from kraftwire.sim.door_sim import DOOR_BUGS, context_of
 from kraftwire.sim.invariants import GENESIS, InvariantChecker, Violation, chain_digest
-from kraftwire.sim.wire import WireCodec, raft_door
+from kraftwire.sim.wire import RaftWire, SenderCheck, WireCodec, raft_door
 
 (DELIVER_REQ, DELIVER_RESP, REQ_TIMEOUT, TICK, RESTART, APPEND, FAULT, HEAL, END, UNDO, PERSISTED, FIRST_LEADER,
  REFUSED) = range(13)
@@ -102,12 +102,14 @@ class Simulation:
         self._seq = 0
         self.voter_ids = list(range(1, cfg.voters + 1))
         self.observer_ids = list(range(101, 101 + cfg.observers))
-        self.codec = WireCodec(self.voter_ids + self.observer_ids) if cfg.wire else None
+        self.codec = WireCodec() if cfg.wire else None   # --wire: messages through real bytes too
+        self.raft_wire = RaftWire(self.voter_ids + self.observer_ids, self.codec)
         self.nodes = {i: SimNode(i, True) for i in self.voter_ids}
         self.nodes.update({i: SimNode(i, False) for i in self.observer_ids})
-        self.inbound: dict[int, tuple[int, int, int]] = {}  # sim inbound id -> (src, incarnation, rid)
+        # a Raft request in a node core's door (its negative connection id) -> (src, incarnation, rid), API key
+        self.inbound: dict[int, tuple[int, int, int]] = {}
         self._next_inbound = 1
-        self.door_raft: dict[int, int] = {}   # --wire: a Raft request in a door (negative inbound id) -> API key
+        self.door_raft: dict[int, int] = {}
         self.blocked: set[tuple[int, int]] = set()
         self.drop_p = 0.0
         self.dup_p = 0.0
@@ -214,15 +216,13 @@ class Simulation:
         return _Listener(self, nid)
 
     def _node_core(self, nid: int, core: RaftCore) -> NodeCore:
-        """The node core around a new incarnation's Raft core (subclasses add the roles they simulate); with
-        ``--wire`` Raft's requests enter it through its door, as on a server."""
-        if self.codec is None:
-            return NodeCore(core, self._controller_for(nid))
+        """The node core around a new incarnation's Raft core (subclasses add the roles they simulate); Raft's
+        requests enter it through its door, as on a server."""
         return NodeCore(core, self._controller_for(nid), door=raft_door(), raft_apis=self.raft_apis())
 
     def raft_apis(self) -> RaftApis:
-        """The Raft APIs of a node core's door (with ``--wire`` listing the voters, as a server's)."""
-        return RaftApis() if self.codec is None else self.codec.raft_apis()
+        """The Raft APIs of a node core's door (listing the voters, as a server's), checking senders."""
+        return self.raft_wire.raft_apis()
 
     def _controller_for(self, nid: int) -> Any:
         """The controller role the node core of node ``nid`` runs (None: Raft with a digest state machine)."""
@@ -327,8 +327,8 @@ class Simulation:
                 key = self.door_raft.pop(out.request_id, None)
                 if key is None:
                     self._on_respond(node, out)
-                elif self.codec is not None:   # the door's answer to a Raft request, back over the wire
-                    self._answer_raft(node, out.request_id, self.codec.raft_reply(key, out.body))
+                else:   # the door's answer to a Raft request, back to the requester's Raft core
+                    self._answer_raft(node, out.request_id, self.raft_wire.answer(key, out.body))
             elif isinstance(out, TakeSnapshot):
                 self._on_take_snapshot(node, out)
             elif isinstance(out, m.SendRequest):
@@ -343,17 +343,17 @@ class Simulation:
                     self.schedule(self.now + 1, DELIVER_RESP, (src, node.incarnation, out.request_id,
                                                                m.VoteResponse(int(Errors.UNSUPPORTED_VERSION))))
                     continue
-                msg = out.msg if self.codec is None else self.codec.raft_frame(src, out.msg)
+                msg = self.raft_wire.request(src, out.msg)
                 copies = 2 if self.dup_p and self.rng.random() < self.dup_p else 1
                 for _ in range(copies):
                     if not self._lost(src, out.dest_id):
                         self.schedule(self.now + self._latency(src, out.dest_id), DELIVER_REQ,
                                       (src, node.incarnation, out.request_id, out.dest_id, msg))
-            else:
-                self._answer_raft(node, out.request_id, out.msg)
+            else:   # Raft's requests all come in through the door, which turns their answers into Respond
+                raise TypeError(f"node {src}: {type(out).__name__} for request {out.request_id} outside the door")
 
     def _answer_raft(self, node: SimNode, inbound_id: int, msg: m.Response) -> None:
-        """Carry a Raft answer back to the requester (its ``SendResponse``, or with ``--wire`` the door's)."""
+        """Carry the door's answer to a Raft request back to the requester."""
         origin = self.inbound.pop(inbound_id, None)
         if origin is None:
             return
@@ -398,16 +398,7 @@ class Simulation:
                 if self.cfg.refuse_when_down:   # nothing listens there: the sender's connection is refused
                     self.schedule(now + self._latency(dest, src), REFUSED, (src, inc, rid))
                 return None
-            iid = self._next_inbound
-            self._next_inbound += 1
-            if isinstance(msg, Request):   # --wire: through the node core's door, as a listener hands it in
-                conn = -iid
-                self.inbound[conn] = (src, inc, rid)
-                self.door_raft[conn] = msg.api_key
-                self._run_core(node, lambda c: c.handle_api(now, conn, msg, context_of(src)))
-                return node
-            self.inbound[iid] = (src, inc, rid)
-            self._run_core(node, lambda c: c.handle_request(now, iid, src, msg))
+            self.deliver(node, src, (src, inc, rid), msg)
             return node
         if kind == DELIVER_RESP:
             dest, inc, rid, msg = payload
@@ -461,6 +452,32 @@ class Simulation:
         elif kind == UNDO:
             payload()
         return None
+
+    def connection(self) -> int:
+        """A new connection id for a Raft request in a door (negative: apart from the simulation's agents')."""
+        self._next_inbound += 1
+        return -self._next_inbound
+
+    def deliver(self, node: SimNode, src: int | str, origin: tuple[int, int, int], request: Request,
+                conn: int | None = None) -> None:
+        """Hand a Raft request from ``src`` (a node, or a client agent's name) to ``node``'s door, as its listener
+        does, on connection ``conn`` (default: a new one); the door's answer goes back to ``origin``
+        (requester, its incarnation, its request id)."""
+        if conn is None:
+            conn = self.connection()
+        self.inbound[conn] = origin
+        self.door_raft[conn] = request.api_key
+        self._run_core(node, lambda c: self._door(c, conn, src, request))
+
+    def _door(self, core: NodeCore, conn: int, src: int | str, request: Request) -> list[Any]:
+        apis = core.raft_apis
+        if isinstance(apis, SenderCheck):
+            apis.sender = src
+        try:
+            return core.handle_api(self.now, conn, request, context_of(src))
+        finally:
+            if isinstance(apis, SenderCheck):
+                apis.sender = None
 
     def _append(self) -> SimNode | None:
         lo, hi = self.cfg.append_interval_ms

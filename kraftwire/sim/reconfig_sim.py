@@ -19,9 +19,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from kraftwire.core import Respond
 from kraftwire.protocol.control import ControlType, control_type
 from kraftwire.protocol.errors import Errors
+from kraftwire.protocol.messages.add_raft_voter_request import AddRaftVoterRequest, Listener
 from kraftwire.protocol.messages.leader_change_message import LeaderChangeMessage
+from kraftwire.protocol.messages.remove_raft_voter_request import RemoveRaftVoterRequest
 from kraftwire.protocol.records import Record
 from kraftwire.raft import RaftCore, SimulatedCrash, SnapshotId
 from kraftwire.raft import messages as m
@@ -109,14 +112,15 @@ class ReconfigSimulation(Simulation):
         for out in outputs:
             if isinstance(out, m.PersistState):
                 continue
-            if isinstance(out, m.SendResponse) and self.inbound.get(out.request_id, (None,))[0] == ADMIN:
-                self.inbound.pop(out.request_id)
-                assert isinstance(out.msg, m.VoterChangeResponse)
+            if isinstance(out, Respond) and self.inbound.get(out.request_id, (None,))[0] == ADMIN:
+                self.inbound.pop(out.request_id)   # the door's answer to the admin's AddRaftVoter/RemoveRaftVoter
+                key = self.door_raft.pop(out.request_id)
+                error = self.raft_wire.reply(key, out.body).error_code
                 kind = self._admin.pop(out.request_id, "?")
-                if out.msg.error_code == 0:
+                if error == 0:
                     self.changes_ok += 1
                 else:
-                    name = f"{kind}:{Errors(out.msg.error_code).name}"
+                    name = f"{kind}:{Errors(error).name}"
                     self.changes_refused[name] = self.changes_refused.get(name, 0) + 1
             elif isinstance(out, m.SendRequest) and isinstance(out.msg, m.KraftVersionsRequest):
                 src = node.node_id
@@ -147,17 +151,19 @@ class ReconfigSimulation(Simulation):
         if pick is None:
             return None
         add, nid = pick
+        body: Any
         if add:
             v = voter_node(nid)
-            msg: Any = m.AddRaftVoterRequest(self.cfg.cluster_id, 30000, nid, v.directory_id, v.endpoints)
+            body = AddRaftVoterRequest(self.cfg.cluster_id, 30000, nid, v.directory_id,
+                                       [Listener(name, host, port) for name, host, port in v.endpoints])
         else:
-            msg = m.RemoveRaftVoterRequest(self.cfg.cluster_id, nid, directory_id(nid))
-        iid = self._next_inbound
-        self._next_inbound += 1
-        self.inbound[iid] = (ADMIN, 0, 0)
-        self._admin[iid] = "add" if add else "remove"
-        now = self.now
-        self._run_core(node, lambda c: c.handle_request(now, iid, ADMIN, msg))
+            body = RemoveRaftVoterRequest(self.cfg.cluster_id, nid, directory_id(nid))
+        conn = self.connection()
+        self._admin[conn] = "add" if add else "remove"
+        # as ``kafka-metadata-quorum add-controller | remove-controller``: a client's request to the controller
+        # listener, answered by the leader's Raft core through its door
+        self.deliver(node, "admin", (ADMIN, 0, 0), self.raft_wire.kafka(body, "kafka-metadata-quorum"),
+                     conn)
         return node
 
     def _admin_pick(self, voters: set[int]) -> tuple[bool, int] | None:

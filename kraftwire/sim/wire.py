@@ -1,12 +1,18 @@
-"""Optional: every message of a simulation crosses the Kafka wire format, as between real nodes.
+"""How the simulated network carries messages: as the Kafka requests a listener hands its node core's door.
 
-With ``SimConfig(wire=True)`` (``kraftwire simulate --wire``) each Raft request the simulated network
-carries is converted by the server's own ``core/raft_wire.py`` to its generated Kafka message, encoded
-to a frame at the version a kraftwire node advertises and decoded again, and enters the receiving node
-core through its one door (``NodeCore.handle_api``, ``core/raft_apis.py``), as on a server; the door's
-``Respond`` is encoded, decoded and converted back for the requester's Raft core. The controller
-simulation does the same for its agents' broker and admin requests. A seed then checks the codecs, the
-Raft ↔ wire mapping and the door's Raft path under every fault, not only the cores.
+Every simulation that runs node cores sends Raft's requests as a server does (``RaftWire``): the Raft
+core's ``SendRequest`` is translated by the server's own ``core/raft_wire.py`` to its generated Kafka
+request at the version a kraftwire node advertises and enters the receiving node core through its one
+door (``NodeCore.handle_api``, ``core/raft_apis.py``); the door's ``Respond`` is translated back for the
+requester's Raft core as the server's driver does. So the door's Raft route and both halves of the
+translation run in every seed.
+
+With ``SimConfig(wire=True)`` (``kraftwire simulate --wire``) every such message is also encoded to a
+frame and decoded again (``WireCodec``), and the controller simulation does the same for its agents'
+broker and admin requests: a seed then checks the codecs too, under every fault, not only the cores.
+
+What the door hands the Raft core is checked against the node that sent it (``SenderCheck``): a Vote's
+candidate, a Begin/EndQuorumEpoch's leader, a Fetch's or FetchSnapshot's replica must be the sender.
 """
 
 from __future__ import annotations
@@ -15,17 +21,29 @@ from typing import Any
 
 from kraftwire.core import ApiDoor, DoorPlane, RaftApis
 from kraftwire.core import raft_wire as wire
-from kraftwire.core.api_registry import CLIENT_APIS, CONTROLLER_APIS, RAFT_APIS, ApiRegistry
+from kraftwire.core.api_registry import (
+    CLIENT_APIS,
+    CONTROLLER_APIS,
+    RAFT_APIS,
+    VOTER_CHANGE_APIS,
+    ApiRegistry,
+)
 from kraftwire.protocol import framing
 from kraftwire.protocol.requests import Reply
 from kraftwire.raft import messages as m
-from kraftwire.sim.door_sim import LISTENER
+from kraftwire.sim.door_sim import LISTENER, request_of
 
-_VERSIONS = {**CONTROLLER_APIS, **CLIENT_APIS, **RAFT_APIS}
+_VERSIONS = {**CONTROLLER_APIS, **CLIENT_APIS, **RAFT_APIS, **VOTER_CHANGE_APIS}
 
 
 class WireError(AssertionError):
-    """A message did not survive the round trip: a codec or mapping bug the simulation found."""
+    """A message did not survive the round trip or the translation: a codec or mapping bug the simulation
+    found."""
+
+
+def version(api_key: int) -> int:
+    """The version a kraftwire node speaks ``api_key`` at (the highest it advertises)."""
+    return _VERSIONS[api_key][1]
 
 
 def _frame_body(frame: bytes) -> bytes:
@@ -33,36 +51,21 @@ def _frame_body(frame: bytes) -> bytes:
 
 
 class WireCodec:
-    """Round-trips messages through encode/decode at kraftwire's advertised versions."""
+    """Round-trips messages through encode/decode at kraftwire's advertised versions (``--wire``)."""
 
-    def __init__(self, node_ids: list[int]) -> None:
-        self.nodes = [(i, f"node{i}", 9093, "CONTROLLER") for i in node_ids]
+    def __init__(self) -> None:
         self.round_trips = 0
         self._corr = 0
 
     def version(self, api_key: int) -> int:
-        return _VERSIONS[api_key][1]
-
-    def raft_apis(self) -> RaftApis:
-        """A node core's Raft APIs, listing the voters as a server's do."""
-        return RaftApis(self.nodes)
-
-    def raft_frame(self, src: int, msg: m.Request) -> framing.Request:
-        """``msg`` as the peer's listener decodes it: the whole request (header and body), for its door."""
-        api_key = msg.API_KEY
-        version = self.version(api_key)
-        return self._round_trip(wire.request_to_wire(msg, version, [("CONTROLLER", f"node{src}", 9093)]), version,
-                                f"node{src}")
-
-    def raft_reply(self, api_key: int, reply: Reply) -> m.Response:
-        """The door's answer to a Raft request as the requester's driver decodes it."""
-        return wire.response_from_wire(api_key, self.kafka_response(api_key, reply.body, reply.version))
+        return version(api_key)
 
     def kafka_request(self, body: Any, version: int | None = None) -> Any:
         """A generated request body after encode → decode."""
-        return self._round_trip(body, self.version(body.API_KEY) if version is None else version).body
+        return self.round_trip(body, self.version(body.API_KEY) if version is None else version).body
 
-    def _round_trip(self, body: Any, version: int, client_id: str = "kraftwire") -> framing.Request:
+    def round_trip(self, body: Any, version: int, client_id: str = "kraftwire") -> framing.Request:
+        """The whole request (header and body) as a listener decodes ``body`` sent at ``version``."""
         self._corr += 1
         request = framing.decode_request(_frame_body(framing.encode_request(body, version, self._corr, client_id)))
         if request.header.correlation_id != self._corr or request.api_version != version:
@@ -81,6 +84,59 @@ class WireCodec:
             raise WireError(f"response to API {api_key} v{version}: correlation id did not survive")
         self.round_trips += 1
         return back
+
+
+class RaftWire:
+    """Raft's requests between simulated nodes as Kafka requests into the peer's door, and the door's
+    answers back (``core/raft_wire.py`` both ways); through real bytes too when given a ``WireCodec``."""
+
+    def __init__(self, node_ids: list[int], codec: WireCodec | None = None) -> None:
+        self.nodes = [(i, f"node{i}", 9093, LISTENER) for i in node_ids]
+        self.codec = codec
+        self._corr = 0
+
+    def raft_apis(self) -> SenderCheck:
+        """A node core's Raft APIs, listing the voters as a server's do."""
+        return SenderCheck(self.nodes)
+
+    def request(self, src: int, msg: m.Request) -> framing.Request:
+        """``msg`` from node ``src`` as the peer's listener decodes it: the whole request, for its door."""
+        return self.kafka(wire.request_to_wire(msg, version(msg.API_KEY), [(LISTENER, f"node{src}", 9093)]),
+                          f"node{src}")
+
+    def kafka(self, body: Any, client_id: str) -> framing.Request:
+        """A generated request body as a listener hands it to the door (through bytes with ``--wire``)."""
+        v = version(body.API_KEY)
+        if self.codec is not None:
+            return self.codec.round_trip(body, v, client_id)
+        self._corr += 1
+        return request_of(body, v, self._corr, client_id)
+
+    def reply(self, api_key: int, reply: Reply) -> Any:
+        """The door's answer body as the requester decodes it (through bytes with ``--wire``)."""
+        if self.codec is None:
+            return reply.body
+        return self.codec.kafka_response(api_key, reply.body, reply.version)
+
+    def answer(self, api_key: int, reply: Reply) -> m.Response:
+        """The door's answer to a Raft request as the requester's driver hands it to its Raft core."""
+        return wire.response_from_wire(api_key, self.reply(api_key, reply))
+
+
+class SenderCheck(RaftApis):
+    """The production Raft APIs of a simulated node core, which also check that the Raft message the door
+    makes of a request names the node that sent it (``sender``, set by the simulation for each delivery):
+    a Vote's candidate, a Begin/EndQuorumEpoch's leader, a Fetch's or FetchSnapshot's replica. DescribeQuorum
+    and the voter changes name none (source -1)."""
+
+    sender: int | str | None = None   # a node id, or a client agent's name
+
+    def message(self, request: framing.Request) -> tuple[int, m.Request] | Reply:
+        converted = super().message(request)
+        if isinstance(converted, tuple) and self.sender is not None and converted[0] not in (self.sender, -1):
+            raise WireError(f"{type(converted[1]).__name__} from node {self.sender} reached its Raft core as "
+                            f"from node {converted[0]}")
+        return converted
 
 
 def raft_door() -> ApiDoor:

@@ -26,6 +26,7 @@ from kraftwire.raft import SnapshotId
 from kraftwire.sim.cluster import APPEND, SimNode, Simulation
 from kraftwire.sim.config import SimConfig
 from kraftwire.sim.invariants import Violation
+from kraftwire.sim.wire import raft_door
 
 GROUPS = 3
 
@@ -96,7 +97,8 @@ class OffsetsSimulation(Simulation):
         machine = self.listeners[nid].machine
         every = self.snapshot_every.get(nid)
         snapshotter = _SimSnapshotter(self, machine, every) if every else None
-        return NodeCore(core, groups=GroupRole(nid, config, machine=machine, snapshotter=snapshotter))
+        return NodeCore(core, groups=GroupRole(nid, config, machine=machine, snapshotter=snapshotter),
+                        door=raft_door(), raft_apis=self.raft_apis())
 
     def _on_take_snapshot(self, node: SimNode, out: TakeSnapshot) -> None:
         """Frame the group role's due snapshot inline and hand it back (the server frames it in a thread)."""
