@@ -4,9 +4,9 @@ The server and the simulator drive this same class, so the simulator's invariant
 that production runs. It is fed ``(now, event)`` calls and returns outputs, in the manner of
 etcd's Ready/Advance and Kafka's KafkaRaftClient poll loop:
 
-* Raft's own outputs pass through unchanged: ``SendRequest`` (to a peer), ``SendResponse`` (to an
-  inbound Raft request), ``PersistLog`` (fsync the log, then report ``handle_persisted``),
-  ``PersistState`` (write quorum-state durably before anything emitted after it leaves the node);
+* Raft's own outputs pass through unchanged: ``SendRequest`` (to a peer), ``PersistLog`` (fsync the
+  log, then report ``handle_persisted``), ``PersistState`` (write quorum-state durably before anything emitted after it leaves the node);
+  its ``SendResponse`` to a request of the door leaves as the door's ``Respond`` (below);
 * ``Respond(request_id, body)``: the answer to a controller request handed in with ``submit`` (or a
   group request with ``submit_group``), emitted once the records it wrote are committed (or at once
   when it wrote none);
@@ -21,8 +21,10 @@ etcd's Ready/Advance and Kafka's KafkaRaftClient poll loop:
   are ``Respond(request_id, reply)``; a consumer Fetch is ``Read`` (the shell reads, zero-copy, and
   reports ``handle_read``) and, while there is not enough to answer, ``Park(request_id, until_ms)``.
   Raft's own APIs entering the door are handed to the Raft core (``core/raft_apis.py``) and their
-  ``SendResponse`` comes out as the door's ``Respond`` (``handle_request`` stays for Raft messages
-  handed in directly: the voter changes' shell, tests).
+  ``SendResponse`` comes out as the door's ``Respond``: ``handle_api`` is the one way a request comes
+  in (Raft's from peers, the voter changes, clients'), on a server and in every simulation. The answers
+  to this node's own outbound Raft requests come back with ``handle_response``, their failures with
+  ``handle_request_failed``.
 
 After every event the core activates the controller when due (this node leads and the epoch's
 LeaderChange committed), and a batch appended during the event is written at once rather than at
@@ -131,17 +133,14 @@ class NodeCore:
             self.groups.tick()
         return self._settle(now, out)
 
-    def handle_request(self, now: int, request_id: int, source_id: int, msg: m.Request) -> list[NodeOutput]:
-        """An inbound Raft request (Vote, Fetch, BeginQuorumEpoch, DescribeQuorum, voter changes ...)."""
-        self._now = now
-        return self._settle(now, list(self.raft.handle_request(now, request_id, source_id, msg)))
-
     def handle_response(self, now: int, request_id: int, msg: m.Response) -> list[NodeOutput]:
+        """A peer's answer to this node's ``SendRequest(request_id)``."""
         self._now = now
         return self._settle(now, list(self.raft.handle_response(now, request_id, msg)))
 
     def handle_request_failed(self, now: int, request_id: int, refused: bool = False) -> list[NodeOutput]:
-        """No answer to a Raft request; ``refused``: nothing listens at the destination's address."""
+        """No answer to this node's ``SendRequest(request_id)``; ``refused``: nothing listens at the
+        destination's address."""
         self._now = now
         return self._settle(now, list(self.raft.handle_request_failed(now, request_id, refused)))
 

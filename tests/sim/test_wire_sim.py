@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
+from kraftwire.core import raft_apis
 from kraftwire.core import raft_wire as wire
 from kraftwire.protocol.records import Record
 from kraftwire.raft import messages as m
@@ -11,6 +14,7 @@ from kraftwire.sim.cluster import Simulation
 from kraftwire.sim.config import SimConfig
 from kraftwire.sim.controller_sim import ControllerSimulation
 from kraftwire.sim.runner import run_seed
+from kraftwire.sim.wire import WireError
 
 SEEDS = 8
 
@@ -51,3 +55,35 @@ def test_a_fetch_mapping_that_corrupts_records_is_caught(monkeypatch) -> None:
     monkeypatch.setattr(wire, "response_from_wire", corrupting)
     caught = [s for s in range(SEEDS) if not Simulation(s, SimConfig(voters=3, observers=1, wire=True)).run().ok]
     assert caught, "a codec that corrupts replicated records survived every seed"
+
+
+def test_a_raft_request_decoded_as_from_another_node_is_caught(monkeypatch) -> None:
+    """Mutation: the door's translation names the wrong replica in a Fetch (as if another follower fetched);
+    the sender check fails the seed at the first such request, with or without the bytes."""
+    real = raft_apis.request_from_wire
+
+    def misattributing(api_key, body, version):
+        source, msg = real(api_key, body, version)
+        if isinstance(msg, m.FetchRequest):
+            return source % 3 + 1, replace(msg, replica_id=source % 3 + 1)
+        return source, msg
+
+    monkeypatch.setattr(raft_apis, "request_from_wire", misattributing)
+    for wire_format in (False, True):
+        result = Simulation(0, SimConfig(voters=3, wire=wire_format, duration_ms=1500)).run()
+        assert any("FetchRequest from node" in v and "reached its Raft core as from node" in v
+                   for v in result.violations), result.violations
+
+
+def test_the_sender_check_lets_requests_that_name_no_sender_through() -> None:
+    """DescribeQuorum and the voter changes name no sending node (source -1): nothing to check."""
+    sim = Simulation(0, SimConfig(voters=1, duration_ms=100))
+    apis = sim.raft_apis()
+    request = sim.raft_wire.request(1, m.DescribeQuorumRequest())
+    apis.sender = 7
+    assert apis.message(request) == (-1, m.DescribeQuorumRequest())
+    vote = sim.raft_wire.request(7, m.VoteRequest("c", 2, 7, 1, 5))
+    assert apis.message(vote)[0] == 7
+    apis.sender = 8
+    with pytest.raises(WireError, match="VoteRequest from node 8 reached its Raft core as from node 7"):
+        apis.message(vote)
