@@ -17,6 +17,7 @@ candidate, a Begin/EndQuorumEpoch's leader, a Fetch's or FetchSnapshot's replica
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kraftwire.core import ApiDoor, DoorPlane, RaftApis
@@ -30,6 +31,7 @@ from kraftwire.core.api_registry import (
 )
 from kraftwire.protocol import framing
 from kraftwire.protocol.requests import Reply
+from kraftwire.raft import RaftCore
 from kraftwire.raft import messages as m
 from kraftwire.sim.door_sim import LISTENER, request_of
 
@@ -125,18 +127,31 @@ class RaftWire:
 
 class SenderCheck(RaftApis):
     """The production Raft APIs of a simulated node core, which also check that the Raft message the door
-    makes of a request names the node that sent it (``sender``, set by the simulation for each delivery):
+    hands the Raft core names the node that sent it (``sender``, set by the simulation for each delivery):
     a Vote's candidate, a Begin/EndQuorumEpoch's leader, a Fetch's or FetchSnapshot's replica. DescribeQuorum
     and the voter changes name none (source -1)."""
 
     sender: int | str | None = None   # a node id, or a client agent's name
 
-    def message(self, request: framing.Request) -> tuple[int, m.Request] | Reply:
-        converted = super().message(request)
-        if isinstance(converted, tuple) and self.sender is not None and converted[0] not in (self.sender, -1):
-            raise WireError(f"{type(converted[1]).__name__} from node {self.sender} reached its Raft core as "
-                            f"from node {converted[0]}")
-        return converted
+    def attach(self, raft: RaftCore, clock: Callable[[], int]) -> None:
+        super().attach(_CheckedCore(raft, self), clock)   # type: ignore[arg-type]
+
+
+class _CheckedCore:
+    """A Raft core as its ``SenderCheck`` sees it: requests checked against the sender, the rest as is."""
+
+    def __init__(self, raft: RaftCore, apis: SenderCheck) -> None:
+        self._raft = raft
+        self._apis = apis
+
+    def handle_request(self, now: int, request_id: int, source: int, msg: m.Request) -> list[m.Output]:
+        sender = self._apis.sender
+        if sender is not None and source not in (sender, -1):
+            raise WireError(f"{type(msg).__name__} from node {sender} reached its Raft core as from node {source}")
+        return self._raft.handle_request(now, request_id, source, msg)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raft, name)
 
 
 def raft_door() -> ApiDoor:

@@ -14,7 +14,7 @@ from kraftwire.sim.cluster import Simulation
 from kraftwire.sim.config import SimConfig
 from kraftwire.sim.controller_sim import ControllerSimulation
 from kraftwire.sim.runner import run_seed
-from kraftwire.sim.wire import WireError
+from kraftwire.sim.wire import SenderCheck, WireError
 
 SEEDS = 8
 
@@ -77,13 +77,17 @@ def test_a_raft_request_decoded_as_from_another_node_is_caught(monkeypatch) -> N
 
 def test_the_sender_check_lets_requests_that_name_no_sender_through() -> None:
     """DescribeQuorum and the voter changes name no sending node (source -1): nothing to check."""
-    sim = Simulation(0, SimConfig(voters=1, duration_ms=100))
-    apis = sim.raft_apis()
-    request = sim.raft_wire.request(1, m.DescribeQuorumRequest())
-    apis.sender = 7
-    assert apis.message(request) == (-1, m.DescribeQuorumRequest())
-    vote = sim.raft_wire.request(7, m.VoteRequest("c", 2, 7, 1, 5))
-    assert apis.message(vote)[0] == 7
-    apis.sender = 8
-    with pytest.raises(WireError, match="VoteRequest from node 8 reached its Raft core as from node 7"):
-        apis.message(vote)
+    sim = Simulation(0, SimConfig(voters=3, duration_ms=100))
+    sim.start()
+    core = sim.nodes[1].node
+    apis = core.raft_apis
+    assert isinstance(apis, SenderCheck)
+
+    def ask(sender, request):
+        apis.sender = sender
+        return apis.ask(sim.connection(), request, lambda reply: reply)
+
+    assert ask(7, sim.raft_wire.request(2, m.DescribeQuorumRequest())) is not None
+    assert ask(3, sim.raft_wire.request(3, m.VoteRequest(sim.cfg.cluster_id, 5, 3, 0, 0))) is not None
+    with pytest.raises(WireError, match="VoteRequest from node 2 reached its Raft core as from node 3"):
+        ask(2, sim.raft_wire.request(3, m.VoteRequest(sim.cfg.cluster_id, 6, 3, 0, 0)))
