@@ -19,7 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kraftwire.group.placement import KEY_TYPE_GROUP, Voter, owner_of
+from kraftwire.group.placement import KEY_TYPE_GROUP, CoordinatorLookup, Voter, coordinating_voter, errors_in
 from kraftwire.group.responses import error_response
 from kraftwire.net.client import RequestFailed
 from kraftwire.net.peers import PeerClient
@@ -32,10 +32,10 @@ from kraftwire.protocol.runtime import replace
 
 log = logging.getLogger(__name__)
 
+__all__ = ["GroupRouter", "errors_in", "group_key"]
+
 UNAVAILABLE = int(Errors.COORDINATOR_NOT_AVAILABLE)
 NOT_COORDINATOR = int(Errors.NOT_COORDINATOR)
-# Answers after which a broker looks the coordinating voter up again (raft placement).
-_MOVED = frozenset((UNAVAILABLE, NOT_COORDINATOR, int(Errors.COORDINATOR_LOAD_IN_PROGRESS)))
 # A follower's SyncGroup may wait for the leader's assignment up to the rebalance timeout, which the
 # request does not carry: allow Kafka's default max.poll.interval.ms (5 min) and a margin.
 SYNC_WAIT_S = 330.0
@@ -62,24 +62,6 @@ def _timeout_s(api_key: int, version: int, body: Any) -> float:
     return SYNC_WAIT_S if api_key == ApiKey.SYNC_GROUP else REQUEST_WAIT_S
 
 
-def errors_in(message: Any) -> set[int]:
-    """Every ``error_code`` in a response, nested entries (topics, partitions, groups) included."""
-    found: set[int] = set()
-    stack = [message]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(item)
-            continue
-        for name in getattr(item, "__slots__", ()):
-            value = getattr(item, name, None)
-            if name == "error_code" and isinstance(value, int):
-                found.add(value)
-            elif isinstance(value, list) and value and hasattr(value[0], "__slots__"):
-                stack.append(value)
-    return found
-
-
 class GroupRouter:
     """Sends group requests to the voters that own their groups; ``local_id`` is this node's id if it
     is a voter (its own groups are served by the ``local`` callable passed to ``route``).
@@ -97,43 +79,41 @@ class GroupRouter:
         self.local_id = local_id
         self.leader = leader
         self.replicated = replicated or leader is not None
-        self.coordinator_id: int | None = None   # a broker's cached answer (raft placement)
-        self._next_probe = 0
+        self.lookup = CoordinatorLookup()   # a broker's cached answer (raft placement)
+
+    @property
+    def coordinator_id(self) -> int | None:
+        return self.lookup.coordinator_id
 
     def set_voters(self, voters: list[Voter]) -> None:
         self.voters = sorted(voters)
 
     def owner(self, group_id: str) -> Voter | None:
         """The voter coordinating ``group_id`` as far as this node knows (None: unknown now)."""
-        if not self.replicated:
-            return owner_of(group_id, self.voters)
         node = self.leader() if self.leader is not None else self.coordinator_id
-        return next((v for v in self.voters if v[0] == node), None)
+        return coordinating_voter(group_id, self.voters, replicated=self.replicated, leader_id=node)
 
     async def _owner_id(self, group_id: str) -> int | None:
         if self.replicated and self.leader is None and self.coordinator_id is None:
-            self.coordinator_id = await self._discover()
+            await self._discover()
         owner = self.owner(group_id)
         return None if owner is None else owner[0]
 
-    async def _discover(self) -> int | None:
+    async def _discover(self) -> None:
         """Ask the voters in turn which of them coordinates the groups (FindCoordinator v3)."""
         from kraftwire.protocol.messages.find_coordinator_request import FindCoordinatorRequest
 
-        ids = {v[0] for v in self.voters}
-        for i in range(len(self.voters)):
-            node_id = self.voters[(self._next_probe + i) % len(self.voters)][0]
+        ids = [v[0] for v in self.voters]
+        for node_id in self.lookup.probes(ids):
             try:
                 resp = await self.peers.relay(node_id, FindCoordinatorRequest(key="", key_type=KEY_TYPE_GROUP), 3,
                                               REQUEST_WAIT_S / 6, "kraftwire-find-coordinator")
             except RequestFailed as e:
                 log.debug("voter %d did not say who coordinates groups: %s", node_id, e)
                 continue
-            if resp.error_code == 0 and resp.node_id in ids:
-                self._next_probe = (self._next_probe + i) % len(self.voters)
-                return resp.node_id
-        self._next_probe += 1
-        return None
+            if self.lookup.found(ids, node_id, resp):
+                return
+        self.lookup.none_found()
 
     async def route(self, api_key: int, version: int, body: Any, client_id: str, client_host: str = "", *,
                     local: Local | None = None) -> Any:
@@ -186,9 +166,7 @@ class GroupRouter:
             resp = await self.peers.relay(node_id, body, version, _timeout_s(api_key, version, body), client_id)
         except RequestFailed as e:
             log.info("group coordinator %d unreachable for API %d: %s", node_id, api_key, e)
-            if node_id == self.coordinator_id:
-                self.coordinator_id = None
+            self.lookup.unreachable(node_id)
             return error_response(api_key, version, body)
-        if node_id == self.coordinator_id and api_key != ApiKey.LIST_GROUPS and errors_in(resp) & _MOVED:
-            self.coordinator_id = None   # the offsets quorum's leader moved: look it up again next time
+        self.lookup.answered(node_id, api_key, resp)   # the offsets quorum's leader moved: look it up again next time
         return resp
