@@ -159,7 +159,13 @@ class GroupRole:
         self._after_write(self._completed(result.completions))
 
     def tick(self) -> None:
-        """The coordinator's timers (session expiry, rebalance and join deadlines, offset retention)."""
+        """The coordinator's timers (session expiry, rebalance and join deadlines, offset retention). If Raft
+        stopped leading in this tick, the hand-over comes first: a timer must not complete a rebalance whose
+        generation record can no longer be written (its answers would leave unrecorded, and the next
+        coordinator would hand the same generation out again)."""
+        raft = self.raft
+        if raft is not None and self.machine is not None and self.term.ended(raft):
+            self.settle()
         coordinator = self.coordinator
         if coordinator is not None:
             self._after_write(self._completed(coordinator.tick(self.clock())))

@@ -243,3 +243,43 @@ def test_the_group_role_answers_only_what_is_committed_and_not_coordinator_when_
     raft.epoch = 5                                                    # another epoch: the coordinator is rebuilt
     role.settle()
     assert got.pop().error_code == Errors.NOT_COORDINATOR and store.closed and role.coordinator.store is not store
+
+
+def test_a_rebalance_timer_after_leadership_went_answers_not_coordinator():
+    """Regression (found by ``kraftwire simulate --groups``): Raft lost the leadership in the tick that ran the
+    coordinator's timers; the rebalance they completed could not write its generation record (the append is
+    refused), yet its JoinGroup answers left with that generation, which the next coordinator hands out again."""
+    from types import SimpleNamespace
+
+    from kraftwire.core.group_role import GroupRole
+    from kraftwire.group import GroupConfig
+    from kraftwire.group.replicated import OffsetsMachine
+    from kraftwire.protocol.messages import join_group_request as jgq
+    from kraftwire.raft.core import NotLeaderError
+
+    class Raft(SimpleNamespace):
+        @property
+        def epoch_start_committed(self) -> bool:
+            return self.is_leader and self.hw is not None and self.hw > self.state.epoch_start_offset
+
+    raft = Raft(is_leader=True, epoch=3, hw=1, state=SimpleNamespace(epoch_start_offset=0))
+    now = [1000]
+
+    def append(records):
+        if not raft.is_leader:
+            raise NotLeaderError("node 1 is resigned in epoch 3")
+        return [1]
+
+    role = GroupRole(1, GroupConfig(initial_rebalance_delay_ms=100, min_session_timeout_ms=100),
+                     machine=OffsetsMachine())
+    role.attach(raft, clock=lambda: now[0], append=append)
+    role.settle()
+    join = jgq.JoinGroupRequest(group_id="j", session_timeout_ms=1000, rebalance_timeout_ms=1000, member_id="",
+                                protocol_type="consumer", protocols=[jgq.JoinGroupRequestProtocol("range", b"")])
+    got: list = []
+    role.submit(11, 3, join, "c", "h", got.append)        # v3: joins at once, parked for the initial delay
+    assert not got
+    raft.is_leader = False                                # Raft resigned in the tick ...
+    now[0] = 1200
+    role.tick()                                           # ... that runs the rebalance deadline
+    assert [r.error_code for r in got] == [Errors.NOT_COORDINATOR] and role.coordinator is None
