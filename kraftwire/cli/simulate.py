@@ -77,6 +77,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--recovery", action="store_true",
                    help="a kraft.version 1 quorum loses every voter but one for good mid-run; the survivor is made a "
                         "single-voter quorum as `storage recover-as-single-voter` does and voters are added back")
+    p.add_argument("--groups", action="store_true",
+                   help="consumer groups on the voters' offsets quorum: consumers join, commit and fetch offsets "
+                        "through voters' and brokers' doors (observers are not used)")
     p.add_argument("--never-started", type=int, default=0, metavar="N",
                    help="voters that never run (a fresh quorum with machines missing; default 0)")
     p.add_argument("--start-spread-ms", type=int, default=0, metavar="MS",
@@ -100,7 +103,7 @@ def _run(args: argparse.Namespace) -> int:
     cfg = SimConfig(voters=args.voters, observers=args.observers, faults=args.faults,
                     duration_ms=args.duration_ms, bugs=bugs, controller=args.controller,
                     metadata_version=max(0, args.metadata_version), wire=args.wire, reconfig=args.reconfig,
-                    recovery=args.recovery,
+                    recovery=args.recovery, groups=args.groups,
                     never_started=args.never_started, start_spread_ms=args.start_spread_ms,
                     first_leader_within_ms=args.first_leader_within_ms)
     seeds = [args.seed] if args.seed is not None else range(args.start_seed, args.start_seed + args.seeds)

@@ -60,6 +60,7 @@ class SimConfig:
     reconfig: bool = False     # KIP-853: an admin adds and removes voters meanwhile (kraftwire.sim.reconfig_sim)
     recovery: bool = False     # KIP-853 quorum loses all voters but one for good mid-run; recover-as-single-voter
                                # makes the survivor the quorum and voters are added back (kraftwire.sim.recovery_sim)
+    groups: bool = False       # consumer groups through the doors on the offsets quorum (kraftwire.sim.groups_sim)
     never_started: int = 0     # voters (drawn per seed) that never run: a fresh quorum with machines missing
     start_spread_ms: int = 0   # each node starts at a time drawn in [0, start_spread_ms] (0: all at once)
     refuse_when_down: bool = False  # a crashed node's process is gone, its host up: connections to it close and a

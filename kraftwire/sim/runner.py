@@ -22,6 +22,8 @@ def repro_command(seed: int, cfg: SimConfig) -> str:
         cmd += " --reconfig"
     if cfg.recovery:
         cmd += " --recovery"
+    if cfg.groups:
+        cmd += " --groups"
     if cfg.never_started:
         cmd += f" --never-started {cfg.never_started}"
     if cfg.start_spread_ms:
@@ -39,6 +41,10 @@ def run_seed(seed: int, cfg: SimConfig) -> SeedResult:
         from kraftwire.sim.controller_sim import ControllerSimulation
 
         result = ControllerSimulation(seed, cfg).run()
+    elif cfg.groups:
+        from kraftwire.sim.groups_sim import GroupsSimulation
+
+        result = GroupsSimulation(seed, cfg).run()
     elif cfg.recovery:
         from kraftwire.sim.recovery_sim import RecoverySimulation
 
