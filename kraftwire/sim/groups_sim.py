@@ -18,7 +18,8 @@ doors, dropped after NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE / COORDINATOR_L
 answer), as ``GroupRouter`` does. Consumers follow the coordinator errors as Kafka clients do (look the
 coordinator up again; rejoin on UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS); the leader
 assigns the topic's partitions round-robin; a simple committer (``assign()``, generation -1) commits to a
-group of its own. Every Raft fault applies to the voters; clients and brokers lose messages with the
+group of its own. Voters snapshot the offsets state and clean their logs as the production
+``OffsetsSnapshotter`` says (framed inline). Every Raft fault applies to the voters; clients and brokers lose messages with the
 network's drop rate and cannot reach a voter cut off from every other voter.
 
 Invariants, after every event:
@@ -34,7 +35,9 @@ Invariants, after every event:
 
 Deliberate bugs (``--bugs``): ``group_answers_before_commit`` (the group role answers as soon as the
 coordinator wrote), ``group_serves_after_leadership`` (a voter's coordinator keeps serving after its node
-stopped leading the offsets quorum).
+stopped leading the offsets quorum), ``coordinator_starts_without_offsets`` and
+``coordinator_starts_without_generations`` (a new coordinator is built over the replicated state without its
+committed offsets, or without its groups' generation records).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from kraftwire.core.raft_apis import RaftApis
 from kraftwire.core.voter_reads import VoterReads
 from kraftwire.group import GroupConfig
 from kraftwire.group.placement import KEY_TYPE_GROUP, CoordinatorLookup, coordinating_voter
-from kraftwire.group.replicated import OffsetsMachine
+from kraftwire.group.replicated import OffsetsMachine, OffsetsSnapshotter
 from kraftwire.group.responses import error_response
 from kraftwire.group.store import GroupRecord, OffsetRecord, decode_record
 from kraftwire.metadata.image import MetadataImage
@@ -72,7 +75,8 @@ from kraftwire.sim.config import SimConfig
 from kraftwire.sim.door_sim import request_of
 from kraftwire.sim.invariants import Violation
 
-GROUP_BUGS = frozenset({"group_answers_before_commit", "group_serves_after_leadership"})
+GROUP_BUGS = frozenset({"group_answers_before_commit", "group_serves_after_leadership",
+                        "coordinator_starts_without_offsets", "coordinator_starts_without_generations"})
 LISTENER = "PLAINTEXT"
 TOPIC = "t"
 PARTITIONS = 4
@@ -116,11 +120,40 @@ class _StaleGroupRole(GroupRole):
         self._release()
 
 
+class _ForgetfulGroupRole(GroupRole):
+    """Deliberate bug: a new coordinator is built over the replicated state without its offsets (``offsets``)
+    or without its groups' generation records (``generations``)."""
+
+    forgets = "offsets"
+
+    def _activate(self) -> None:
+        machine = self.machine
+        assert machine is not None
+        real = machine.state
+        machine.state = real.copy()
+        if self.forgets == "offsets":
+            machine.state.offsets.clear()
+        else:
+            machine.state.groups.clear()
+        try:
+            super()._activate()
+        finally:
+            machine.state = real
+
+
+class _GenerationlessGroupRole(_ForgetfulGroupRole):
+    forgets = "generations"
+
+
 def group_role_class(bugs: frozenset[str]) -> type[GroupRole]:
     if "group_answers_before_commit" in bugs:
         return _EagerGroupRole
     if "group_serves_after_leadership" in bugs:
         return _StaleGroupRole
+    if "coordinator_starts_without_offsets" in bugs:
+        return _ForgetfulGroupRole
+    if "coordinator_starts_without_generations" in bugs:
+        return _GenerationlessGroupRole
     return GroupRole
 
 
@@ -137,6 +170,7 @@ class _OffsetsListener:
 
     def handle_snapshot(self, end_offset: int, batches: list[Any]) -> None:
         self.machine.handle_snapshot(end_offset, batches)
+        self.sim._count("offsets snapshots loaded")
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self.machine.handle_leader_change(leader_id, epoch)
@@ -223,7 +257,10 @@ class GroupsSimulation(Simulation):
         return listener
 
     def _node_core(self, nid: int, core: RaftCore) -> NodeCore:
-        role = group_role_class(self.group_bugs)(nid, group_config(), machine=self.listeners[nid].machine)
+        machine = self.listeners[nid].machine
+        every = self.snapshot_every.get(nid)
+        role = group_role_class(self.group_bugs)(nid, group_config(), machine=machine,
+                                                 snapshotter=OffsetsSnapshotter(machine, every) if every else None)
         return NodeCore(core, groups=role, door=self._voter_door(nid), raft_apis=self.raft_apis())
 
     def _voter_door(self, nid: int) -> ApiDoor:
@@ -250,7 +287,12 @@ class GroupsSimulation(Simulation):
         return broker
 
     def _on_take_snapshot(self, node: SimNode, out: TakeSnapshot) -> None:
-        self._run_core(node, lambda c: c.snapshot_framed(self.now, out.job.sid, None))
+        """Frame the group role's due snapshot inline and hand it back (the server frames it in a thread); the
+        production policy then cleans the log below it, so lagging replicas catch up with FetchSnapshot."""
+        self.checker.check_hw(node)   # observe the committed prefix before the node core may clean below it
+        batches = out.job.frame()
+        self._run_core(node, lambda c: c.snapshot_framed(self.now, out.job.sid, batches))
+        self._count("offsets snapshots")
 
     # -- the network between clients, brokers and voters --------------------------------------------
     def _next_id(self) -> int:
