@@ -72,12 +72,14 @@ from kraftwire.protocol.requests import Reply, RequestContext
 from kraftwire.raft import RaftCore
 from kraftwire.sim.cluster import SimNode, Simulation
 from kraftwire.sim.config import SimConfig
+from kraftwire.sim.door_sim import LISTENER as VOTERS_LISTENER
 from kraftwire.sim.door_sim import request_of
 from kraftwire.sim.invariants import Violation
 
 GROUP_BUGS = frozenset({"group_answers_before_commit", "group_serves_after_leadership",
                         "coordinator_starts_without_offsets", "coordinator_starts_without_generations"})
-LISTENER = "PLAINTEXT"
+LISTENER = "PLAINTEXT"       # the brokers' listener
+VOTER_LISTENER = VOTERS_LISTENER   # the voters' controller listener, where Raft's requests come in too
 TOPIC = "t"
 PARTITIONS = 4
 GROUPS = ("g0", "g1")
@@ -271,11 +273,11 @@ class GroupsSimulation(Simulation):
             leader = None if core is None or core.leader_id is None or core.leader_id < 0 else core.leader_id
             return coordinating_voter(group, voters, replicated=True, leader_id=leader)
 
-        reads = VoterReads(nid, self.cfg.cluster_id, {LISTENER: (f"v{nid}", 9093)},
+        reads = VoterReads(nid, self.cfg.cluster_id, {VOTER_LISTENER: (f"v{nid}", 9093)},
                            lambda: {v: (f"v{v}", 9093) for v in self.voter_ids}, MetadataImage, _View,
                            coordinator)
-        plane = DoorPlane(ApiRegistry.controller(), "on this simulated voter", lambda: ({}, {}, 0), voter=reads)
-        return ApiDoor({LISTENER: plane})
+        plane = DoorPlane(ApiRegistry.controller(), "on this simulated voter", lambda: ({}, {}, -1), voter=reads)
+        return ApiDoor({VOTER_LISTENER: plane})
 
     def _broker(self, bid: int) -> _Broker:
         view = LocalView(bid, f"b{bid}", 9092, None, True, True, 0, tuple(self.voter_ids))
@@ -329,6 +331,8 @@ class GroupsSimulation(Simulation):
                  reply_to: Callable[[Any], None]) -> None:
         """``request`` from ``src`` into the door of ``dest`` (a voter or a broker); ``reply_to(reply)``
         runs back at ``src`` if the answer arrives."""
+        ctx = replace(ctx, listener=LISTENER if dest in self.brokers else VOTER_LISTENER)
+
         def arrive() -> SimNode | None:
             conn = self._next_id()
             self.conns[conn] = (src, reply_to)
