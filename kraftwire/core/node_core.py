@@ -5,7 +5,9 @@ that production runs. It is fed ``(now, event)`` calls and returns outputs, in t
 etcd's Ready/Advance and Kafka's KafkaRaftClient poll loop:
 
 * Raft's own outputs pass through unchanged: ``SendRequest`` (to a peer), ``PersistLog`` (fsync the
-  log, then report ``handle_persisted``), ``PersistState`` (write quorum-state durably before anything emitted after it leaves the node);
+  log, then report ``handle_persisted``), ``PersistState`` (write quorum-state durably before anything emitted after it leaves the node),
+  ``ReadSnapshotChunk`` (read a FetchSnapshot's bytes from the snapshot, then report
+  ``handle_snapshot_chunk``, which gives the answer out);
   its ``SendResponse`` to a request of the door leaves as the door's ``Respond`` (below);
 * ``Respond(request_id, body)``: the answer to a controller request handed in with ``submit`` (or a
   group request with ``submit_group``), emitted once the records it wrote are committed (or at once
@@ -52,8 +54,8 @@ from kraftwire.raft import messages as m
 from kraftwire.raft.core import RaftCore
 from kraftwire.storage.audit import Origin
 
-NodeOutput = (m.SendRequest | m.SendResponse | m.PersistLog | m.PersistState | Respond | TakeSnapshot
-              | SendController | Audit | Relay | Read | Park)
+NodeOutput = (m.SendRequest | m.SendResponse | m.PersistLog | m.PersistState | m.ReadSnapshotChunk | Respond
+              | TakeSnapshot | SendController | Audit | Relay | Read | Park)
 
 #: appends made while the core handles an event can trigger more (a commit the role replays and
 #: answers with records): flush that many rounds at most within one event, the rest at the next tick
@@ -215,6 +217,13 @@ class NodeCore:
         if self.door is not None:
             self.door.read_done(now, connection, body, size)
         return self._settled_request(now)
+
+    def handle_snapshot_chunk(self, now: int, read: m.ReadSnapshotChunk, chunk: bytes | None) -> list[NodeOutput]:
+        """The bytes the shell read for the Raft core's ``ReadSnapshotChunk`` (None: the snapshot went meanwhile,
+        SNAPSHOT_NOT_FOUND): the FetchSnapshot's answer comes out (the door's ``Respond`` for a request of the
+        door). Nothing else moves."""
+        self._now = now
+        return self.raft_apis.answers([read.answer(chunk)])
 
     def handle_relay_failed(self, now: int, connection: int) -> list[NodeOutput]:
         """The shell failed the ``Relay`` of ``connection`` itself (it answered or closed the connection)."""

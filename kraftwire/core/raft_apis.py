@@ -12,8 +12,10 @@ the KIP-853 voter keys, the epochs. Its ``SendResponse`` for that id, whenever i
 quorum-state write (a granted vote: the ``PersistState`` before it holds every output of the event, in the
 server's driver and in the simulator alike, so the answer never leaves before the vote is durable), or when
 a parked Fetch is woken by new data, a moved high watermark or epoch, or its MaxWaitMs — is turned into the
-wire answer (with the voters' endpoints) and comes out as the door's ``Respond``. FetchSnapshot chunks are
-read by the Raft core from its log's snapshot files.
+wire answer (with the voters' endpoints) by ``answers`` (after every event of the node core) and comes out
+as the door's ``Respond``. A FetchSnapshot's chunk is the shell's to read: the Raft core decides the answer
+and emits ``ReadSnapshotChunk``, the shell hands the bytes to ``NodeCore.handle_snapshot_chunk``, and the
+answer it completes comes out here like any other.
 
 DescribeQuorum is the quorum leader's to answer: a replica that leads answers from its Raft state; a
 replica of the metadata quorum that does not lead has it relayed (``Relay`` DESCRIBE_QUORUM: the shell asks

@@ -7,7 +7,8 @@ the wire request to the peer and feeds the reply (or the failure) back; ``SendRe
 (every log fsync of the hot paths, leader's and fetcher's) runs in the node's disk worker and is
 reported back with ``handle_persisted``; ``PersistState`` (a vote, a new epoch) is written by the disk
 worker too, and every output of that call and of the calls after it waits until it is durable (Raft's
-rule, as Kafka's quorum-state write before its Vote answer); the log's journal (segment rolls, removals,
+rule, as Kafka's quorum-state write before its Vote answer); ``ReadSnapshotChunk`` (a FetchSnapshot's
+bytes) is read from the snapshot file in a worker thread and handed back with ``handle_snapshot_chunk``; the log's journal (segment rolls, removals,
 the epoch and log-start checkpoints, snapshot files: ``storage/journal.py``) is drained by the same
 worker. ``TakeSnapshot`` frames the image in a worker thread and hands the batches back;
 ``SendController`` (a broker's registration or heartbeat) goes to the voter the peer client believes is
@@ -330,6 +331,9 @@ class RaftDriver:
             elif isinstance(out, SendController):
                 assert self._tg is not None
                 self._tg.start_soon(self._send_controller, out)
+            elif isinstance(out, m.ReadSnapshotChunk):
+                assert self._tg is not None
+                self._tg.start_soon(self._read_snapshot_chunk, out)
             elif isinstance(out, Audit) and self.audit is not None and self._tg is not None:
                 self._tg.start_soon(self._write_audit, out)
         self._kick_journal()
@@ -376,6 +380,17 @@ class RaftDriver:
         except Exception:
             log.exception("framing the snapshot at %s failed", out.job.sid)
         self.call(self.node.snapshot_framed, out.job.sid, batches)
+
+    async def _read_snapshot_chunk(self, out: m.ReadSnapshotChunk) -> None:
+        """A FetchSnapshot's bytes, read from the log's snapshot in a worker thread (a file read stays off the
+        event loop; one cleaned away meanwhile answers SNAPSHOT_NOT_FOUND), then handed back for its answer."""
+        try:
+            chunk: bytes | None = await anyio.to_thread.run_sync(
+                self.core.log.read_snapshot_chunk, out.snapshot_id, out.position, out.max_bytes)
+        except (OSError, KeyError) as e:
+            log.info("FetchSnapshot of %s at %d: the snapshot is gone (%s)", out.snapshot_id, out.position, e)
+            chunk = None
+        self._dispatch(self.node.handle_snapshot_chunk(self.clock(), out, chunk))
 
     async def _send_controller(self, out: SendController) -> None:
         """A broker's registration or heartbeat, to the voter believed to be the active controller (its

@@ -10,7 +10,9 @@ Snapshots (KIP-630): the state machine stores snapshots of committed state throu
 ``create_snapshot`` and cleans the log below one with ``delete_before``. A leader answers a Fetch it
 cannot serve from its log (below the log start, or with an epoch older than the log holds) with the
 latest SnapshotId; the follower downloads it with FetchSnapshot, installs it and fetches on from its
-end offset. A listener whose position is below the log start is handed the snapshot first.
+end offset. A listener whose position is below the log start is handed the snapshot first. The leader
+decides a FetchSnapshot's answer (the snapshot held, the position inside it, how many bytes) and leaves
+reading the chunk to the shell (``ReadSnapshotChunk``: a file read off the event loop).
 
 Durability: everything the core relies on (votes, appended batches) is made durable *before* an
 output that depends on it is returned: the quorum-state store before a vote is granted, the log
@@ -1362,10 +1364,12 @@ class RaftCore:
         if req.position < 0 or req.position >= size:
             self._respond(rid, self._snapshot_error(Errors.POSITION_OUT_OF_RANGE))
             return
-        chunk = self.log.read_snapshot_chunk(sid, req.position, max(0, min(req.max_bytes, size)))
         self._heard_from_voter(now, st, req.replica_id)
-        self._respond(rid, m.FetchSnapshotResponse(NONE, m.FetchSnapshotPartition(
-            NONE, req.snapshot_id, m.LeaderIdAndEpoch(self.node_id, st.epoch), size, req.position, chunk)))
+        # the answer is decided; its bytes (at most MaxBytes from Position, cut at the end) are the shell's to read
+        self._out.append(m.ReadSnapshotChunk(rid, sid, req.position, max(0, min(req.max_bytes, size)),
+                                             m.FetchSnapshotResponse(NONE, m.FetchSnapshotPartition(
+                                                 NONE, req.snapshot_id, m.LeaderIdAndEpoch(self.node_id, st.epoch),
+                                                 size, req.position))))
 
     def _on_fetch_snapshot_response(self, now: int, req: _Inflight, resp: m.FetchSnapshotResponse) -> None:
         if resp.error_code == Errors.INCONSISTENT_CLUSTER_ID:

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from kraftwire.protocol.api import ApiKey
+from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.records import RecordBatch
-from kraftwire.raft.log import ElectionState
+from kraftwire.raft.log import ElectionState, SnapshotId
 
 NO_LEADER = -1
 
@@ -329,4 +330,29 @@ class PersistState:
     state: ElectionState
 
 
-Output = SendRequest | SendResponse | PersistLog | PersistState
+@dataclass(frozen=True, slots=True)
+class ReadSnapshotChunk:
+    """Answer the inbound FetchSnapshot ``request_id`` with ``response`` once its UnalignedRecords hold the bytes
+    of snapshot ``snapshot_id`` from ``position``, at most ``max_bytes`` (cut at the snapshot's end). The core
+    decided the answer (the snapshot is held, the position inside it); reading the bytes is the shell's I/O (a
+    file off the event loop). It hands them back — ``NodeCore.handle_snapshot_chunk``, or ``answer`` where a
+    Raft core is driven bare — as None when the snapshot went meanwhile (cleaned away): SNAPSHOT_NOT_FOUND."""
+
+    request_id: int
+    snapshot_id: SnapshotId
+    position: int
+    max_bytes: int
+    response: FetchSnapshotResponse
+
+    def answer(self, chunk: bytes | None) -> SendResponse:
+        """The answer with the bytes read (None: the snapshot is gone)."""
+        p = self.response.partition
+        assert p is not None
+        if chunk is None:
+            part = FetchSnapshotPartition(int(Errors.SNAPSHOT_NOT_FOUND), current_leader=p.current_leader)
+        else:
+            part = FetchSnapshotPartition(p.error_code, p.snapshot_id, p.current_leader, p.size, p.position, chunk)
+        return SendResponse(self.request_id, FetchSnapshotResponse(self.response.error_code, part))
+
+
+Output = SendRequest | SendResponse | PersistLog | PersistState | ReadSnapshotChunk

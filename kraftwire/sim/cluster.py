@@ -30,7 +30,7 @@ from kraftwire.sim.invariants import GENESIS, InvariantChecker, Violation, chain
 from kraftwire.sim.wire import RaftWire, SenderCheck, WireCodec, raft_door
 
 (DELIVER_REQ, DELIVER_RESP, REQ_TIMEOUT, TICK, RESTART, APPEND, FAULT, HEAL, END, UNDO, PERSISTED, FIRST_LEADER,
- REFUSED) = range(13)
+ REFUSED, READ_CHUNK) = range(14)
 
 
 DIGEST_KEY = b"digest"
@@ -331,6 +331,9 @@ class Simulation:
                     self._answer_raft(node, out.request_id, self.raft_wire.answer(key, out.body))
             elif isinstance(out, TakeSnapshot):
                 self._on_take_snapshot(node, out)
+            elif isinstance(out, m.ReadSnapshotChunk):   # the store's I/O, an event of its own (a page-cache read)
+                self.schedule(self.now + self.rng.randint(0, 2) + node.slow_extra, READ_CHUNK,
+                              (src, node.incarnation, out))
             elif isinstance(out, m.SendRequest):
                 node.pending.add(out.request_id)
                 if self.cfg.refuse_when_down:
@@ -437,6 +440,17 @@ class Simulation:
             if node.core is None or node.incarnation != inc:
                 return None
             self._run_core(node, lambda c: c.handle_persisted(now, end))
+            return node
+        if kind == READ_CHUNK:   # a FetchSnapshot's bytes from the in-memory snapshot store (None: cleaned away)
+            nid, inc, read = payload
+            node = self.nodes[nid]
+            if node.core is None or node.incarnation != inc:
+                return None
+            try:
+                chunk: bytes | None = node.log.read_snapshot_chunk(read.snapshot_id, read.position, read.max_bytes)
+            except KeyError:
+                chunk = None
+            self._run_core(node, lambda c: c.handle_snapshot_chunk(now, read, chunk))
             return node
         if kind == APPEND:
             return self._append()

@@ -1,6 +1,7 @@
 """Raft's APIs through the one door (core/raft_apis.py): the wire request becomes the Raft core's message, its
-answer the door's ``Respond`` — after the quorum-state write a vote needs, when a parked Fetch is woken — and
-DescribeQuorum is the leader's (relayed where the replica does not lead, its own view when nobody answered)."""
+answer the door's ``Respond`` — after the quorum-state write a vote needs, when a parked Fetch is woken, once the
+shell read a FetchSnapshot's chunk — and DescribeQuorum is the leader's (relayed where the replica does not lead,
+its own view when nobody answered)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from kraftwire.core.api_registry import ApiRegistry
 from kraftwire.group.replicated import OFFSETS_TOPIC
 from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request, RequestHeader
+from kraftwire.protocol.records import Record
 from kraftwire.protocol.requests import RequestContext
-from kraftwire.raft import MemoryLog, MemoryStateStore, RaftConfig, RaftCore
+from kraftwire.raft import MemoryLog, MemoryStateStore, RaftConfig, RaftCore, SnapshotId
 from kraftwire.raft import messages as m
+from kraftwire.raft.snapshot import frame
 
 CLUSTER = "kw-raft-apis-test-0001"
 NODES = [(1, "n1", 9093, "CONTROLLER"), (2, "n2", 9093, "CONTROLLER"), (3, "n3", 9093, "CONTROLLER")]
@@ -122,3 +125,76 @@ def test_a_second_quorums_requests_and_answers_name_its_topic() -> None:
     [answer] = [o for o in node.handle_api(0, -2, _request(-2, begin, 1, OFFSETS_TOPIC), CTX) if isinstance(o, Respond)]
     assert answer.body.body.topics[0].topic_name == OFFSETS_TOPIC
     assert (node.raft.leader_id, node.raft.epoch) == (2, 3)
+
+
+# -- FetchSnapshot: the core decides, the shell reads the chunk (``ReadSnapshotChunk``) ------------------------
+def _snapshotting_leader(topic: str | None = None) -> tuple[NodeCore, int, SnapshotId, bytes]:
+    """A leader holding a snapshot of its committed log (some hundred bytes); the snapshot's bytes."""
+    node = _node([1], topic)
+    now = 0
+    while not node.raft.is_leader:
+        now += 50
+        _durable(node, node.tick(now), now)
+    node.append(now, [Record(value=b"v%d" % i) for i in range(8)])
+    while node.raft.hw != node.log.end_offset:
+        now += 50
+        _durable(node, node.tick(now), now)
+    sid = SnapshotId(node.raft.hw, node.raft.epoch)
+    node.raft.create_snapshot(sid, frame(sid, [Record(key=b"k%d" % i, value=b"x" * 40) for i in range(6)]))
+    return node, now, sid, node.log.read_snapshot_chunk(sid, 0, 1 << 20)
+
+
+def _fetch_snapshot(node: NodeCore, sid: SnapshotId, position: int, max_bytes: int, version: int = 1,
+                    epoch: int | None = None, topic: str | None = None) -> Request:
+    msg = m.FetchSnapshotRequest(CLUSTER, 2, node.raft.epoch if epoch is None else epoch,
+                                 m.SnapshotIdField(sid.end_offset, sid.epoch), position, max_bytes)
+    return _request(-position - 1, msg, version, topic)
+
+
+def test_a_fetch_snapshot_chunk_is_read_by_the_shell_and_a_download_takes_several() -> None:
+    for topic in (None, OFFSETS_TOPIC):
+        node, now, sid, data = _snapshotting_leader(topic)
+        assert len(data) > 200
+        got = b""
+        while len(got) < len(data):
+            rid = -len(got) - 1
+            out = node.handle_api(now, rid, _fetch_snapshot(node, sid, len(got), 100, topic=topic), CTX)
+            [read] = [o for o in out if isinstance(o, m.ReadSnapshotChunk | Respond)]
+            assert isinstance(read, m.ReadSnapshotChunk), "the Raft core reads no snapshot bytes itself"
+            assert (read.snapshot_id, read.position, read.max_bytes) == (sid, len(got), 100)
+            chunk = node.log.read_snapshot_chunk(read.snapshot_id, read.position, read.max_bytes)
+            [answer] = node.handle_snapshot_chunk(now, read, chunk)
+            assert isinstance(answer, Respond) and answer.request_id == rid
+            body = answer.body.body
+            (part,) = body.topics[0].partitions
+            assert body.topics[0].name == (topic or "__cluster_metadata")
+            assert (body.error_code, part.error_code, part.size, part.position) == (0, 0, len(data), len(got))
+            assert (part.snapshot_id.end_offset, part.snapshot_id.epoch) == (sid.end_offset, sid.epoch)
+            assert part.current_leader.leader_id == 1 and 0 < len(part.unaligned_records) <= 100
+            got += bytes(part.unaligned_records)
+        assert got == data, "the chunks (the last one cut at the end) are the snapshot's bytes"
+
+
+def test_fetch_snapshot_errors_are_the_cores_answered_at_once_without_a_read() -> None:
+    node, now, sid, data = _snapshotting_leader()
+    cases = [(SnapshotId(sid.end_offset + 1, sid.epoch), 0, None, Errors.SNAPSHOT_NOT_FOUND),
+             (sid, len(data), None, Errors.POSITION_OUT_OF_RANGE),
+             (sid, -1, None, Errors.POSITION_OUT_OF_RANGE),
+             (sid, 0, node.raft.epoch - 1, Errors.FENCED_LEADER_EPOCH),
+             (sid, 0, node.raft.epoch + 1, Errors.UNKNOWN_LEADER_EPOCH)]
+    for i, (asked, position, epoch, error) in enumerate(cases):
+        request = _fetch_snapshot(node, asked, position, 100, 0, epoch)
+        out = node.handle_api(now, -100 - i, request, CTX)
+        assert not [o for o in out if isinstance(o, m.ReadSnapshotChunk)]
+        [answer] = [o for o in out if isinstance(o, Respond)]
+        (part,) = answer.body.body.topics[0].partitions
+        assert part.error_code == error and part.unaligned_records == b""
+
+
+def test_a_snapshot_cleaned_away_before_its_chunk_is_read_answers_snapshot_not_found() -> None:
+    node, now, sid, data = _snapshotting_leader()
+    [read] = [o for o in node.handle_api(now, -1, _fetch_snapshot(node, sid, 0, 100), CTX)
+              if isinstance(o, m.ReadSnapshotChunk)]
+    [answer] = node.handle_snapshot_chunk(now, read, None)
+    (part,) = answer.body.body.topics[0].partitions
+    assert part.error_code == Errors.SNAPSHOT_NOT_FOUND and part.current_leader.leader_id == 1

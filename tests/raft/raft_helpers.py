@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 from kraftwire.protocol.records import Record, RecordBatch
 from kraftwire.raft import (
@@ -55,8 +56,20 @@ def requests(outputs: list[m.Output], kind: type | None = None) -> list[m.SendRe
     return [o for o in outputs if isinstance(o, m.SendRequest) and (kind is None or isinstance(o.msg, kind))]
 
 
-def responses(outputs: list[m.Output]) -> list[m.SendResponse]:
-    return [o for o in outputs if isinstance(o, m.SendResponse)]
+def responses(outputs: list[m.Output], log: Any = None) -> list[m.SendResponse]:
+    """The answers among ``outputs``; with ``log``, a FetchSnapshot's too, its chunk read from ``log`` as the shell
+    does for a ``ReadSnapshotChunk`` (None when the snapshot is gone)."""
+    out: list[m.SendResponse] = []
+    for o in outputs:
+        if isinstance(o, m.SendResponse):
+            out.append(o)
+        elif log is not None and isinstance(o, m.ReadSnapshotChunk):
+            try:
+                chunk: bytes | None = log.read_snapshot_chunk(o.snapshot_id, o.position, o.max_bytes)
+            except KeyError:
+                chunk = None
+            out.append(o.answer(chunk))
+    return out
 
 
 def vote_ok(epoch: int, granted: bool = True, leader: int = -1) -> m.VoteResponse:

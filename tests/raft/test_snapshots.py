@@ -50,7 +50,7 @@ def fetch_snapshot(core: RaftCore, now: int, rid: int, *, epoch: int | None = No
                    ) -> m.FetchSnapshotResponse:
     req = m.FetchSnapshotRequest(cluster_id, replica, core.epoch if epoch is None else epoch,
                                  m.SnapshotIdField(*sid), position, max_bytes)
-    (resp,) = responses(core.handle_request(now, rid, replica, req))
+    (resp,) = responses(core.handle_request(now, rid, replica, req), core.log)
     assert isinstance(resp.msg, m.FetchSnapshotResponse)
     return resp.msg
 
@@ -115,6 +115,20 @@ def test_fetch_snapshot_serves_chunks_of_the_snapshot_bytes():
     assert got == data
 
 
+def test_the_leader_decides_a_fetch_snapshot_answer_and_leaves_reading_its_bytes_to_the_shell(monkeypatch):
+    core, log, _, now, sid, content = snapshotting_leader()
+    monkeypatch.setattr(log, "read_snapshot_chunk", lambda *a: pytest.fail("the Raft core read snapshot bytes"))
+    req = m.FetchSnapshotRequest(CID, 2, core.epoch, m.SnapshotIdField(8, 2), 40, 1 << 20)
+    out = core.handle_request(now, 7, 2, req)
+    assert responses(out) == []
+    (read,) = [o for o in out if isinstance(o, m.ReadSnapshotChunk)]
+    size = len(encode(content))
+    assert (read.request_id, read.snapshot_id, read.position, read.max_bytes) == (7, sid, 40, size)
+    assert read.answer(b"xyz").msg.partition.unaligned_records == b"xyz"
+    gone = read.answer(None).msg.partition
+    assert gone.error_code == Errors.SNAPSHOT_NOT_FOUND and gone.current_leader == m.LeaderIdAndEpoch(1, 2)
+
+
 @pytest.mark.parametrize("kwargs,error", [
     ({"epoch": 1}, Errors.FENCED_LEADER_EPOCH),
     ({"epoch": 3}, Errors.UNKNOWN_LEADER_EPOCH),
@@ -168,7 +182,7 @@ def exchange(follower: RaftCore, leader: RaftCore, outputs: list[m.Output], now:
     for i, req in enumerate(requests(outputs)):
         if seen is not None:
             seen.append(req.msg)
-        (ans,) = responses(leader.handle_request(now, 500 + i, follower.node_id, req.msg))
+        (ans,) = responses(leader.handle_request(now, 500 + i, follower.node_id, req.msg), leader.log)
         nxt += follower.handle_response(now, req.request_id, ans.msg)
     return nxt
 
