@@ -6,11 +6,13 @@ production door (``ApiDoor``) with a voter's controller plane (``VoterReads``: F
 coordinating voter, ``placement.coordinating_voter`` over this voter's view of the offsets leader). In a
 server the voter's door sits on its metadata quorum's node core; which node core holds it does not change a
 group request's route. Brokers hold the production broker plane's door (``BrokerReads``: FindCoordinator
-names the broker itself); no metadata quorum runs here, so a broker's door is driven directly
-(``ApiDoor.handle``, what ``NodeCore.handle_api`` calls) and it is always serving.
+names the broker itself, COORDINATOR_NOT_AVAILABLE while it is not serving); no metadata quorum runs here,
+so a broker's door is driven directly (``ApiDoor.handle``, what ``NodeCore.handle_api`` calls). Brokers crash
+(their relays in flight lost) and come back as new incarnations (an empty coordinator lookup) that serve
+after catching up.
 
 Consumers send real requests (FindCoordinator v3, JoinGroup v5, SyncGroup v3, Heartbeat v3, OffsetCommit v7,
-OffsetFetch v7) to a voter's or a broker's door. A group request comes out of a voter's door as ``Relay``
+OffsetFetch v7, LeaveGroup v3, then joining again as a new member) to a voter's or a broker's door. A group request comes out of a voter's door as ``Relay``
 GROUP and the simulated shell submits it to that voter's group role (``NodeCore.submit_group``), as
 ``GroupShell.route`` does with the offsets quorum; out of a broker's door it goes to the voter that the
 broker's ``placement.CoordinatorLookup`` names (found by asking the voters with FindCoordinator through their
@@ -64,6 +66,7 @@ from kraftwire.protocol.errors import Errors
 from kraftwire.protocol.framing import Request
 from kraftwire.protocol.messages import heartbeat_request as hbq
 from kraftwire.protocol.messages import join_group_request as jgq
+from kraftwire.protocol.messages import leave_group_request as lgq
 from kraftwire.protocol.messages import offset_commit_request as ocq
 from kraftwire.protocol.messages import offset_fetch_request as ofq
 from kraftwire.protocol.messages import sync_group_request as sgq
@@ -93,7 +96,7 @@ REJOIN = frozenset({int(Errors.REBALANCE_IN_PROGRESS), int(Errors.ILLEGAL_GENERA
 UNKNOWN_MEMBER = int(Errors.UNKNOWN_MEMBER_ID)
 SESSION_MS, REBALANCE_MS = 800, 1200
 VERSIONS = {ApiKey.FIND_COORDINATOR: 3, ApiKey.JOIN_GROUP: 5, ApiKey.SYNC_GROUP: 3, ApiKey.HEARTBEAT: 3,
-            ApiKey.OFFSET_COMMIT: 7, ApiKey.OFFSET_FETCH: 7}
+            ApiKey.OFFSET_COMMIT: 7, ApiKey.OFFSET_FETCH: 7, ApiKey.LEAVE_GROUP: 3}
 
 
 def group_config() -> GroupConfig:
@@ -192,6 +195,8 @@ class _Broker:
     door: ApiDoor
     lookup: CoordinatorLookup = field(default_factory=CoordinatorLookup)
     out: list[Any] = field(default_factory=list)
+    up: bool = True
+    serving_at: int = 0   # a restarted broker catches up first: FindCoordinator COORDINATOR_NOT_AVAILABLE until then
 
 
 @dataclass(slots=True)
@@ -279,14 +284,39 @@ class GroupsSimulation(Simulation):
         plane = DoorPlane(ApiRegistry.controller(), "on this simulated voter", lambda: ({}, {}, -1), voter=reads)
         return ApiDoor({VOTER_LISTENER: plane})
 
-    def _broker(self, bid: int) -> _Broker:
-        view = LocalView(bid, f"b{bid}", 9092, None, True, True, 0, tuple(self.voter_ids))
-        reads = BrokerReads(bid, self.cfg.cluster_id, MetadataImage, lambda listener: view, lambda: True)
+    def _broker(self, bid: int, serving_at: int = 0) -> _Broker:
+        """A broker incarnation: the production broker plane's door; it serves from ``serving_at``."""
+        holder: list[_Broker] = []
+
+        def serving() -> bool:
+            return self.now >= holder[0].serving_at
+
+        def view(listener: str) -> LocalView:
+            return LocalView(bid, f"b{bid}", 9092, None, serving(), True, 0, tuple(self.voter_ids))
+
+        reads = BrokerReads(bid, self.cfg.cluster_id, MetadataImage, view, serving)
         door = ApiDoor({LISTENER: DoorPlane(ApiRegistry.broker(), "by this simulated broker", lambda: ({}, {}, 0),
                                             broker=reads)})
-        broker = _Broker(bid, door)
+        broker = _Broker(bid, door, serving_at=serving_at)
+        holder.append(broker)
         door.attach(broker.out.append, lambda: (None, 0, None), RaftApis())
         return broker
+
+    def _broker_faults(self) -> None:
+        """Until the heal, now and then a broker dies (kill -9: its relays in flight are lost with it) and comes
+        back a new incarnation that serves after catching up."""
+        if self.healed:
+            return
+        bid = self.rng.choice(list(self.brokers))
+        if self.brokers[bid].up:
+            self.brokers[bid].up = False
+            self._count("broker crashes")
+            down = self.rng.randint(50, 800)
+
+            def restart() -> None:
+                self.brokers[bid] = self._broker(bid, self.now + self.rng.randint(0, 300))
+            self._later(down, restart)
+        self._later(self.rng.randint(200, 1500), self._broker_faults)
 
     def _on_take_snapshot(self, node: SimNode, out: TakeSnapshot) -> None:
         """Frame the group role's due snapshot inline and hand it back (the server frames it in a thread); the
@@ -338,6 +368,9 @@ class GroupsSimulation(Simulation):
             self.conns[conn] = (src, reply_to)
             if dest in self.brokers:
                 broker = self.brokers[dest]
+                if not broker.up:
+                    self.conns.pop(conn)
+                    return None
                 broker.door.handle(self.now, conn, request, ctx)
                 self._broker_outputs(broker)
                 return None
@@ -409,7 +442,7 @@ class GroupsSimulation(Simulation):
         done = [False]
 
         def finish(resp: Any) -> None:
-            if not done[0]:
+            if not done[0] and self.brokers[broker.bid] is broker and broker.up:   # else it died meanwhile
                 done[0] = True
                 broker.door.relayed(relay.request_id, Reply(resp, version))
                 self._broker_outputs(broker)
@@ -480,6 +513,8 @@ class GroupsSimulation(Simulation):
     # -- consumers ------------------------------------------------------------------------------------
     def start(self) -> None:
         super().start()
+        if "crash" in self.cfg.faults:
+            self._later(self.rng.randint(0, 1000), self._broker_faults)
         for c in self.consumers:
             self._later(self.rng.randint(0, 300), self._wake(c))
 
@@ -544,6 +579,7 @@ class GroupsSimulation(Simulation):
 
     def _found(self, c: _Consumer, resp: Any) -> None:
         if resp.error_code != 0:
+            self._count("no coordinator found")
             self._retry(c, "find", 50)
             return
         c.coordinator = resp.node_id
@@ -607,6 +643,9 @@ class GroupsSimulation(Simulation):
             body = ofq.OffsetFetchRequest(group_id=c.group, topics=[
                 ofq.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=list(range(PARTITIONS)))])
             self._send(c, dest, body, lambda resp: self._fetched(c, floors, resp), 1000)
+        elif not c.simple and r < 0.78:
+            body = lgq.LeaveGroupRequest(group_id=c.group, members=[lgq.MemberIdentity(member_id=c.member_id)])
+            self._send(c, dest, body, lambda resp: self._left(c, resp), 1000)
         elif not c.simple:
             body = hbq.HeartbeatRequest(group_id=c.group, generation_id=c.generation, member_id=c.member_id)
             self._send(c, dest, body, lambda resp: self._beat(c, resp), 1000)
@@ -615,6 +654,14 @@ class GroupsSimulation(Simulation):
 
     def _again(self, c: _Consumer) -> None:
         self._retry(c, "stable", self.rng.randint(20, 150))
+
+    def _left(self, c: _Consumer, resp: Any) -> None:
+        """Left the group (a consumer closed or unsubscribed): back as a new member a little later."""
+        if self._common_errors(c, resp.error_code):
+            return
+        self._count("leaves")
+        c.member_id, c.generation, c.owned = "", -1, []
+        self._retry(c, "join", self.rng.randint(50, 400))
 
     def _beat(self, c: _Consumer, resp: Any) -> None:
         if not self._common_errors(c, resp.error_code):

@@ -30,11 +30,14 @@ def test_groups_through_the_doors_under_every_fault(seed):
     assert stats.get("coordinator moved", 0) > 0, stats
 
 
-def test_brokers_relay_to_the_coordinator_they_look_up():
+def test_brokers_relay_to_the_coordinator_they_look_up_and_die_meanwhile():
     sims = [run(seed) for seed in SEEDS]
     assert all(s.result.ok for s in sims)
     assert sum(s.stats.get("broker relays answered", 0) for s in sims) > 20
     assert sum(s.stats.get("broker lookups", 0) for s in sims) > 2
+    # brokers died and came back (a fresh lookup, not serving at first); members left and joined again
+    assert sum(s.stats.get("broker crashes", 0) for s in sims) > 4
+    assert sum(s.stats.get("leaves", 0) for s in sims) > 4
 
 
 @pytest.mark.parametrize("bug, message", [
