@@ -255,7 +255,6 @@ def test_a_rebalance_timer_after_leadership_went_answers_not_coordinator():
     from kraftwire.group import GroupConfig
     from kraftwire.group.replicated import OffsetsMachine
     from kraftwire.protocol.messages import join_group_request as jgq
-    from kraftwire.raft.core import NotLeaderError
 
     class Raft(SimpleNamespace):
         @property
@@ -283,3 +282,37 @@ def test_a_rebalance_timer_after_leadership_went_answers_not_coordinator():
     now[0] = 1200
     role.tick()                                           # ... that runs the rebalance deadline
     assert [r.error_code for r in got] == [Errors.NOT_COORDINATOR] and role.coordinator is None
+
+
+def test_coordinator_lookup_asks_in_turn_and_forgets_a_moved_coordinator():
+    """The pure decisions GroupRouter and the groups simulation share (group/placement.py)."""
+    from types import SimpleNamespace
+
+    from kraftwire.group.placement import CoordinatorLookup, coordinating_voter, owner_of
+    from kraftwire.group.responses import error_response
+
+    voters = [(1, "a", 1), (2, "b", 2), (3, "c", 3)]
+    assert coordinating_voter("g", voters, replicated=True, leader_id=2) == (2, "b", 2)
+    assert coordinating_voter("g", voters, replicated=True, leader_id=None) is None
+    assert coordinating_voter("g", voters, replicated=False, leader_id=2) == owner_of("g", voters)
+    lookup = CoordinatorLookup()
+    ids = [1, 2, 3]
+    assert lookup.probes(ids) == [1, 2, 3]
+    assert not lookup.found(ids, 1, SimpleNamespace(error_code=int(Errors.COORDINATOR_NOT_AVAILABLE), node_id=-1))
+    assert lookup.found(ids, 2, SimpleNamespace(error_code=0, node_id=3)) and lookup.coordinator_id == 3
+    assert lookup.probes(ids) == [2, 3, 1]                     # next time: the voter that answered first
+    commit_ok = ocr.OffsetCommitResponse(topics=[ocr.OffsetCommitResponseTopic(name=T, partitions=[
+        ocr.OffsetCommitResponsePartition(0, 0)])])
+    lookup.answered(3, 8, commit_ok)
+    assert lookup.coordinator_id == 3
+    lookup.answered(3, 8, error_response(8, 8, ocq.OffsetCommitRequest(group_id="g", topics=[
+        ocq.OffsetCommitRequestTopic(name=T, partitions=[ocq.OffsetCommitRequestPartition(0, 1)])]),
+        int(Errors.NOT_COORDINATOR)))
+    assert lookup.coordinator_id is None                       # moved: look it up again
+    lookup.found(ids, 1, SimpleNamespace(error_code=0, node_id=1))
+    lookup.unreachable(2)
+    assert lookup.coordinator_id == 1
+    lookup.unreachable(1)
+    assert lookup.coordinator_id is None
+    lookup.none_found()
+    assert lookup.probes(ids) == [2, 3, 1]
