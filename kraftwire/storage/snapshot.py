@@ -82,7 +82,7 @@ class SnapshotStore:
     def __init__(self, directory: Path, journal: DiskJournal | None = None) -> None:
         self.dir = Path(directory)
         self.journal = journal   # with one, writes and removals are queued for the disk worker
-        self._ids: set[SnapshotId] = set()
+        self._sizes: dict[SnapshotId, int] = {}   # held snapshots and their sizes (FetchSnapshot asks, no stat)
         self._unwritten: dict[SnapshotId, bytes] = {}   # held, and served from memory, until on disk
         for path in self.dir.iterdir():
             parsed = parse_snapshot_name(path.name)
@@ -93,11 +93,11 @@ class SnapshotStore:
                 log.info("%s: removing an unfinished or deleted snapshot file", path)
                 path.unlink(missing_ok=True)
             else:
-                self._ids.add(sid)
+                self._sizes[sid] = path.stat().st_size
 
     def ids(self) -> list[SnapshotId]:
         """Held snapshots, oldest first."""
-        return sorted(self._ids, key=lambda s: (s.end_offset, s.epoch))
+        return sorted(self._sizes, key=lambda s: (s.end_offset, s.epoch))
 
     def latest(self) -> SnapshotId | None:
         ids = self.ids()
@@ -108,13 +108,13 @@ class SnapshotStore:
         return ids[0] if ids else None
 
     def __contains__(self, sid: object) -> bool:
-        return sid in self._ids
+        return sid in self._sizes
 
     def path(self, sid: SnapshotId) -> Path:
         return self.dir / snapshot_name(sid)
 
     def _held(self, sid: SnapshotId) -> Path:
-        if sid not in self._ids:
+        if sid not in self._sizes:
             raise KeyError(f"no snapshot {snapshot_name(sid)} in {self.dir}")
         return self.path(sid)
 
@@ -126,7 +126,7 @@ class SnapshotStore:
         else:
             self._unwritten[sid] = data
             self.journal.call(lambda: self._store(sid, data))
-        self._ids.add(sid)
+        self._sizes[sid] = len(data)
 
     def _store(self, sid: SnapshotId, data: bytes) -> None:
         """(The disk worker.) The file is in place before the in-memory copy is dropped."""
@@ -135,14 +135,16 @@ class SnapshotStore:
             del self._unwritten[sid]
 
     def size(self, sid: SnapshotId) -> int:
-        data = self._unwritten.get(sid)
-        return len(data) if data is not None else self._held(sid).stat().st_size
+        """The snapshot's size in bytes, known since it was written or opened (KeyError: not held)."""
+        if sid not in self._sizes:
+            raise KeyError(f"no snapshot {snapshot_name(sid)} in {self.dir}")
+        return self._sizes[sid]
 
     def read_chunk(self, sid: SnapshotId, position: int, max_bytes: int) -> bytes:
         if position < 0 or max_bytes < 0:
             raise ValueError(f"bad snapshot read position {position} / size {max_bytes}")
         data = self._unwritten.get(sid)
-        if data is not None and sid in self._ids:
+        if data is not None and sid in self._sizes:
             return data[position:position + max_bytes]
         with open(self._held(sid), "rb") as f:
             return os.pread(f.fileno(), max_bytes, position)
@@ -157,9 +159,9 @@ class SnapshotStore:
 
     def remove(self, sids: Iterable[SnapshotId]) -> None:
         """Forget and delete these snapshots."""
-        gone = [s for s in sids if s in self._ids]
+        gone = [s for s in sids if s in self._sizes]
         for s in gone:
-            self._ids.discard(s)
+            self._sizes.pop(s, None)
             self._unwritten.pop(s, None)
             if self.journal is None:
                 self.path(s).unlink(missing_ok=True)
@@ -172,6 +174,6 @@ class SnapshotStore:
 
     def delete_before(self, sid: SnapshotId) -> list[SnapshotId]:
         """Delete every snapshot older than ``sid``; returns the ids removed."""
-        gone = [s for s in self._ids if (s.end_offset, s.epoch) < (sid.end_offset, sid.epoch)]
+        gone = [s for s in self._sizes if (s.end_offset, s.epoch) < (sid.end_offset, sid.epoch)]
         self.remove(gone)
         return gone
