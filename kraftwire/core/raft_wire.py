@@ -181,14 +181,15 @@ def response_to_wire(api_key: int, resp: m.Response, version: int, nodes: list[t
         parts = [] if p is None else [v_resp.PartitionData(0, p.error_code, p.leader_id, p.leader_epoch,
                                                            p.vote_granted)]
         return v_resp.VoteResponse(resp.error_code, _topics(v_resp.TopicData, parts),
-                                   _endpoints(v_resp.NodeEndpoint, nodes, version))
+                                   _leader_endpoint(v_resp.NodeEndpoint, nodes, version >= 1, None if p is None else p.leader_id))
     if isinstance(resp, m.BeginQuorumEpochResponse | m.EndQuorumEpochResponse):
         begin = isinstance(resp, m.BeginQuorumEpochResponse)
         mod: Any = bqe_resp if begin else eqe_resp
         qp = resp.partition
         parts = [] if qp is None else [mod.PartitionData(0, qp.error_code, qp.leader_id, qp.leader_epoch)]
         cls = mod.BeginQuorumEpochResponse if begin else mod.EndQuorumEpochResponse
-        return cls(resp.error_code, _topics(mod.TopicData, parts), _endpoints(mod.NodeEndpoint, nodes, version))
+        return cls(resp.error_code, _topics(mod.TopicData, parts),
+                   _leader_endpoint(mod.NodeEndpoint, nodes, version >= 1, None if qp is None else qp.leader_id))
     if isinstance(resp, m.FetchResponse):
         return fetch_response_to_wire(resp, version, nodes)
     if isinstance(resp, m.DescribeQuorumResponse):
@@ -233,8 +234,13 @@ def _topics(cls: Any, parts: list[Any]) -> list[Any]:
     return [cls(METADATA_TOPIC, parts)] if parts else []
 
 
-def _endpoints(cls: Any, nodes: list[tuple[int, str, int, str]], version: int) -> list[Any]:
-    return [cls(i, h, p) for i, h, p, _ in nodes] if version >= 1 else []
+def _leader_endpoint(cls: Any, nodes: list[tuple[int, str, int, str]], carried: bool, leader_id: int | None
+                     ) -> list[Any]:
+    """NodeEndpoints as Kafka's Raft answers fill it (``RaftUtil``): the leader's endpoint alone, when the
+    version carries the field and the leader and its endpoint are known."""
+    if not carried or leader_id is None or leader_id < 0:
+        return []
+    return [cls(i, h, p) for i, h, p, _ in nodes if i == leader_id][:1]
 
 
 def fetch_response_to_wire(resp: m.FetchResponse, version: int, nodes: list[tuple[int, str, int, str]]
@@ -253,9 +259,8 @@ def fetch_response_to_wire(resp: m.FetchResponse, version: int, nodes: list[tupl
         parts.append(pd)
     topic = f_resp.FetchableTopicResponse(METADATA_TOPIC if version < 13 else "",
                                           METADATA_TOPIC_ID if version >= 13 else _ZERO_UUID, parts)
-    endpoints = []
-    if version >= 16:
-        endpoints = [f_resp.NodeEndpoint(i, h, port) for i, h, port, _ in nodes]
+    leader = None if p is None else p.current_leader.leader_id
+    endpoints = _leader_endpoint(f_resp.NodeEndpoint, nodes, version >= 17, leader)   # v16's field is KIP-951's
     return f_resp.FetchResponse(0, resp.error_code, 0, [topic] if parts else [], endpoints)
 
 
@@ -269,8 +274,9 @@ def fetch_snapshot_response_to_wire(resp: m.FetchSnapshotResponse, version: int,
             fs_resp.LeaderIdAndEpoch(p.current_leader.leader_id, p.current_leader.leader_epoch),
             p.size, p.position, p.unaligned_records)
         topics = [fs_resp.TopicSnapshot(METADATA_TOPIC, [part])]
-    endpoints = [fs_resp.NodeEndpoint(i, h, port) for i, h, port, _ in nodes] if version >= 1 else []
-    return fs_resp.FetchSnapshotResponse(0, resp.error_code, topics, endpoints)
+    leader = None if p is None else p.current_leader.leader_id
+    return fs_resp.FetchSnapshotResponse(0, resp.error_code, topics,
+                                         _leader_endpoint(fs_resp.NodeEndpoint, nodes, version >= 1, leader))
 
 
 # ----------------------------------------------------------------------------- requests out

@@ -71,7 +71,7 @@ def test_a_granted_vote_is_answered_after_its_quorum_state_write_in_the_same_out
     reply = next(o for o in out if isinstance(o, Respond)).body
     part = reply.body.topics[0].partitions[0]
     assert reply.version == 2 and part.vote_granted and part.leader_epoch == 1
-    assert [e.node_id for e in reply.body.node_endpoints] == [1, 2, 3], "the answer lists the voters"
+    assert reply.body.node_endpoints == [], "no leader known: no endpoint (Kafka's RaftUtil names the leader's only)"
     assert not any(isinstance(o, m.SendResponse) for o in out)
 
 
@@ -94,6 +94,9 @@ def test_a_replicas_fetch_is_answered_by_raft_and_a_parked_one_when_its_wait_is_
     [answer] = [o for o in node.handle_api(now, -1, _request(-1, fetch, 17), CTX) if isinstance(o, Respond)]
     part = answer.body.body.responses[0].partitions[0]
     assert part.error_code == 0 and part.records and part.high_watermark == end
+    assert [(e.node_id, e.host) for e in answer.body.body.node_endpoints] == [(1, "n1")], "the leader's alone"
+    [v16] = [o for o in node.handle_api(now, -3, _request(-3, fetch, 16), CTX) if isinstance(o, Respond)]
+    assert v16.body.body.node_endpoints == [], "Kafka fills NodeEndpoints in Raft's Fetch answers from v17"
     parked = m.FetchRequest(CLUSTER, 5, 500, end, epoch, epoch, 0, 1 << 20, 1)
     out = node.handle_api(now, -2, _request(-2, parked, 17), CTX)
     assert not [o for o in out if isinstance(o, Respond)], "nothing new: Raft keeps it"
