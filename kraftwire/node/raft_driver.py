@@ -2,8 +2,8 @@
 
 All calls into the core happen on the event loop's single thread, one at a time, so the core
 never needs locks. The shell only moves the core's outputs: ``SendRequest`` becomes a task that sends
-the wire request to the peer and feeds the reply (or the failure) back; ``SendResponse`` and
-``Respond`` wake the task waiting to answer that inbound Raft or controller request; ``PersistLog``
+the wire request to the peer and feeds the reply (or the failure) back; ``Respond`` (the
+door's answer, Raft's included) wakes the task waiting to answer that request; ``PersistLog``
 (every log fsync of the hot paths, leader's and fetcher's) runs in the node's disk worker and is
 reported back with ``handle_persisted``; ``PersistState`` (a vote, a new epoch) is written by the disk
 worker too, and every output of that call and of the calls after it waits until it is durable (Raft's
@@ -310,11 +310,10 @@ class RaftDriver:
     def _dispatch_now(self, outputs: list[Any]) -> None:
         orphans: list[int] = []
         for out in outputs:
-            if isinstance(out, m.SendResponse | Respond | Relay | Read | Park):
+            if isinstance(out, Respond | Relay | Read | Park):
                 waiter = self._waiting.pop(out.request_id, None)
                 if waiter is not None:
-                    waiter[1].append(out.msg if isinstance(out, m.SendResponse) else out.body if type(out) is Respond
-                                     else out)
+                    waiter[1].append(out.body if type(out) is Respond else out)
                     if waiter[0] is not None:   # None: the answer came during the call that asked (``_started``)
                         waiter[0].set()
                 elif type(out) is Read or type(out) is Relay:   # its connection is gone: the core forgets it
