@@ -162,11 +162,12 @@ def group_role_class(bugs: frozenset[str]) -> type[GroupRole]:
     return GroupRole
 
 
-class _OffsetsListener:
-    """The production state machine of one voter incarnation, its commits shown to the checker."""
+class OffsetsListener:
+    """The production offsets state machine of one voter incarnation, its commits shown to the simulation's
+    checker; ``loaded`` is called for every snapshot it loads."""
 
-    def __init__(self, sim: GroupsSimulation, nid: int) -> None:
-        self.sim, self.nid = sim, nid
+    def __init__(self, sim: Simulation, nid: int, loaded: Callable[[], None]) -> None:
+        self.sim, self.nid, self.loaded = sim, nid, loaded
         self.machine = OffsetsMachine()
 
     def handle_commit(self, batches: list[Any]) -> None:
@@ -175,7 +176,7 @@ class _OffsetsListener:
 
     def handle_snapshot(self, end_offset: int, batches: list[Any]) -> None:
         self.machine.handle_snapshot(end_offset, batches)
-        self.sim._count("offsets snapshots loaded")
+        self.loaded()
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self.machine.handle_leader_change(leader_id, epoch)
@@ -235,7 +236,7 @@ class GroupsSimulation(Simulation):
     def __init__(self, seed: int, cfg: SimConfig) -> None:
         super().__init__(seed, replace(cfg, bugs=cfg.bugs - GROUP_BUGS))
         self.group_bugs = cfg.bugs & GROUP_BUGS
-        self.listeners: dict[int, _OffsetsListener] = {}
+        self.listeners: dict[int, OffsetsListener] = {}
         self.brokers = {201 + i: self._broker(201 + i) for i in range(BROKERS)}
         cid = 300
         self.consumers: list[_Consumer] = []
@@ -259,8 +260,8 @@ class GroupsSimulation(Simulation):
         self.stats: dict[str, int] = {}
 
     # -- nodes ---------------------------------------------------------------------------------------
-    def _listener_for(self, nid: int) -> _OffsetsListener:
-        listener = self.listeners[nid] = _OffsetsListener(self, nid)
+    def _listener_for(self, nid: int) -> OffsetsListener:
+        listener = self.listeners[nid] = OffsetsListener(self, nid, lambda: self._count("offsets snapshots loaded"))
         return listener
 
     def _node_core(self, nid: int, core: RaftCore) -> NodeCore:

@@ -25,6 +25,7 @@ from kraftwire.protocol.records import RecordBatch
 from kraftwire.raft import SnapshotId
 from kraftwire.sim.cluster import APPEND, SimNode, Simulation
 from kraftwire.sim.config import SimConfig
+from kraftwire.sim.groups_sim import OffsetsListener
 from kraftwire.sim.invariants import Violation
 from kraftwire.sim.wire import raft_door
 
@@ -41,23 +42,6 @@ def replay(entries) -> StoreState:
         except ValueError:   # control records (LeaderChange) are no offsets records
             continue
     return state
-
-
-class _OffsetsListener:
-    def __init__(self, sim: OffsetsSimulation, nid: int) -> None:
-        self.sim, self.nid = sim, nid
-        self.machine = OffsetsMachine()
-
-    def handle_commit(self, batches: list[RecordBatch]) -> None:
-        self.sim.checker.on_commit_callback(self.nid, batches)
-        self.machine.handle_commit(batches)
-
-    def handle_snapshot(self, end_offset: int, batches: list[RecordBatch]) -> None:
-        self.machine.handle_snapshot(end_offset, batches)
-        self.sim.offsets_loads += 1
-
-    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
-        self.machine.handle_leader_change(leader_id, epoch)
 
 
 class _SimSnapshotter(OffsetsSnapshotter):
@@ -77,7 +61,7 @@ class _SimSnapshotter(OffsetsSnapshotter):
 class OffsetsSimulation(Simulation):
     def __init__(self, seed: int, cfg: SimConfig) -> None:
         super().__init__(seed, cfg)
-        self.listeners: dict[int, _OffsetsListener] = {}
+        self.listeners: dict[int, OffsetsListener] = {}
         self.offsets_snapshots = 0
         self.offsets_loads = 0
         self._checked: dict[int, tuple[int, int]] = {}
@@ -87,8 +71,11 @@ class OffsetsSimulation(Simulation):
         self._indexed = 0
         self._acked: list[tuple[int, int]] = []           # (responder, request id) answered without error
 
-    def _listener_for(self, nid: int) -> _OffsetsListener:
-        listener = self.listeners[nid] = _OffsetsListener(self, nid)
+    def _loaded(self) -> None:
+        self.offsets_loads += 1
+
+    def _listener_for(self, nid: int) -> OffsetsListener:
+        listener = self.listeners[nid] = OffsetsListener(self, nid, self._loaded)
         return listener
 
     def _node_core(self, nid: int, core) -> NodeCore:
