@@ -770,7 +770,7 @@ class RaftCore:
             if (now >= parked.deadline or self.log.end_offset > parked.fetch_offset
                     or st.hw != parked.hw_at_park):
                 del st.parked[parked.request_id]
-                self._respond(parked.request_id, self._fetch_data(st, parked.fetch_offset, parked.max_bytes))
+                self._answer_fetch(st, parked.request_id, parked.source_id, parked.fetch_offset, parked.max_bytes)
 
     def _poll_candidate(self, now: int, st: Candidate) -> None:
         if self._votes(st.granted) >= self.majority:
@@ -1113,19 +1113,33 @@ class RaftCore:
         if diverging is not None:
             self._respond(rid, self._fetch_data(st, req.fetch_offset, req.max_bytes, diverging))
             return
+        known_hw = req.high_watermark   # Fetch v18 says what the fetcher knows (Kafka 4.1)
         if replica >= 0 and replica != self.node_id:
             table = st.voters if replica in st.voters else st.observers
             progress = table.setdefault(replica, ReplicaProgress())
             progress.update(req.fetch_offset, now, self.log.end_offset)
             if req.replica_directory_id is not None:
                 progress.directory_id = req.replica_directory_id
+            if known_hw == m.UNKNOWN_HIGH_WATERMARK and progress.hw_sent >= 0:
+                known_hw = progress.hw_sent   # before v18: what our last answer told it
             self._leader_progress(now, st)
-        # a fetcher whose high watermark is behind ours is answered at once (Fetch v18, as Kafka 4.1)
-        behind = st.hw is not None and req.high_watermark < st.hw
+        # A fetcher whose high watermark is behind ours is answered at once: parked, it would learn the new one
+        # only with new data or at MaxWaitMs (an observer whose last answer carried a record before it
+        # committed would apply it half a second late).
+        behind = st.hw is not None and known_hw < st.hw
         if req.fetch_offset >= self.log.end_offset and req.max_wait_ms > 0 and not behind:
             st.parked[rid] = ParkedFetch(rid, replica, req.fetch_offset, req.max_bytes, now + req.max_wait_ms, st.hw)
             return
-        self._respond(rid, self._fetch_data(st, req.fetch_offset, req.max_bytes))
+        self._answer_fetch(st, rid, replica, req.fetch_offset, req.max_bytes)
+
+    def _answer_fetch(self, st: Leader, rid: int, replica: int, fetch_offset: int, max_bytes: int) -> None:
+        """Answer a replica's Fetch with what the log holds from ``fetch_offset``, noting the high watermark
+        the answer tells it."""
+        resp = self._fetch_data(st, fetch_offset, max_bytes)
+        progress = st.voters.get(replica) or st.observers.get(replica)
+        if progress is not None and resp.partition is not None:
+            progress.hw_sent = resp.partition.high_watermark
+        self._respond(rid, resp)
 
     def _heard_from_voter(self, now: int, st: Leader, replica: int) -> None:
         """A voter fetched in our epoch: it endorses us, and counts toward check-quorum."""

@@ -114,6 +114,7 @@ class ReplicaProgress:
     last_caught_up_ms: int = -1
     leader_end_at_last_fetch: int = -1
     directory_id: uuid.UUID | None = None   # the ReplicaDirectoryId of its last Fetch
+    hw_sent: int = -1   # the high watermark of the last answer it was given (what a Fetch before v18 knows)
 
     def update(self, fetch_offset: int, now: int, leader_end: int) -> None:
         if fetch_offset >= leader_end:

@@ -183,6 +183,25 @@ def test_fetch_v18_with_a_stale_high_watermark_is_answered_at_once():
     assert ask(13, m.UNKNOWN_HIGH_WATERMARK) == []              # older versions tell nothing: parked
 
 
+def test_a_fetch_before_v18_is_answered_at_once_when_the_high_watermark_moved_after_its_last_answer():
+    """Before Fetch v18 the fetcher does not say its high watermark: the leader remembers the one its last answer
+    told it. An observer woken by a record before that record committed must learn the commit at once, not
+    half a second later (a Kafka 3.x broker otherwise applies its own unfencing late)."""
+    core, log, _, now, _ = leader_with_data()
+    fetch(core, now, 1, 2, 4, 1)                                  # voter 2 caught up: HW 4
+    assert fetch(core, now, 7, 101, 4, 1, max_wait=500) == []     # an observer waits at the end
+    core.append(now, [rec(b"new")])
+    out = core.tick(now + core.config.append_linger_ms)
+    (woken,) = [o for o in responses(out) if o.request_id == 7]
+    assert woken.msg.partition.batches and woken.msg.partition.high_watermark == 4   # the record, not yet committed
+    later = now + core.config.append_linger_ms + 1
+    fetch(core, later, 8, 2, 5, 1)                                # voter 2 has it: HW 5
+    assert core.hw == 5
+    p = fetch_partition(fetch(core, later, 9, 101, 5, 1, max_wait=500))
+    assert p.high_watermark == 5 and p.batches == [], "answered at once with the new high watermark"
+    assert fetch(core, later, 10, 101, 5, 1, max_wait=500) == [], "told the current one: parked again"
+
+
 def test_parked_fetches_fail_when_leadership_is_lost():
     core, log, _, now, _ = leader_with_data()
     fetch(core, now, 7, 3, 4, 1, max_wait=500)
