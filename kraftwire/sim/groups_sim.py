@@ -44,7 +44,7 @@ committed offsets, or without its groups' generation records).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -160,6 +160,19 @@ def group_role_class(bugs: frozenset[str]) -> type[GroupRole]:
     if "coordinator_starts_without_generations" in bugs:
         return _GenerationlessGroupRole
     return GroupRole
+
+
+def offsets_records(entries: list[Any], start: int = 0) -> Iterator[tuple[int, Any]]:
+    """(position, decoded record) of the offsets records among committed log ``entries`` from ``start``
+    (control records such as LeaderChange skipped)."""
+    for i in range(start, len(entries)):
+        value = entries[i][1]
+        if value is None:
+            continue
+        try:
+            yield i, decode_record(value)
+        except ValueError:   # not an offsets record
+            continue
 
 
 class OffsetsListener:
@@ -704,14 +717,7 @@ class GroupsSimulation(Simulation):
     def _committed_offsets(self) -> dict[int, int]:
         """Committed offset value -> its log position (each value is committed once at most: values are unique)."""
         entries = self.checker.committed
-        for i in range(self._indexed, len(entries)):
-            value = entries[i][1]
-            if value is None:
-                continue
-            try:
-                r = decode_record(value)
-            except ValueError:
-                continue
+        for i, r in offsets_records(entries, self._indexed):
             if isinstance(r, OffsetRecord):
                 self._offsets_at.setdefault(r.offset, i)
                 self.checker.max_counter = max(self.checker.max_counter, r.offset)

@@ -25,7 +25,7 @@ from kraftwire.protocol.records import RecordBatch
 from kraftwire.raft import SnapshotId
 from kraftwire.sim.cluster import APPEND, SimNode, Simulation
 from kraftwire.sim.config import SimConfig
-from kraftwire.sim.groups_sim import OffsetsListener
+from kraftwire.sim.groups_sim import OffsetsListener, offsets_records
 from kraftwire.sim.invariants import Violation
 from kraftwire.sim.wire import raft_door
 
@@ -133,13 +133,7 @@ class OffsetsSimulation(Simulation):
 
     def _committed_commits(self) -> set[tuple[str, int, int]]:
         entries = self.checker.committed
-        for _, value in entries[self._indexed:]:
-            if value is None:
-                continue
-            try:
-                r = decode_record(value)
-            except ValueError:
-                continue
+        for _, r in offsets_records(entries, self._indexed):
             if isinstance(r, OffsetRecord):
                 self._commit_index.add((r.group_id, r.partition, r.offset))
         self._indexed = len(entries)
