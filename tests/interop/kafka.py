@@ -80,6 +80,16 @@ class Fleet:
         self.nodes.append(node)
         return node
 
+    def start(self, node: Any, cluster: str, release_version: str | None = None) -> Any:
+        """``node`` added (unless it is), formatted for ``cluster`` (at ``release_version``, else its default),
+        started and running."""
+        if node not in self.nodes:
+            self.add(node)
+        node.format(cluster, release_version=release_version)
+        node.start()
+        node.wait_started()
+        return node
+
     def watch(self, name: str, path: Path) -> None:
         """Also attach ``path`` (e.g. a kraftwire server.log) to the report of a failing test."""
         self.extra_logs.append((name, Path(path)))
@@ -101,10 +111,7 @@ class Fleet:
         formatted = ctl.format(cluster, release_version=release_version)
         ctl.start()
         ctl.wait_started()
-        broker = self.add(KafkaNode(dist, root, 2, "broker", bhost, voters))
-        broker.format(cluster, release_version=release_version)
-        broker.start()
-        broker.wait_started()
+        broker = self.start(KafkaNode(dist, root, 2, "broker", bhost, voters), cluster, release_version)
         return ctl, broker, formatted
 
     def stop(self) -> None:

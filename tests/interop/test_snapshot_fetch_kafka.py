@@ -37,13 +37,8 @@ def test_kafka_broker_starting_late_downloads_the_kraftwire_snapshot(kafka_dist,
         fleet.watch("kraftwire controller", ctl.log_path)
         cluster = random_uuid()
         level, _ = release_levels(kafka_dist)   # the release's own metadata.version (3.7 knows no 4.1 level)
-        ctl.format(cluster, release_version=level)
-        ctl.start()
-        ctl.wait_started()
-        first = fleet.add(KafkaNode(kafka_dist, tmp_path, 2, "broker", first_host, voters))
-        first.format(cluster, release_version=level)
-        first.start()
-        first.wait_started()
+        fleet.start(ctl, cluster, level)
+        fleet.start(KafkaNode(kafka_dist, tmp_path, 2, "broker", first_host, voters), cluster, level)
 
         topics = ["before-a", "before-b"]   # some hundred partition records: several snapshots, the log cleaned
         for topic in topics:
@@ -52,10 +47,7 @@ def test_kafka_broker_starting_late_downloads_the_kraftwire_snapshot(kafka_dist,
             assert rc == 0, out
         wait_for(lambda: _log_start(ctl) > 0, 60, "the kraftwire controller cleaning its log below a snapshot")
 
-        late = fleet.add(KafkaNode(kafka_dist, tmp_path, 3, "broker", late_host, voters))
-        late.format(cluster, release_version=level)
-        late.start()
-        late.wait_started()
+        late = fleet.start(KafkaNode(kafka_dist, tmp_path, 3, "broker", late_host, voters), cluster, level)
         late_admin = AdminClient({"bootstrap.servers": f"{late_host}:{BROKER_PORT}"})
         wait_for(lambda: all(len(getattr(late_admin.list_topics(timeout=10).topics.get(t), "partitions", {})) == 100
                              for t in topics), 60, "the late broker knowing every topic and partition")
